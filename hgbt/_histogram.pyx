@@ -1,0 +1,160 @@
+"""Kernels: per-node gradient histograms and the subtraction trick.
+
+Each feature's histogram is accumulated by one thread, in row order, so the
+result does not depend on the number of threads.
+"""
+from cython.parallel cimport prange
+from libc.string cimport memset
+
+from ._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
+
+# Below this many rows x features a node is built without an OpenMP region:
+# thread start-up would cost more than the work.
+DEF MIN_PARALLEL_WORK = 32768
+
+
+cdef inline void _zero(hist_struct* hist, int n_bins) noexcept nogil:
+    memset(hist, 0, n_bins * sizeof(hist_struct))
+
+
+cdef inline void _fill_constant_hessian(
+    hist_struct* hist, int n_bins, double hessian,
+) noexcept nogil:
+    # With a constant hessian only counts are accumulated.
+    cdef int b
+    for b in range(n_bins):
+        hist[b].sum_hessians = hist[b].count * hessian
+
+
+cdef void _feature_root(
+    const X_BINNED_DTYPE_C* col, SIZE_C n, const G_H_DTYPE_C* g,
+    const G_H_DTYPE_C* h, bint constant_hessian, hist_struct* hist, int n_bins,
+) noexcept nogil:
+    cdef SIZE_C i
+    cdef X_BINNED_DTYPE_C b
+    _zero(hist, n_bins)
+    if constant_hessian:
+        for i in range(n):
+            b = col[i]
+            hist[b].sum_gradients += g[i]
+            hist[b].count += 1
+        _fill_constant_hessian(hist, n_bins, h[0])
+    else:
+        for i in range(n):
+            b = col[i]
+            hist[b].sum_gradients += g[i]
+            hist[b].sum_hessians += h[i]
+            hist[b].count += 1
+
+
+cdef void _feature_rows(
+    const X_BINNED_DTYPE_C* col, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* og, const G_H_DTYPE_C* oh, bint constant_hessian,
+    const G_H_DTYPE_C* h, hist_struct* hist, int n_bins,
+) noexcept nogil:
+    # og/oh are the node's gradients already gathered in row order.
+    cdef SIZE_C i
+    cdef X_BINNED_DTYPE_C b
+    _zero(hist, n_bins)
+    if constant_hessian:
+        for i in range(n):
+            b = col[rows[i]]
+            hist[b].sum_gradients += og[i]
+            hist[b].count += 1
+        _fill_constant_hessian(hist, n_bins, h[0])
+    else:
+        for i in range(n):
+            b = col[rows[i]]
+            hist[b].sum_gradients += og[i]
+            hist[b].sum_hessians += oh[i]
+            hist[b].count += 1
+
+
+def build_histogram_root(
+    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    const G_H_DTYPE_C[::1] gradients,
+    const G_H_DTYPE_C[::1] hessians,
+    hist_struct[:, ::1] out,
+    int n_threads,
+):
+    """Histograms of all rows, in their natural order.
+
+    ``hessians`` of length 1 means the hessian is that constant for every row.
+    """
+    cdef SIZE_C n = X_binned.shape[0]
+    cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f
+    cdef bint constant_hessian = hessians.shape[0] == 1
+    if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_threads == 1:
+        for f in range(n_features):
+            _feature_root(&X_binned[0, f], n, &gradients[0], &hessians[0],
+                          constant_hessian, &out[f, 0], n_bins)
+    else:
+        for f in prange(n_features, nogil=True, schedule='static',
+                        num_threads=n_threads):
+            _feature_root(&X_binned[0, f], n, &gradients[0], &hessians[0],
+                          constant_hessian, &out[f, 0], n_bins)
+
+
+def build_histogram(
+    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    const SIZE_C[::1] rows,
+    const G_H_DTYPE_C[::1] gradients,
+    const G_H_DTYPE_C[::1] hessians,
+    G_H_DTYPE_C[::1] ordered_gradients,
+    G_H_DTYPE_C[::1] ordered_hessians,
+    hist_struct[:, ::1] out,
+    int n_threads,
+):
+    """Histograms of the rows ``rows`` (one node).
+
+    Gradients (and hessians unless constant) are first gathered into node
+    order in ``ordered_*`` (length >= len(rows)), so the per-feature loops
+    read them sequentially.
+    """
+    cdef SIZE_C n = rows.shape[0], i
+    cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f
+    cdef bint constant_hessian = hessians.shape[0] == 1
+    cdef bint parallel = (<Py_ssize_t>n * n_features >= MIN_PARALLEL_WORK
+                          and n_threads > 1)
+    if n == 0:  # empty node: all-zero histograms
+        for f in range(n_features):
+            _zero(&out[f, 0], n_bins)
+        return
+    with nogil:
+        if parallel:
+            for i in prange(n, schedule='static', num_threads=n_threads):
+                ordered_gradients[i] = gradients[rows[i]]
+            if not constant_hessian:
+                for i in prange(n, schedule='static', num_threads=n_threads):
+                    ordered_hessians[i] = hessians[rows[i]]
+            for f in prange(n_features, schedule='static', num_threads=n_threads):
+                _feature_rows(&X_binned[0, f], &rows[0], n, &ordered_gradients[0],
+                              &ordered_hessians[0], constant_hessian,
+                              &hessians[0], &out[f, 0], n_bins)
+        else:
+            for i in range(n):
+                ordered_gradients[i] = gradients[rows[i]]
+            if not constant_hessian:
+                for i in range(n):
+                    ordered_hessians[i] = hessians[rows[i]]
+            for f in range(n_features):
+                _feature_rows(&X_binned[0, f], &rows[0], n, &ordered_gradients[0],
+                              &ordered_hessians[0], constant_hessian,
+                              &hessians[0], &out[f, 0], n_bins)
+
+
+def subtract_histograms(
+    const hist_struct[:, ::1] parent,
+    const hist_struct[:, ::1] child,
+    hist_struct[:, ::1] out,
+):
+    """``out = parent - child``: the sibling's histograms without its rows."""
+    cdef int f, b
+    with nogil:
+        for f in range(parent.shape[0]):
+            for b in range(parent.shape[1]):
+                out[f, b].sum_gradients = (parent[f, b].sum_gradients
+                                           - child[f, b].sum_gradients)
+                out[f, b].sum_hessians = (parent[f, b].sum_hessians
+                                          - child[f, b].sum_hessians)
+                out[f, b].count = parent[f, b].count - child[f, b].count

@@ -1,0 +1,125 @@
+"""Kernel: split a node's rows in place into its left then right child.
+
+The partition is stable (rows keep their relative order on each side). A
+stable partition is unique, so the result does not depend on the number of
+threads. Each thread partitions a contiguous chunk into a buffer (lefts
+forward from the chunk start, rights backward from its end), then chunks are
+merged in order.
+"""
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
+
+from ._types cimport X_BINNED_DTYPE_C, SIZE_C
+
+# Rows per thread below which one thread partitions alone.
+DEF MIN_ROWS_PER_THREAD = 16384
+
+
+cdef inline bint _goes_left(
+    X_BINNED_DTYPE_C b, X_BINNED_DTYPE_C bin_threshold,
+    X_BINNED_DTYPE_C missing_bin, unsigned char missing_go_to_left,
+) noexcept nogil:
+    if b == missing_bin:
+        return missing_go_to_left
+    return b <= bin_threshold
+
+
+cdef SIZE_C _partition_chunk(
+    SIZE_C* rows, SIZE_C* buf, SIZE_C n, const X_BINNED_DTYPE_C* col,
+    X_BINNED_DTYPE_C bin_threshold, X_BINNED_DTYPE_C missing_bin,
+    unsigned char missing_go_to_left,
+) noexcept nogil:
+    # Lefts to buf[0..), rights to buf[n-1] downward. Returns the left count.
+    cdef SIZE_C i, n_left = 0, n_right = 0, r
+    for i in range(n):
+        r = rows[i]
+        if _goes_left(col[r], bin_threshold, missing_bin, missing_go_to_left):
+            buf[n_left] = r
+            n_left += 1
+        else:
+            n_right += 1
+            buf[n - n_right] = r
+    return n_left
+
+
+cdef void _merge_chunk(
+    SIZE_C* dst_left, SIZE_C* dst_right, const SIZE_C* buf, SIZE_C n,
+    SIZE_C n_left,
+) noexcept nogil:
+    # Copy lefts as they are and rights reversed back to their input order.
+    cdef SIZE_C i
+    for i in range(n_left):
+        dst_left[i] = buf[i]
+    for i in range(n - n_left):
+        dst_right[i] = buf[n - 1 - i]
+
+
+def partition_rows(
+    SIZE_C[::1] rows,
+    SIZE_C[::1] buffer,
+    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    int feature_idx,
+    X_BINNED_DTYPE_C bin_threshold,
+    X_BINNED_DTYPE_C missing_bin,
+    bint missing_go_to_left,
+    int n_threads,
+):
+    """Stable in-place partition of ``rows`` (one node's slice).
+
+    A row goes left when its bin is ``<= bin_threshold``, or when it is
+    missing and ``missing_go_to_left``. ``buffer`` has at least
+    ``len(rows)`` entries of scratch space.
+
+    Returns
+    -------
+    n_left : int
+        Rows ``rows[:n_left]`` are the left child, the rest the right one.
+    """
+    cdef SIZE_C n = rows.shape[0]
+    cdef int n_chunks = n_threads if n_threads > 0 else 1
+    cdef int t, i
+    cdef SIZE_C chunk, start, size, n_left = 0, left_pos, right_pos
+    cdef SIZE_C* counts
+    cdef const X_BINNED_DTYPE_C* col
+    if n == 0:
+        return 0
+    col = &X_binned[0, feature_idx]
+    if n < <SIZE_C>MIN_ROWS_PER_THREAD * 2:
+        n_chunks = 1
+    elif n // MIN_ROWS_PER_THREAD < <SIZE_C>n_chunks:
+        n_chunks = n // MIN_ROWS_PER_THREAD
+    if n_chunks == 1:
+        with nogil:
+            n_left = _partition_chunk(&rows[0], &buffer[0], n, col, bin_threshold,
+                                      missing_bin, missing_go_to_left)
+            _merge_chunk(&rows[0], &rows[n_left], &buffer[0], n, n_left)
+        return n_left
+
+    chunk = (n + n_chunks - 1) // n_chunks
+    counts = <SIZE_C*> malloc(n_chunks * sizeof(SIZE_C))
+    if counts == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
+                start = t * chunk
+                size = min(chunk, n - start)
+                counts[t] = _partition_chunk(&rows[start], &buffer[start], size, col,
+                                             bin_threshold, missing_bin,
+                                             missing_go_to_left)
+            for t in range(n_chunks):
+                n_left = n_left + counts[t]
+            for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
+                start = t * chunk
+                size = min(chunk, n - start)
+                # Where this chunk's lefts and rights land: after the earlier
+                # chunks' lefts, and after all lefts plus earlier rights.
+                left_pos = 0
+                for i in range(t):
+                    left_pos = left_pos + counts[i]
+                right_pos = n_left + t * chunk - left_pos
+                _merge_chunk(&rows[left_pos], &rows[right_pos], &buffer[start],
+                             size, counts[t])
+    finally:
+        free(counts)
+    return n_left

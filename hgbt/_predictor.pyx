@@ -1,0 +1,68 @@
+"""Kernels: apply trees to raw values, or add leaf values to training rows."""
+from cython cimport floating
+from cython.parallel cimport prange
+
+from ._types cimport node_struct, Y_DTYPE_C, SIZE_C
+
+# Rows below which prediction runs without an OpenMP region (single-row
+# latency matters).
+DEF MIN_PARALLEL_ROWS = 2048
+
+
+cdef inline Y_DTYPE_C _predict_one(
+    const node_struct* nodes, const floating[:, :] X, Py_ssize_t row,
+) noexcept nogil:
+    cdef const node_struct* node = nodes
+    cdef double x
+    while not node.is_leaf:
+        x = X[row, node.feature_idx]
+        if x != x:  # NaN
+            if node.missing_go_to_left:
+                node = &nodes[node.left]
+            else:
+                node = &nodes[node.right]
+        elif x <= node.num_threshold:
+            node = &nodes[node.left]
+        else:
+            node = &nodes[node.right]
+    return node.value
+
+
+def predict_add(
+    const node_struct[::1] nodes,
+    const floating[:, :] X,
+    Y_DTYPE_C[::1] out,
+    int n_threads,
+):
+    """``out[i] += tree(X[i])`` for every row (the tree's root is node 0)."""
+    cdef Py_ssize_t n = X.shape[0], i
+    if n < MIN_PARALLEL_ROWS or n_threads == 1:
+        with nogil:
+            for i in range(n):
+                out[i] += _predict_one(&nodes[0], X, i)
+    else:
+        for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+            out[i] += _predict_one(&nodes[0], X, i)
+
+
+def add_leaf_values(
+    Y_DTYPE_C[::1] raw_predictions,
+    const SIZE_C[::1] rows,
+    const SIZE_C[::1] leaf_starts,
+    const SIZE_C[::1] leaf_stops,
+    const Y_DTYPE_C[::1] leaf_values,
+    int n_threads,
+):
+    """Add each leaf's value to the rows it holds, without traversing the tree.
+
+    Leaf ``k`` holds ``rows[leaf_starts[k]:leaf_stops[k]]``; leaves are
+    disjoint so threads write disjoint entries.
+    """
+    cdef Py_ssize_t n_leaves = leaf_values.shape[0], k
+    cdef SIZE_C i
+    cdef Y_DTYPE_C v
+    for k in prange(n_leaves, nogil=True, schedule='dynamic',
+                    num_threads=n_threads):
+        v = leaf_values[k]
+        for i in range(leaf_starts[k], leaf_stops[k]):
+            raw_predictions[rows[i]] += v

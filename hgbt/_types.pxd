@@ -1,0 +1,40 @@
+# C types shared by every kernel; mirrored as NumPy dtypes in _types.pyx.
+
+ctypedef double X_DTYPE_C              # raw feature values, bin thresholds
+ctypedef unsigned char X_BINNED_DTYPE_C  # bin codes (uint8)
+ctypedef float G_H_DTYPE_C             # gradients and hessians (float32)
+ctypedef double Y_DTYPE_C              # targets, raw predictions, leaf values
+ctypedef unsigned int SIZE_C           # row indices and counts (uint32)
+
+# One histogram bin. Packed so the NumPy mirror is exactly this layout.
+cdef packed struct hist_struct:
+    double sum_gradients
+    double sum_hessians
+    unsigned int count
+
+# One tree node in the flat predictor array.
+cdef packed struct node_struct:
+    Y_DTYPE_C value
+    unsigned int count
+    unsigned int feature_idx
+    X_DTYPE_C num_threshold
+    unsigned char missing_go_to_left
+    unsigned int left
+    unsigned int right
+    Y_DTYPE_C gain
+    unsigned int depth
+    unsigned char is_leaf
+    X_BINNED_DTYPE_C bin_threshold
+
+# Best split of one node (or one feature while scanning).
+cdef struct split_info_struct:
+    double gain
+    int feature_idx
+    unsigned int bin_idx
+    unsigned char missing_go_to_left
+    double sum_gradients_left
+    double sum_hessians_left
+    unsigned int n_samples_left
+    double sum_gradients_right
+    double sum_hessians_right
+    unsigned int n_samples_right

@@ -1,0 +1,48 @@
+"""NumPy dtypes mirroring the C types of ``_types.pxd``."""
+import numpy as np
+
+from ._types cimport hist_struct, node_struct, split_info_struct
+
+X_DTYPE = np.float64
+X_BINNED_DTYPE = np.uint8
+G_H_DTYPE = np.float32
+Y_DTYPE = np.float64
+SIZE_DTYPE = np.uint32
+
+HISTOGRAM_DTYPE = np.dtype([
+    ("sum_gradients", np.float64),
+    ("sum_hessians", np.float64),
+    ("count", np.uint32),
+])
+
+NODE_DTYPE = np.dtype([
+    ("value", np.float64),
+    ("count", np.uint32),
+    ("feature_idx", np.uint32),
+    ("num_threshold", np.float64),
+    ("missing_go_to_left", np.uint8),
+    ("left", np.uint32),
+    ("right", np.uint32),
+    ("gain", np.float64),
+    ("depth", np.uint32),
+    ("is_leaf", np.uint8),
+    ("bin_threshold", np.uint8),
+])
+
+SPLIT_INFO_DTYPE = np.dtype([
+    ("gain", np.float64),
+    ("feature_idx", np.int32),
+    ("bin_idx", np.uint32),
+    ("missing_go_to_left", np.uint8),
+    ("sum_gradients_left", np.float64),
+    ("sum_hessians_left", np.float64),
+    ("n_samples_left", np.uint32),
+    ("sum_gradients_right", np.float64),
+    ("sum_hessians_right", np.float64),
+    ("n_samples_right", np.uint32),
+], align=True)
+
+# The kernels reinterpret these arrays as the C structs: sizes must agree.
+assert HISTOGRAM_DTYPE.itemsize == sizeof(hist_struct)
+assert NODE_DTYPE.itemsize == sizeof(node_struct)
+assert SPLIT_INFO_DTYPE.itemsize == sizeof(split_info_struct)

@@ -1,0 +1,177 @@
+"""Grow one tree: choose splits from node histograms, best-first or level by level."""
+import heapq
+
+import numpy as np
+
+from ._splitting import find_node_split
+from ._types import NODE_DTYPE
+from .predictor import TreePredictor
+
+
+class _Node:
+    """A node while the tree grows."""
+
+    __slots__ = ("node_id", "depth", "sum_gradients", "sum_hessians", "count",
+                 "histogram", "split", "left", "right")
+
+    def __init__(self, node_id, depth, sum_gradients, sum_hessians, count):
+        self.node_id = node_id
+        self.depth = depth
+        self.sum_gradients = sum_gradients
+        self.sum_hessians = sum_hessians
+        self.count = count
+        self.histogram = None
+        self.split = None
+        self.left = self.right = None
+
+
+class TreeGrower:
+    """Grow a tree on a training-data source.
+
+    Both policies share one loop over a priority queue of splittable nodes:
+    ``'lossguide'`` pops the node with the largest gain (ties: oldest node),
+    ``'depthwise'`` pops the shallowest (ties: oldest), i.e. level by level.
+    Only the child with fewer rows gets its histogram from rows; its sibling's
+    is the parent's minus it.
+
+    Parameters
+    ----------
+    data : LocalTrainingData or compatible
+        Where histograms, partitions and leaf updates happen.
+    bin_thresholds : list of ndarray
+        Per feature, the raw value of each bin's upper edge.
+    n_bins_non_missing : ndarray of uint32
+    grow_policy : {'lossguide', 'depthwise'}
+    max_leaf_nodes, max_depth : int or None
+    min_samples_leaf : int
+    min_child_weight, min_gain_to_split, l2_regularization : float
+    learning_rate : float
+        Shrinkage applied to the leaf values.
+    n_threads : int
+    """
+
+    def __init__(self, data, bin_thresholds, n_bins_non_missing, *,
+                 grow_policy="lossguide", max_leaf_nodes=31, max_depth=None,
+                 min_samples_leaf=20, min_child_weight=1e-3, min_gain_to_split=0.0,
+                 l2_regularization=0.0, learning_rate=1.0, n_threads=1):
+        self.data = data
+        self.bin_thresholds = bin_thresholds
+        self.n_bins_non_missing = n_bins_non_missing
+        self.grow_policy = grow_policy
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.min_child_weight = min_child_weight
+        self.min_gain_to_split = min_gain_to_split
+        self.l2_regularization = l2_regularization
+        self.learning_rate = learning_rate
+        self.n_threads = n_threads
+
+    def _may_split(self, node):
+        if self.max_depth is not None and node.depth >= self.max_depth:
+            return False
+        return (node.count >= 2 * self.min_samples_leaf
+                and node.sum_hessians >= 2 * self.min_child_weight)
+
+    def _find_split(self, node, histogram):
+        split = find_node_split(
+            histogram, self.n_bins_non_missing, node.sum_gradients,
+            node.sum_hessians, node.count, self.l2_regularization,
+            self.min_gain_to_split, self.min_child_weight, self.min_samples_leaf,
+            self.data.n_bins - 1, self.n_threads)
+        if split["feature_idx"] < 0:
+            self.data.release(histogram)
+            return
+        node.split = split
+        node.histogram = histogram
+        key = -float(split["gain"]) if self.grow_policy == "lossguide" else node.depth
+        heapq.heappush(self._heap, (key, node.node_id, node))
+
+    def _child(self, parent, side):
+        s = parent.split
+        node = _Node(len(self._nodes), parent.depth + 1,
+                     float(s["sum_gradients_" + side]), float(s["sum_hessians_" + side]),
+                     int(s["n_samples_" + side]))
+        self._nodes.append(node)
+        return node
+
+    def grow(self):
+        """Grow the tree and return it as a :class:`TreePredictor`.
+
+        The caller's raw predictions are not touched; use
+        :meth:`add_leaf_values` for that.
+        """
+        data = self.data
+        self._heap = []
+        hist = data.node_histogram(0)
+        totals = hist[0]  # every row falls in one bin of feature 0
+        root = _Node(0, 0, float(totals["sum_gradients"].sum()),
+                     float(totals["sum_hessians"].sum()), int(totals["count"].sum()))
+        self._nodes = [root]
+        if self._may_split(root):
+            self._find_split(root, hist)
+        else:
+            data.release(hist)
+        n_leaves = 1
+        while self._heap and (self.max_leaf_nodes is None
+                              or n_leaves < self.max_leaf_nodes):
+            _, _, node = heapq.heappop(self._heap)
+            s = node.split
+            left, right = self._child(node, "left"), self._child(node, "right")
+            node.left, node.right = left, right
+            data.split(node.node_id, left.node_id, right.node_id,
+                       int(s["feature_idx"]), int(s["bin_idx"]),
+                       bool(s["missing_go_to_left"]))
+            n_leaves += 1
+            parent_hist, node.histogram = node.histogram, None
+            more = self.max_leaf_nodes is None or n_leaves < self.max_leaf_nodes
+            small, large = (left, right) if left.count <= right.count else (right, left)
+            small_ok = more and self._may_split(small)
+            large_ok = more and self._may_split(large)
+            if small_ok or large_ok:
+                small_hist = data.node_histogram(small.node_id)
+                if large_ok:
+                    self._find_split(large, data.sibling_histogram(parent_hist, small_hist))
+                if small_ok:
+                    self._find_split(small, small_hist)
+                else:
+                    data.release(small_hist)
+            data.release(parent_hist)
+        for _, _, node in self._heap:  # left unsplit: they become leaves
+            data.release(node.histogram)
+            node.histogram = node.split = None
+        self._heap = []
+        return self._to_predictor()
+
+    def _value(self, node):
+        denominator = node.sum_hessians + self.l2_regularization
+        if denominator <= 0:
+            return 0.0
+        return -self.learning_rate * node.sum_gradients / denominator
+
+    def _to_predictor(self):
+        nodes = np.zeros(len(self._nodes), dtype=NODE_DTYPE)
+        for node in self._nodes:
+            rec = nodes[node.node_id]
+            rec["value"] = self._value(node)
+            rec["count"] = node.count
+            rec["depth"] = node.depth
+            if node.left is None:
+                rec["is_leaf"] = 1
+                continue
+            s = node.split
+            f, b = int(s["feature_idx"]), int(s["bin_idx"])
+            thresholds = self.bin_thresholds[f]
+            rec["feature_idx"] = f
+            rec["bin_threshold"] = b
+            # The last value bin as threshold separates values from missing.
+            rec["num_threshold"] = thresholds[b] if b < thresholds.size else np.inf
+            rec["missing_go_to_left"] = s["missing_go_to_left"]
+            rec["gain"] = s["gain"]
+            rec["left"] = node.left.node_id
+            rec["right"] = node.right.node_id
+        return TreePredictor(nodes)
+
+    def leaf_ids(self):
+        """Ids of the leaves of the last grown tree."""
+        return [n.node_id for n in self._nodes if n.left is None]

@@ -1,0 +1,114 @@
+"""The training rows the grower works on: histograms, partitions, leaf updates.
+
+The grower only decides splits. Everything that touches rows goes through a
+training-data object with the methods of :class:`LocalTrainingData`, so a
+distributed implementation (rows on many workers, histograms summed across
+them) can replace it without touching the grower.
+"""
+import numpy as np
+
+from ._histogram import build_histogram, build_histogram_root, subtract_histograms
+from ._partition import partition_rows
+from ._predictor import add_leaf_values
+from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+
+
+class LocalTrainingData:
+    """Binned rows held in this process.
+
+    The rows of every node live in one index array; a node owns the slice
+    ``[start, stop)`` and splitting it partitions that slice in place.
+    Histogram arrays come from a pool and go back to it, so growing a tree
+    allocates nothing per node once the pool is warm.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_samples, n_features), uint8, F-ordered
+    n_bins : int
+        Bins per feature histogram, the missing bin included.
+    n_threads : int
+    """
+
+    def __init__(self, X_binned, n_bins, n_threads):
+        if X_binned.shape[0] >= np.iinfo(SIZE_DTYPE).max:
+            raise ValueError(f"At most {np.iinfo(SIZE_DTYPE).max - 1} rows are supported.")
+        self.X_binned = X_binned
+        self.n_bins = n_bins
+        self.n_threads = n_threads
+        n_samples = X_binned.shape[0]
+        self._all_rows = np.arange(n_samples, dtype=SIZE_DTYPE)
+        self._rows = np.empty(n_samples, dtype=SIZE_DTYPE)
+        self._buffer = np.empty(n_samples, dtype=SIZE_DTYPE)
+        self._ordered_gradients = np.empty(n_samples, dtype=G_H_DTYPE)
+        self._ordered_hessians = np.empty(n_samples, dtype=G_H_DTYPE)
+        self._pool = []
+        self._ranges = []
+
+    @property
+    def n_features(self):
+        return self.X_binned.shape[1]
+
+    def start_tree(self, gradients, hessians):
+        """Begin a tree: every row in the root (node 0).
+
+        ``hessians`` of length 1 is a constant hessian for every row.
+        """
+        self._gradients = gradients
+        self._hessians = hessians
+        self._rows[:] = self._all_rows
+        self._ranges = [(0, self._rows.shape[0])]
+
+    def _new_histogram(self):
+        if self._pool:
+            return self._pool.pop()
+        return np.empty((self.n_features, self.n_bins), dtype=HISTOGRAM_DTYPE)
+
+    def release(self, histogram):
+        """Return a histogram array to the pool."""
+        self._pool.append(histogram)
+
+    def node_histogram(self, node_id):
+        """Histograms of a node built from its rows."""
+        out = self._new_histogram()
+        start, stop = self._ranges[node_id]
+        if node_id == 0 and stop - start == self._rows.shape[0]:
+            build_histogram_root(self.X_binned, self._gradients, self._hessians,
+                                 out, self.n_threads)
+        else:
+            build_histogram(self.X_binned, self._rows[start:stop], self._gradients,
+                            self._hessians, self._ordered_gradients,
+                            self._ordered_hessians, out, self.n_threads)
+        return out
+
+    def sibling_histogram(self, parent_histogram, child_histogram):
+        """Histograms of a node from its parent's and its sibling's."""
+        out = self._new_histogram()
+        subtract_histograms(parent_histogram, child_histogram, out)
+        return out
+
+    def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left):
+        """Partition a node's rows into two new nodes; returns the left count."""
+        start, stop = self._ranges[node_id]
+        n_left = partition_rows(self._rows[start:stop], self._buffer, self.X_binned,
+                                feature_idx, bin_idx, self.n_bins - 1,
+                                missing_go_to_left, self.n_threads)
+        for node in (left_id, right_id):
+            if node >= len(self._ranges):
+                self._ranges.extend([None] * (node + 1 - len(self._ranges)))
+        self._ranges[left_id] = (start, start + n_left)
+        self._ranges[right_id] = (start + n_left, stop)
+        return n_left
+
+    def node_rows(self, node_id):
+        """Row indices of a node (a view; valid until the node is split)."""
+        start, stop = self._ranges[node_id]
+        return self._rows[start:stop]
+
+    def add_leaf_values(self, raw_predictions, leaf_ids, leaf_values):
+        """Add each leaf's value to the raw predictions of the rows it holds."""
+        ranges = np.array([self._ranges[k] for k in leaf_ids], dtype=SIZE_DTYPE)
+        add_leaf_values(raw_predictions, self._rows,
+                        np.ascontiguousarray(ranges[:, 0]),
+                        np.ascontiguousarray(ranges[:, 1]),
+                        np.ascontiguousarray(leaf_values, dtype=np.float64),
+                        self.n_threads)
