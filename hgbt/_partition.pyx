@@ -15,30 +15,27 @@ from ._types cimport X_BINNED_DTYPE_C, SIZE_C
 DEF MIN_ROWS_PER_THREAD = 16384
 
 
-cdef inline bint _goes_left(
-    X_BINNED_DTYPE_C b, X_BINNED_DTYPE_C bin_threshold,
-    X_BINNED_DTYPE_C missing_bin, unsigned char missing_go_to_left,
-) noexcept nogil:
-    if b == missing_bin:
-        return missing_go_to_left
-    return b <= bin_threshold
-
-
 cdef SIZE_C _partition_chunk(
     SIZE_C* rows, SIZE_C* buf, SIZE_C n, const X_BINNED_DTYPE_C* col,
     X_BINNED_DTYPE_C bin_threshold, X_BINNED_DTYPE_C missing_bin,
     unsigned char missing_go_to_left,
 ) noexcept nogil:
     # Lefts to buf[0..), rights to buf[n-1] downward. Returns the left count.
+    # Branch-free: each row is written at both ends and only the matching
+    # counter advances (the left/right test is unpredictable). The missing
+    # bin is above every value bin, so `b <= bin_threshold` is false for it.
     cdef SIZE_C i, n_left = 0, n_right = 0, r
+    cdef X_BINNED_DTYPE_C b
+    cdef SIZE_C left
+    cdef SIZE_C missing_left = missing_go_to_left != 0
     for i in range(n):
         r = rows[i]
-        if _goes_left(col[r], bin_threshold, missing_bin, missing_go_to_left):
-            buf[n_left] = r
-            n_left += 1
-        else:
-            n_right += 1
-            buf[n - n_right] = r
+        b = col[r]
+        left = (b <= bin_threshold) | ((b == missing_bin) & missing_left)
+        buf[n_left] = r
+        buf[n - 1 - n_right] = r
+        n_left += left
+        n_right += 1 - left
     return n_left
 
 
