@@ -18,12 +18,41 @@ def _midpoints(distinct):
     preferred; where it is not strictly below ``b`` (±inf, or ``a`` and ``b``
     adjacent floats) ``a`` itself is used.
     """
-    a, b = distinct[:-1], distinct[1:]
+    return _midpoints_of(distinct[:-1], distinct[1:])
+
+
+def _midpoints_of(a, b):
+    """Elementwise separating threshold of ``a < b`` (see :func:`_midpoints`)."""
     with np.errstate(invalid="ignore", over="ignore"):
         mid = a * 0.5 + b * 0.5
     bad = ~((a <= mid) & (mid < b))
     mid[bad] = a[bad]
     return mid
+
+
+def _quantiles(sorted_values, n_quantiles):
+    """Interior quantiles k / n_quantiles (k = 1 .. n_quantiles - 1) of sorted data.
+
+    Averaged inverted CDF: the order statistic at rank ceil(n q), or the
+    midpoint of the two around it when n q is an integer. The midpoint is the
+    same separating one as between distinct values, so a quantile between the
+    largest finite value and +inf separates them instead of becoming inf.
+    """
+    n = sorted_values.size
+    # n q = n k / n_quantiles in exact integer arithmetic.
+    k = np.arange(1, n_quantiles)
+    rank, remainder = np.divmod(n * k, n_quantiles)
+    lower = sorted_values[np.maximum(rank - 1, 0)]
+    upper = sorted_values[np.minimum(rank, n - 1)]
+    on_rank = remainder == 0
+    out = upper.copy()
+    if on_rank.any():
+        pairs = np.column_stack([lower[on_rank], upper[on_rank]])
+        same = pairs[:, 0] == pairs[:, 1]
+        mids = pairs[:, 0].copy()
+        mids[~same] = _midpoints_of(pairs[~same, 0], pairs[~same, 1])
+        out[on_rank] = mids
+    return out
 
 
 def find_thresholds(column, max_bins):
@@ -43,20 +72,18 @@ def find_thresholds(column, max_bins):
     thresholds : ndarray of float64, sorted, strictly increasing
     """
     column = np.asarray(column, dtype=X_DTYPE)
-    column = column[~np.isnan(column)]
-    distinct = np.unique(column)
+    values = np.sort(column[~np.isnan(column)])
+    if values.size == 0:
+        return np.empty(0, dtype=X_DTYPE)
+    distinct = values[np.r_[True, values[1:] != values[:-1]]]
     if distinct.size <= 1:
         return np.empty(0, dtype=X_DTYPE)
     if distinct.size <= max_bins:
         return _midpoints(distinct)
-    percentiles = np.linspace(0, 100, num=max_bins + 1)[1:-1]
-    # Averaged inverted CDF: the average of the two order statistics around
-    # each quantile; it has a natural weighted form (sample weights, later).
-    thresholds = np.percentile(column, percentiles, method="averaged_inverted_cdf")
-    # ±inf may be quantiles; keep thresholds finite-compatible and unique.
-    thresholds = np.unique(thresholds)
-    # A threshold equal to the maximum would leave the last bin empty.
-    return thresholds[thresholds < distinct[-1]]
+    # Quantiles inside a point mass at the maximum (e.g. many +inf) would
+    # merge it with smaller values: cap them at the separator below it.
+    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+    return np.unique(np.minimum(_quantiles(values, max_bins), top))
 
 
 class BinMapper:

@@ -90,8 +90,6 @@ class BaseHistGBDT(BaseEstimator):
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
-            if not sample_weight.any():
-                raise ValueError("sample_weight must not be all zeros.")
             sample_weight = np.ascontiguousarray(sample_weight)
         n_threads = effective_n_threads(self.n_threads)
         rng = check_random_state(self.random_state)
