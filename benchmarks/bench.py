@@ -1,0 +1,652 @@
+"""Benchmark hgbt against scikit-learn, LightGBM and XGBoost.
+
+    python benchmarks/bench.py            # regenerates benchmarks/RESULTS.md
+
+Each (library, repeat) is fitted in its own fresh subprocess
+(``python benchmarks/bench.py --worker LIB ...``) with ``OMP_NUM_THREADS`` set
+to the thread count. Within a repeat the libraries run one after another
+(round-robin; the starting library rotates each repeat) so that slow drift of
+the machine affects every library alike. Data are generated once into
+``benchmarks/.cache/`` as ``.npy`` files and loaded by the workers, so data
+generation is never timed. Each worker prints one JSON line: fit time, predict
+time on the test set, test metric and the process's peak RSS.
+
+The parent takes per-library medians and writes one section per task into the
+output file, between ``<!-- bench:TASK:start -->`` / ``<!-- bench:TASK:end -->``
+markers; everything outside the markers is left untouched.
+
+Only the standard library and numpy are used for measuring (no benchmarking
+framework). To add a task, add a ``Task`` to ``TASKS`` (and, for a new kind of
+task, an estimator class and parameter mapping per library in ``LIBS``).
+"""
+import argparse
+import datetime
+import gc
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import os
+import platform
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULT_PREFIX = "BENCH_RESULT "
+
+
+# --------------------------------------------------------------------------
+# Tasks
+# --------------------------------------------------------------------------
+
+def _rmse(y_true, y_pred):
+    diff = np.asarray(y_true, dtype=np.float64) - np.asarray(y_pred, dtype=np.float64)
+    return float(np.sqrt(np.mean(diff * diff)))
+
+
+METRICS = {
+    # name -> (function(y_true, prediction), estimator method giving prediction)
+    "rmse": (_rmse, "predict"),
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark problem, with the hyperparameters shared by all libraries.
+
+    ``generator`` names a function ``f(n_samples, random_state=..., **data_kwargs)
+    -> (X, y)``; it is called once with ``n_train + n_test`` rows and the last
+    ``n_test`` rows become the test set.
+    """
+    name: str                 # also the marker name in RESULTS.md
+    title: str                # section heading; {n_train} is substituted
+    kind: str                 # "regression" (later: "binary", "multiclass")
+    generator: str            # "module:function"
+    data_kwargs: dict
+    random_state: int
+    metric: str               # key of METRICS
+    params: dict = field(default_factory=dict)  # library-neutral hyperparameters
+
+
+TASKS = {
+    task.name: task for task in [
+        Task(
+            name="regression",
+            title="Regression: {n_train:,} x 28 float32, 5% NaN",
+            kind="regression",
+            generator="hgbt.datasets:make_regression_task",
+            data_kwargs=dict(n_features=28, missing_fraction=0.05, dtype="float32"),
+            random_state=0,
+            metric="rmse",
+            params=dict(n_rounds=100, max_leaves=31, learning_rate=0.1, max_bins=255,
+                        min_samples_leaf=20, l2=0.0),
+        ),
+        # Later: Task(name="higgs", kind="binary", metric="logloss", ...),
+        #        Task(name="multiclass", ...), Task(name="categorical", ...).
+    ]
+}
+
+
+# --------------------------------------------------------------------------
+# Libraries: estimator class per task kind and the parameter mapping
+# --------------------------------------------------------------------------
+
+def _hgbt_kwargs(task, n_threads):
+    p = task.params
+    return dict(max_iter=p["n_rounds"], learning_rate=p["learning_rate"],
+                max_leaf_nodes=p["max_leaves"], max_depth=None,
+                min_samples_leaf=p["min_samples_leaf"], min_child_weight=1e-3,
+                l2_regularization=p["l2"], max_bins=p["max_bins"],
+                grow_policy="lossguide", n_threads=n_threads, random_state=0)
+
+
+def _sklearn_kwargs(task, n_threads):
+    # Threads come from OMP_NUM_THREADS (set by the parent); no n_jobs parameter.
+    # The hessian floor (min_hessian_to_split=1e-3) is internal and not exposed.
+    p = task.params
+    return dict(max_iter=p["n_rounds"], learning_rate=p["learning_rate"],
+                max_leaf_nodes=p["max_leaves"], max_depth=None,
+                max_bins=p["max_bins"], early_stopping=False,
+                min_samples_leaf=p["min_samples_leaf"], l2_regularization=p["l2"],
+                random_state=0)
+
+
+def _lightgbm_kwargs(task, n_threads):
+    p = task.params
+    return dict(n_estimators=p["n_rounds"], learning_rate=p["learning_rate"],
+                num_leaves=p["max_leaves"], max_depth=-1, max_bin=p["max_bins"],
+                min_child_samples=p["min_samples_leaf"], min_child_weight=1e-3,
+                reg_lambda=p["l2"], reg_alpha=0.0, min_split_gain=0.0,
+                subsample=1.0, subsample_freq=0, colsample_bytree=1.0,
+                n_jobs=n_threads, verbose=-1, random_state=0)
+
+
+def _xgboost_kwargs(task, n_threads):
+    # XGBoost has no row-count leaf constraint, only min_child_weight (minimum
+    # hessian sum in a child). For squared error every row has hessian 1, so
+    # min_child_weight = min_samples_leaf is the exact equivalent of
+    # min_samples_leaf=20 (and implies the others' 1e-3 hessian floor).
+    # (For logloss tasks the hessian is p(1-p) <= 0.25 per row and the mapping
+    # is only approximate.) max_bin=256: XGBoost keeps missing values out of its
+    # bins; the others use 255 value bins plus one for missing values.
+    p = task.params
+    return dict(tree_method="hist", grow_policy="lossguide",
+                max_leaves=p["max_leaves"], max_depth=0, max_bin=p["max_bins"] + 1,
+                n_estimators=p["n_rounds"], learning_rate=p["learning_rate"],
+                reg_lambda=p["l2"], reg_alpha=0.0, gamma=0.0,
+                min_child_weight=float(p["min_samples_leaf"]),
+                subsample=1.0, colsample_bytree=1.0, n_jobs=n_threads,
+                random_state=0, verbosity=0)
+
+
+@dataclass(frozen=True)
+class Lib:
+    label: str          # as shown in the table
+    module: str         # importable module (checked for presence)
+    dist: str           # distribution name for the version
+    classes: dict       # task kind -> "module:Class"
+    kwargs: object      # function(task, n_threads) -> estimator kwargs
+
+
+LIBS = {
+    "hgbt": Lib("hgbt", "hgbt", "hgbt",
+                {"regression": "hgbt:HistGBDTRegressor"}, _hgbt_kwargs),
+    "sklearn": Lib("scikit-learn", "sklearn", "scikit-learn",
+                   {"regression": "sklearn.ensemble:HistGradientBoostingRegressor"},
+                   _sklearn_kwargs),
+    "lightgbm": Lib("LightGBM", "lightgbm", "lightgbm",
+                    {"regression": "lightgbm:LGBMRegressor"}, _lightgbm_kwargs),
+    "xgboost": Lib("XGBoost", "xgboost", "xgboost",
+                   {"regression": "xgboost:XGBRegressor"}, _xgboost_kwargs),
+}
+
+
+def _import(spec):
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# --------------------------------------------------------------------------
+# Data cache
+# --------------------------------------------------------------------------
+
+ARRAYS = ("X_train", "y_train", "X_test", "y_test")
+
+
+def _data_dir(task, n_train, n_test, cache_dir):
+    """Cache directory keyed by the task's data spec and the generator's source."""
+    func = _import(task.generator)
+    key = json.dumps([task.generator, task.data_kwargs, task.random_state,
+                      n_train, n_test, inspect.getsource(func)], sort_keys=True)
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
+    return Path(cache_dir) / f"{task.name}-{n_train}-{n_test}-{digest}"
+
+
+def make_data(task, n_train, n_test, cache_dir):
+    """Generate the task's train/test arrays once (runs in a subprocess).
+
+    Prints a result line with the data directory and a few facts about it.
+    """
+    path = _data_dir(task, n_train, n_test, cache_dir)
+    if not all((path / f).exists() for f in [f"{a}.npy" for a in ARRAYS] + ["meta.json"]):
+        print(f"[data] generating {n_train:,} + {n_test:,} rows into {path}",
+              file=sys.stderr, flush=True)
+        kwargs = dict(task.data_kwargs)
+        if "dtype" in kwargs:
+            kwargs["dtype"] = np.dtype(kwargs["dtype"])
+        X, y = _import(task.generator)(n_train + n_test,
+                                       random_state=task.random_state, **kwargs)
+        arrays = dict(X_train=X[:n_train], y_train=y[:n_train],
+                      X_test=X[n_train:], y_test=y[n_train:])
+        meta = dict(y_test_std=float(np.std(arrays["y_test"])),
+                    nan_fraction=float(np.isnan(X).mean()),
+                    shapes={k: list(v.shape) for k, v in arrays.items()})
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, arr in arrays.items():
+            np.save(tmp / f"{name}.npy", np.ascontiguousarray(arr))
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        shutil.rmtree(path, ignore_errors=True)
+        os.replace(tmp, path)
+    else:
+        print(f"[data] using cached {path}", file=sys.stderr, flush=True)
+    meta = json.loads((path / "meta.json").read_text())
+    print(RESULT_PREFIX + json.dumps(dict(data_dir=str(path), **meta)), flush=True)
+
+
+# --------------------------------------------------------------------------
+# Worker: one fit + predict in a fresh process
+# --------------------------------------------------------------------------
+
+def _peak_rss_mb():
+    # ru_maxrss is in KiB on Linux (bytes on macOS).
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+def _vmhwm_mb():
+    """Peak RSS of this process's own address space (Linux), for cross-checking.
+
+    Unlike ru_maxrss it does not inherit the spawning process's peak.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def run_worker(lib_name, task, data_dir, n_threads):
+    lib = LIBS[lib_name]
+    t0 = time.perf_counter()
+    estimator_class = _import(lib.classes[task.kind])
+    module = importlib.import_module(lib.module)
+    import_s = time.perf_counter() - t0
+
+    # Fully loaded (not memory-mapped) so that page faults on the input are not
+    # part of the timed fit. The arrays count towards the peak RSS.
+    data = {a: np.load(Path(data_dir) / f"{a}.npy") for a in ARRAYS}
+    metric, method = METRICS[task.metric]
+    estimator = estimator_class(**lib.kwargs(task, n_threads))
+    rss_before_fit = _peak_rss_mb()
+
+    gc.collect()
+    t0, c0 = time.perf_counter(), time.process_time()
+    estimator.fit(data["X_train"], data["y_train"])
+    fit_s, fit_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+
+    gc.collect()
+    t0 = time.perf_counter()
+    prediction = getattr(estimator, method)(data["X_test"])
+    predict_s = time.perf_counter() - t0
+
+    result = dict(
+        lib=lib_name, version=getattr(module, "__version__", "?"), task=task.name,
+        n_train=int(data["X_train"].shape[0]), n_test=int(data["X_test"].shape[0]),
+        n_threads=n_threads, omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+        fit_s=fit_s, fit_cpu_s=fit_cpu_s, predict_s=predict_s,
+        metric=task.metric, score=metric(data["y_test"], prediction),
+        peak_rss_mb=_peak_rss_mb(), peak_rss_before_fit_mb=rss_before_fit,
+        vmhwm_mb=_vmhwm_mb(),
+        import_s=import_s,
+    )
+    if lib_name == "hgbt":
+        from hgbt._openmp import openmp_enabled
+        result["openmp"] = bool(openmp_enabled())
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+# --------------------------------------------------------------------------
+# Parent: orchestrate, aggregate, write RESULTS.md
+# --------------------------------------------------------------------------
+
+# The parent deliberately imports nothing heavy (no hgbt, no scikit-learn) and
+# generates data in a subprocess: on Linux a spawned process's ru_maxrss starts
+# at the spawning process's peak RSS, so a fat parent would inflate every
+# worker's reported peak. ``parent_peak_rss_mb`` is recorded to check this.
+
+def _spawn(args, n_threads, timeout, stderr_to_console=False):
+    """Run ``bench.py ARGS`` in a fresh interpreter; return its result dict."""
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(n_threads)
+    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
+    try:
+        proc = subprocess.run(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=None if stderr_to_console else subprocess.PIPE,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(error=f"timed out after {timeout} s")
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line[len(RESULT_PREFIX):])
+    tail = "\n".join(((proc.stderr or "") + proc.stdout).strip().splitlines()[-15:])
+    return dict(error=f"exit code {proc.returncode}: {tail}")
+
+
+def spawn_worker(lib_name, task, data_dir, n_threads, timeout):
+    return _spawn(["--worker", lib_name, "--task", task.name, "--data-dir",
+                   str(data_dir), "--n-threads", str(n_threads)], n_threads, timeout)
+
+
+def spawn_make_data(task, args):
+    result = _spawn(["--make-data", "--task", task.name, "--n-samples",
+                     str(args.n_samples), "--n-test", str(args.n_test),
+                     "--cache-dir", str(args.cache_dir)],
+                    args.n_threads, None, stderr_to_console=True)
+    if "error" in result:
+        raise SystemExit(f"data generation for {task.name!r} failed: {result['error']}")
+    return result
+
+
+def _lscpu():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return {}
+    info = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            info.setdefault(key.strip(), value.strip())
+    return info
+
+
+def machine_description():
+    cpu = _lscpu()
+    model = cpu.get("Model name") or platform.processor() or "unknown CPU"
+    if cpu.get("Hypervisor vendor"):
+        model += f" ({cpu['Hypervisor vendor']} guest)"
+    n_cpus = os.cpu_count()
+    try:
+        n_usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        n_usable = n_cpus
+    cores = f"{n_cpus} logical CPUs"
+    if n_usable != n_cpus:
+        cores += f" ({n_usable} usable)"
+    if cpu.get("Thread(s) per core"):
+        cores += f", {cpu['Thread(s) per core']} thread(s) per core"
+    mem = "unknown memory"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem = f"{int(line.split()[1]) / 1024 ** 2:.1f} GiB RAM"
+    except OSError:
+        pass
+    os_name = platform.system()
+    try:
+        os_name = platform.freedesktop_os_release()["PRETTY_NAME"]
+    except (OSError, AttributeError, KeyError):
+        pass
+    return (f"{model}, {cores}, {mem}; {os_name}, kernel {platform.release()} "
+            f"{platform.machine()}")
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git_description():
+    def git(*args):
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "hgbt")
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return f"git {commit}" + (", hgbt/ has uncommitted changes" if dirty else "")
+
+
+def _fmt_s(x):
+    return f"{x:.3f}" if x < 10 else f"{x:.2f}" if x < 100 else f"{x:.1f}"
+
+
+def _fmt_range(values):
+    med = statistics.median(values)
+    if len(values) == 1:
+        return _fmt_s(med)
+    return f"{_fmt_s(med)} [{_fmt_s(min(values))}–{_fmt_s(max(values))}]"
+
+
+def render_section(task, args, runs, skipped, data, command):
+    """Markdown for one task's section (without the markers)."""
+    libs = [lib for lib in args.libs if lib not in skipped]
+    ok = {lib: [r for r in runs if r["lib"] == lib and "error" not in r] for lib in libs}
+    failed = {lib: [r for r in runs if r["lib"] == lib and "error" in r] for lib in libs}
+    med = {lib: {k: statistics.median(r[k] for r in ok[lib])
+                 for k in ("fit_s", "predict_s", "score", "peak_rss_mb")}
+           for lib in libs if ok[lib]}
+    n_train = args.n_samples
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    p = task.params
+
+    versions = [f"Python {platform.python_version()}", f"numpy {np.__version__}"]
+    for name, lib in LIBS.items():
+        v = _version(lib.dist)
+        if name == "hgbt" and v:
+            git = _git_description()
+            v += f" ({git})" if git else ""
+        versions.append(f"{lib.label} {v or 'not installed'}")
+
+    data_kwargs = ", ".join(f"{k}={v!r}" for k, v in task.data_kwargs.items())
+    lines = [
+        f"## {task.title.format(n_train=n_train)}",
+        "",
+        f"Generated {now} by `{command}`.",
+        "",
+        f"- **Machine**: {machine_description()}",
+        f"- **Versions**: {'; '.join(versions)}",
+        f"- **Data**: `{task.generator.replace(':', '.')}(n_samples={n_train + args.n_test:_}, "
+        f"{data_kwargs}, random_state={task.random_state})`; the first {n_train:,} rows "
+        f"train, the last {args.n_test:,} rows are the test set (test-target std "
+        f"{data['y_test_std']:.4f} = RMSE of a constant prediction; "
+        f"{data['nan_fraction']:.1%} of X is NaN).",
+        f"- **Model**: {p['n_rounds']} rounds, {p['max_leaves']} leaves (leaf-wise, no "
+        f"depth limit), learning rate {p['learning_rate']}, {p['max_bins']} bins, "
+        f"min {p['min_samples_leaf']} samples per leaf, L2 {p['l2']}, no early stopping; "
+        f"{args.n_threads} threads (`OMP_NUM_THREADS={args.n_threads}`).",
+        f"- **Protocol**: {args.repeats} repeat(s); each (library, repeat) fitted in a "
+        f"fresh process; libraries run round-robin within a repeat, starting library "
+        f"rotated each repeat. Fit time includes binning / dataset construction; "
+        f"predict time is on the {args.n_test:,}-row test set. Peak RSS is the worker "
+        f"process's `ru_maxrss` (includes the interpreter, the library and the "
+        f"loaded train/test arrays).",
+        "",
+        f"| library | fit s median [min–max] | predict s median [min–max] "
+        f"| test {task.metric.upper()} | peak RSS MB | fit ratio hgbt/lib "
+        f"| predict ratio hgbt/lib |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for lib in libs:
+        label = LIBS[lib].label
+        if not ok[lib]:
+            lines.append(f"| {label} | failed | | | | | |")
+            continue
+        rs = ok[lib]
+        label += f" {rs[0]['version']}"
+        if len(rs) < args.repeats:
+            label += f" (n={len(rs)}/{args.repeats})"
+        fit_ratio = pred_ratio = "n/a"
+        if "hgbt" in med:
+            fit_ratio = f"{med['hgbt']['fit_s'] / med[lib]['fit_s']:.2f}"
+            pred_ratio = f"{med['hgbt']['predict_s'] / med[lib]['predict_s']:.2f}"
+        lines.append(
+            f"| {label} | {_fmt_range([r['fit_s'] for r in rs])} "
+            f"| {_fmt_range([r['predict_s'] for r in rs])} "
+            f"| {med[lib]['score']:.4f} | {med[lib]['peak_rss_mb']:.0f} "
+            f"| {fit_ratio} | {pred_ratio} |")
+    lines.append("")
+    lines.append("Ratios are hgbt median / library median: below 1 means hgbt is faster.")
+    lines.append("")
+
+    if "hgbt" in med and "sklearn" in med:
+        h, s = med["hgbt"]["fit_s"], med["sklearn"]["fit_s"]
+        verdict = "yes" if h <= s else "no"
+        lines.append(f"**hgbt fit time <= scikit-learn's: {verdict}** (median "
+                     f"{_fmt_s(h)} s vs {_fmt_s(s)} s, ratio {h / s:.2f}).")
+    else:
+        lines.append("**hgbt fit time <= scikit-learn's: not measured** (hgbt and "
+                     "scikit-learn must both run successfully).")
+    notes = [f"{LIBS[lib].label} skipped: {why}." for lib, why in skipped.items()]
+    for lib in libs:
+        for r in failed[lib]:
+            err = r["error"].splitlines()
+            notes.append(f"{LIBS[lib].label} run failed: {err[-1] if err else '?'}")
+    if any(r["peak_rss_mb"] <= r["parent_peak_rss_mb"] + 1
+           for rs in ok.values() for r in rs):
+        notes.append("Some peak RSS values may be the parent process's peak "
+                     "(ru_maxrss is inherited across spawn); see the VmHWM column.")
+    if any(r.get("openmp") is False for r in ok.get("hgbt", [])):
+        notes.append("hgbt was built **without OpenMP**: it ran single-threaded.")
+    if args.n_threads > (os.cpu_count() or 1):
+        notes.append(f"{args.n_threads} threads requested on a machine with "
+                     f"{os.cpu_count()} CPUs (oversubscribed).")
+    if notes:
+        lines.append("")
+        lines.extend(f"- {n}" for n in notes)
+
+    lines += ["", "<details><summary>Per-run measurements and estimator parameters"
+              "</summary>", "",
+              "| repeat | order | library | fit s | fit CPU s | predict s "
+              f"| {task.metric.upper()} | peak RSS MB | VmHWM MB | RSS before fit MB |",
+              "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        label = LIBS[r["lib"]].label
+        if "error" in r:
+            lines.append(f"| {r['repeat']} | {r['order']} | {label} | failed "
+                         f"| | | | | | |")
+            continue
+        lines.append(
+            f"| {r['repeat']} | {r['order']} | {label} | {r['fit_s']:.3f} "
+            f"| {r['fit_cpu_s']:.3f} | {r['predict_s']:.3f} | {r['score']:.4f} "
+            f"| {r['peak_rss_mb']:.0f} | {r['vmhwm_mb'] or float('nan'):.0f} "
+            f"| {r['peak_rss_before_fit_mb']:.0f} |")
+    lines += ["", "```python"]
+    for lib in libs:
+        kwargs = LIBS[lib].kwargs(task, args.n_threads)
+        cls = LIBS[lib].classes[task.kind].replace(":", ".")
+        lines.append(f"{cls}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})")
+    lines += ["```", "", "</details>"]
+    return "\n".join(lines)
+
+
+PREAMBLE = """\
+# hgbt benchmark results
+
+Sections between `<!-- bench:TASK:start -->` and `<!-- bench:TASK:end -->`
+markers are regenerated by `python benchmarks/bench.py`; anything else in this
+file (notes, rejected ideas, profiles) is kept as is.
+"""
+
+
+def write_section(path, task_name, body):
+    start, end = f"<!-- bench:{task_name}:start -->", f"<!-- bench:{task_name}:end -->"
+    block = f"{start}\n{body}\n{end}"
+    path = Path(path)
+    if path.exists():
+        text = path.read_text()
+        n_start, n_end = text.count(start), text.count(end)
+        if n_start == n_end == 0:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
+        elif n_start == n_end == 1 and text.index(start) < text.index(end):
+            i, j = text.index(start), text.index(end) + len(end)
+            text = text[:i] + block + text[j:]
+        else:
+            raise SystemExit(f"{path}: markers for task {task_name!r} are unbalanced; "
+                             f"fix them by hand (nothing was written).")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = PREAMBLE + "\n" + block + "\n"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def run_task(task, args, command):
+    skipped = {}
+    for lib in args.libs:
+        if importlib.util.find_spec(LIBS[lib].module) is None:
+            skipped[lib] = "not installed"
+        elif task.kind not in LIBS[lib].classes:
+            skipped[lib] = f"no estimator for {task.kind} tasks"
+    for lib, why in skipped.items():
+        print(f"[{task.name}] skipping {LIBS[lib].label}: {why}", flush=True)
+    libs = [lib for lib in args.libs if lib not in skipped]
+
+    data = spawn_make_data(task, args)
+    data_dir = data["data_dir"]
+    runs = []
+    for rep in range(args.repeats):
+        k = rep % len(libs) if libs else 0
+        for order, lib in enumerate(libs[k:] + libs[:k], start=1):
+            parent_peak = _peak_rss_mb()
+            r = spawn_worker(lib, task, data_dir, args.n_threads, args.timeout)
+            r.update(repeat=rep + 1, order=order, lib=lib,
+                     parent_peak_rss_mb=parent_peak)
+            runs.append(r)
+            head = f"[{task.name}] repeat {rep + 1}/{args.repeats} {LIBS[lib].label:>12}"
+            if "error" in r:
+                print(f"{head}: FAILED {r['error']}", flush=True)
+            else:
+                print(f"{head}: fit {r['fit_s']:8.3f} s  predict {r['predict_s']:7.3f} s"
+                      f"  {task.metric} {r['score']:.4f}  peak RSS "
+                      f"{r['peak_rss_mb']:.0f} MB", flush=True)
+    body = render_section(task, args, runs, skipped, data, command)
+    write_section(args.output, task.name, body)
+    print(f"[{task.name}] wrote section to {args.output}", flush=True)
+
+
+def _csv(choices):
+    def parse(value):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        bad = [v for v in items if v not in choices]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(
+                f"unknown {bad or value!r}; choose from {','.join(choices)}")
+        return list(dict.fromkeys(items))
+    return parse
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Benchmark hgbt against scikit-learn, LightGBM and XGBoost "
+                    "and (re)write the results file.")
+    parser.add_argument("--n-samples", type=int, default=1_000_000,
+                        help="training rows (default 1_000_000)")
+    parser.add_argument("--n-test", type=int, default=200_000,
+                        help="extra test rows from the same generator (default 200_000)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--libs", type=_csv(list(LIBS)), default=list(LIBS),
+                        help=f"comma-separated, default {','.join(LIBS)}")
+    parser.add_argument("--tasks", type=_csv(list(TASKS)), default=list(TASKS),
+                        help=f"comma-separated, default {','.join(TASKS)}")
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--output", default=str(HERE / "RESULTS.md"))
+    parser.add_argument("--cache-dir", default=str(HERE / ".cache"))
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds allowed per worker process (default: none)")
+    # Internal: run one measurement in this process.
+    parser.add_argument("--worker", choices=list(LIBS), help=argparse.SUPPRESS)
+    parser.add_argument("--task", choices=list(TASKS), help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--make-data", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.worker:
+        run_worker(args.worker, TASKS[args.task], args.data_dir, args.n_threads)
+        return
+    if args.make_data:
+        make_data(TASKS[args.task], args.n_samples, args.n_test, args.cache_dir)
+        return
+    if args.n_samples < 1 or args.n_test < 1 or args.repeats < 1 or args.n_threads < 1:
+        parser.error("--n-samples, --n-test, --repeats and --n-threads must be >= 1")
+    command = "python " + shlex.join(
+        [sys.argv[0]] + (sys.argv[1:] if argv is None else list(argv)))
+    for name in args.tasks:
+        run_task(TASKS[name], args, command)
+
+
+if __name__ == "__main__":
+    main()
