@@ -244,8 +244,9 @@ def test_verbose_prints_one_line_per_round(task, capsys):
     assert len(lines) == 3 and "train loss" in lines[0]
 
 
-def test_demo_entry_point():
+def test_demo_entry_point(tmp_path):
+    # Run outside the source tree so the installed package is the one imported.
     out = subprocess.run(
         [sys.executable, "-m", "hgbt", "--n-samples", "5000", "--max-iter", "10"],
-        capture_output=True, text=True, check=True).stdout
+        capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert "test R^2" in out and "fit" in out

@@ -1,0 +1,24 @@
+"""CI runs exactly the README's set-up commands."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ci_runs_the_readme_commands():
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+    readme_commands = [line.strip() for b in blocks for line in b.splitlines() if line.strip()]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    ci_commands = [line.strip() for line in ci
+                   if line.strip() and not line.lstrip().startswith(("#", "set ", "cd "))]
+    assert len(readme_commands) == 2
+    assert ci_commands == readme_commands
+
+
+def test_readme_python_examples_run():
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
