@@ -1,4 +1,4 @@
-"""``python -m hgbt``: train on a generated regression task; print score and time."""
+"""``hgbt-demo`` / ``python -m hgbt``: train on a generated regression task; print score and time."""
 import argparse
 import time
 
@@ -11,7 +11,7 @@ from .datasets import make_regression_task
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m hgbt", description=__doc__)
+    parser = argparse.ArgumentParser(prog="hgbt-demo", description=__doc__)
     parser.add_argument("--n-samples", type=int, default=200_000)
     parser.add_argument("--max-iter", type=int, default=100)
     parser.add_argument("--n-threads", type=int, default=None)
