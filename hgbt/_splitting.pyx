@@ -1,6 +1,6 @@
 """Kernel: best split of a node from its histograms.
 
-Per feature, a running sum over value bins evaluates every threshold twice:
+Per feature, one running sum over value bins evaluates every threshold twice:
 missing values (the missing bin) sent right, then sent left. Features are
 scanned in parallel into per-feature results, then reduced in feature order,
 so ties resolve to the lowest feature, lowest bin, missing-right first,
@@ -78,28 +78,25 @@ cdef void _scan_feature(
     cdef double g = 0.0, h = 0.0
     cdef unsigned int n = 0
     cdef const hist_struct* miss = &hist[p.missing_bin]
+    cdef bint has_missing = miss.count > 0
     best.gain = 0.0  # only splits with positive gain are kept
     best.feature_idx = -1
-    # Missing right: left = value bins 0..b. b = last value bin separates
-    # present from missing values, meaningful only if some are missing.
+    # One pass; at each bin b, left = value bins 0..b with missing values sent
+    # right, then the same plus the missing bin (missing left), so ties keep
+    # the documented order. b = last value bin with missing right separates
+    # present from missing values: a candidate only if some are missing.
     for b in range(n_bins_non_missing):
         g += hist[b].sum_gradients
         h += hist[b].sum_hessians
         n += hist[b].count
-        if b + 1 == n_bins_non_missing and miss.count == 0:
-            break
-        _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
-    if miss.count == 0:
-        return
-    # Missing left: left = missing bin + value bins 0..b.
-    g = miss.sum_gradients
-    h = miss.sum_hessians
-    n = miss.count
-    for b in range(n_bins_non_missing - 1):
-        g += hist[b].sum_gradients
-        h += hist[b].sum_hessians
-        n += hist[b].count
-        _consider(best, f, b, 1, g, h, n, g_total, h_total, n_total, p)
+        if b + 1 < n_bins_non_missing:
+            _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
+            if has_missing:
+                _consider(best, f, b, 1, g + miss.sum_gradients,
+                          h + miss.sum_hessians, n + miss.count,
+                          g_total, h_total, n_total, p)
+        elif has_missing:
+            _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
 
 
 def find_node_split(

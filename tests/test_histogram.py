@@ -1,0 +1,209 @@
+"""Histogram kernels against brute-force NumPy sums."""
+import numpy as np
+import pytest
+
+from hgbt._histogram import build_histogram, build_histogram_root, subtract_histograms
+from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+
+N_BINS = 17  # 16 value bins + missing bin 16
+
+
+def make_data(n_samples, n_features, seed, n_bins=N_BINS):
+    rng = np.random.default_rng(seed)
+    X = np.asfortranarray(rng.integers(0, n_bins, size=(n_samples, n_features),
+                                       dtype=np.uint8))
+    g = rng.normal(size=n_samples).astype(G_H_DTYPE)
+    h = rng.uniform(0.1, 2.0, size=n_samples).astype(G_H_DTYPE)
+    return rng, X, g, h
+
+
+def reference(X, rows, g, h, n_bins):
+    """Per feature per bin sums, in float64, from np.add.at."""
+    rows = np.asarray(rows, dtype=np.intp)
+    n_features = X.shape[1]
+    sg = np.zeros((n_features, n_bins))
+    sh = np.zeros((n_features, n_bins))
+    cnt = np.zeros((n_features, n_bins), dtype=np.int64)
+    for f in range(n_features):
+        codes = X[rows, f].astype(np.intp)
+        np.add.at(sg[f], codes, g[rows].astype(np.float64))
+        if h.size == 1:
+            sh[f] = np.bincount(codes, minlength=n_bins) * np.float64(h[0])
+        else:
+            np.add.at(sh[f], codes, h[rows].astype(np.float64))
+        cnt[f] = np.bincount(codes, minlength=n_bins)
+    return sg, sh, cnt
+
+
+def assert_hist_close(hist, ref):
+    sg, sh, cnt = ref
+    np.testing.assert_array_equal(hist["count"], cnt)
+    np.testing.assert_allclose(hist["sum_gradients"], sg, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(hist["sum_hessians"], sh, rtol=1e-12, atol=1e-9)
+
+
+def run_rows(X, rows, g, h, n_threads, n_bins=N_BINS, garbage=True):
+    out = np.empty((X.shape[1], n_bins), dtype=HISTOGRAM_DTYPE)
+    if garbage:  # the kernel must overwrite, not accumulate into, ``out``
+        out["sum_gradients"] = 123.0
+        out["sum_hessians"] = -7.0
+        out["count"] = 99
+    og = np.full(max(len(rows), 1) + 3, np.nan, dtype=G_H_DTYPE)
+    oh = np.full(max(len(rows), 1) + 3, np.nan, dtype=G_H_DTYPE)
+    build_histogram(X, np.asarray(rows, dtype=SIZE_DTYPE), g, h, og, oh, out, n_threads)
+    return out
+
+
+def run_root(X, g, h, n_threads, n_bins=N_BINS):
+    out = np.empty((X.shape[1], n_bins), dtype=HISTOGRAM_DTYPE)
+    out["sum_gradients"] = 5.0
+    out["count"] = 42
+    build_histogram_root(X, g, h, out, n_threads)
+    return out
+
+
+@pytest.mark.parametrize("constant_hessian", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_root_matches_reference(constant_hessian, seed):
+    rng, X, g, h = make_data(500, 4, seed)
+    if constant_hessian:
+        h = np.array([0.7], dtype=G_H_DTYPE)
+    hist = run_root(X, g, h, 1)
+    assert_hist_close(hist, reference(X, np.arange(500), g, h, N_BINS))
+
+
+def row_subsets(rng, n):
+    yield np.array([], dtype=np.intp)                       # empty node
+    yield np.array([rng.integers(n)])                       # single row
+    yield rng.permutation(n)[: n // 3]                      # arbitrary, unsorted
+    yield np.sort(rng.choice(n, n // 2, replace=False))     # sorted subset
+    yield rng.permutation(n)                                # all rows, shuffled
+    yield np.arange(n)[::-1]                                # reversed
+
+
+@pytest.mark.parametrize("constant_hessian", [False, True])
+@pytest.mark.parametrize("seed", [3, 4])
+def test_rows_match_reference(constant_hessian, seed):
+    rng, X, g, h = make_data(400, 5, seed)
+    if constant_hessian:
+        h = np.array([1.3], dtype=G_H_DTYPE)
+    for rows in row_subsets(rng, 400):
+        hist = run_rows(X, rows, g, h, 1)
+        assert_hist_close(hist, reference(X, rows, g, h, N_BINS))
+        if rows.size == 0:
+            assert np.all(hist["count"] == 0)
+            assert np.all(hist["sum_gradients"] == 0)
+            assert np.all(hist["sum_hessians"] == 0)
+        else:
+            assert np.all(hist["count"].sum(axis=1) == rows.size)
+
+
+def test_single_row_exact():
+    rng, X, g, h = make_data(50, 3, 5)
+    hist = run_rows(X, [17], g, h, 1)
+    for f in range(3):
+        b = X[17, f]
+        assert hist["count"][f, b] == 1 and hist["count"][f].sum() == 1
+        assert hist["sum_gradients"][f, b] == np.float64(g[17])
+        assert hist["sum_hessians"][f, b] == np.float64(h[17])
+
+
+@pytest.mark.parametrize("n_samples,n_features", [(300, 3), (12_000, 4)])
+def test_constant_hessian_equals_general_path(n_samples, n_features):
+    rng, X, g, _ = make_data(n_samples, n_features, 6)
+    h0 = np.float32(0.3)
+    const = np.array([h0], dtype=G_H_DTYPE)
+    full = np.full(n_samples, h0, dtype=G_H_DTYPE)
+    for n_threads in (1, 2):
+        a = run_root(X, g, const, n_threads)
+        b = run_root(X, g, full, n_threads)
+        # count * h0 is exact, and so is the running sum of n float32 copies
+        np.testing.assert_array_equal(a["sum_hessians"],
+                                      a["count"] * np.float64(h0))
+        assert a.tobytes() == b.tobytes()
+        rows = rng.permutation(n_samples)[: 2 * n_samples // 3]
+        a = run_rows(X, rows, g, const, n_threads)
+        b = run_rows(X, rows, g, full, n_threads)
+        np.testing.assert_array_equal(a["sum_hessians"], a["count"] * np.float64(h0))
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("constant_hessian", [False, True])
+def test_subtraction_gives_sibling(constant_hessian):
+    rng, X, g, h = make_data(600, 4, 7)
+    if constant_hessian:
+        h = np.array([0.5], dtype=G_H_DTYPE)
+    parent_rows = rng.permutation(600)[:450]
+    mask = rng.random(parent_rows.size) < 0.4
+    child_rows, sibling_rows = parent_rows[mask], parent_rows[~mask]
+    parent = run_rows(X, parent_rows, g, h, 1)
+    child = run_rows(X, child_rows, g, h, 1)
+    direct = run_rows(X, sibling_rows, g, h, 1)
+    out = np.empty_like(parent)
+    out["count"] = 777
+    subtract_histograms(parent, child, out)
+    np.testing.assert_array_equal(out["count"], direct["count"])
+    np.testing.assert_allclose(out["sum_gradients"], direct["sum_gradients"],
+                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(out["sum_hessians"], direct["sum_hessians"],
+                               rtol=1e-9, atol=1e-9)
+    # also against the NumPy reference of the sibling
+    ref_sibling = reference(X, sibling_rows, g, h, N_BINS)
+    np.testing.assert_array_equal(out["count"], ref_sibling[2])
+    np.testing.assert_allclose(out["sum_gradients"], ref_sibling[0],
+                               rtol=1e-9, atol=1e-9)
+    # root minus the whole parent = the rows outside the parent
+    root = run_root(X, g, h, 1)
+    rest = np.empty_like(root)
+    subtract_histograms(root, parent, rest)
+    outside = np.setdiff1d(np.arange(600), parent_rows)
+    np.testing.assert_array_equal(rest["count"], reference(X, outside, g, h, N_BINS)[2])
+
+
+def test_subtraction_exact_on_struct_fields():
+    rng = np.random.default_rng(8)
+    parent = np.zeros((3, 5), dtype=HISTOGRAM_DTYPE)
+    child = np.zeros((3, 5), dtype=HISTOGRAM_DTYPE)
+    parent["sum_gradients"] = rng.normal(size=(3, 5))
+    parent["sum_hessians"] = rng.uniform(size=(3, 5))
+    parent["count"] = rng.integers(10, 100, size=(3, 5))
+    child["sum_gradients"] = rng.normal(size=(3, 5))
+    child["sum_hessians"] = rng.uniform(size=(3, 5))
+    child["count"] = rng.integers(0, 10, size=(3, 5))
+    out = np.empty_like(parent)
+    subtract_histograms(parent, child, out)
+    np.testing.assert_array_equal(out["sum_gradients"],
+                                  parent["sum_gradients"] - child["sum_gradients"])
+    np.testing.assert_array_equal(out["sum_hessians"],
+                                  parent["sum_hessians"] - child["sum_hessians"])
+    np.testing.assert_array_equal(out["count"], parent["count"] - child["count"])
+
+
+@pytest.mark.parametrize("constant_hessian", [False, True])
+@pytest.mark.parametrize("n_samples,n_features", [(200, 3), (20_000, 4)])
+def test_threads_bit_identical(constant_hessian, n_samples, n_features):
+    # 20_000 x 4 = 80_000 >= 32_768: the parallel path is taken for n_threads=2
+    n_bins = 256
+    rng, X, g, h = make_data(n_samples, n_features, 9, n_bins=n_bins)
+    if constant_hessian:
+        h = np.array([0.25], dtype=G_H_DTYPE)
+    r1 = run_root(X, g, h, 1, n_bins)
+    r2 = run_root(X, g, h, 2, n_bins)
+    assert r1.tobytes() == r2.tobytes()
+    assert_hist_close(r1, reference(X, np.arange(n_samples), g, h, n_bins))
+    rows = rng.permutation(n_samples)[: int(n_samples * 0.9)]
+    a = run_rows(X, rows, g, h, 1, n_bins)
+    b = run_rows(X, rows, g, h, 2, n_bins)
+    assert a.tobytes() == b.tobytes()
+    assert_hist_close(a, reference(X, rows, g, h, n_bins))
+
+
+def test_ordered_buffers_hold_gathered_gradients():
+    rng, X, g, h = make_data(100, 2, 10)
+    rows = rng.permutation(100)[:37]
+    out = np.empty((2, N_BINS), dtype=HISTOGRAM_DTYPE)
+    og = np.zeros(100, dtype=G_H_DTYPE)
+    oh = np.zeros(100, dtype=G_H_DTYPE)
+    build_histogram(X, rows.astype(SIZE_DTYPE), g, h, og, oh, out, 1)
+    np.testing.assert_array_equal(og[:37], g[rows])
+    np.testing.assert_array_equal(oh[:37], h[rows])

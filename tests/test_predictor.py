@@ -1,0 +1,202 @@
+"""Tree prediction kernels against a pure-Python traversal of the node array."""
+import math
+
+import numpy as np
+import pytest
+
+from hgbt._predictor import add_leaf_values, predict_add
+from hgbt._types import NODE_DTYPE, SIZE_DTYPE
+from hgbt.predictor import TreePredictor
+
+
+def random_tree(rng, n_features, X_pool, max_depth=6, leaf_prob=0.25):
+    """A random node array (root = node 0), children appended in DFS order."""
+    nodes = []
+
+    def build(depth):
+        idx = len(nodes)
+        nodes.append(None)
+        if depth >= max_depth or (depth > 0 and rng.random() < leaf_prob):
+            nodes[idx] = dict(value=rng.normal(), depth=depth, is_leaf=1, count=rng.integers(1, 99))
+            return idx
+        f = int(rng.integers(n_features))
+        r = rng.random()
+        if r < 0.1:
+            thr = np.inf
+        elif r < 0.15:
+            thr = -np.inf
+        else:  # a value present in the data, so that x == threshold happens
+            col = X_pool[:, f]
+            col = col[~np.isnan(col)]
+            thr = float(col[rng.integers(col.size)])
+        rec = dict(value=rng.normal(), depth=depth, is_leaf=0, feature_idx=f,
+                   num_threshold=thr, missing_go_to_left=int(rng.integers(2)),
+                   gain=rng.random(), count=rng.integers(1, 99))
+        nodes[idx] = rec
+        rec["left"] = build(depth + 1)
+        rec["right"] = build(depth + 1)
+        return idx
+
+    build(0)
+    arr = np.zeros(len(nodes), dtype=NODE_DTYPE)
+    for i, rec in enumerate(nodes):
+        for k, v in rec.items():
+            arr[k][i] = v
+    return arr
+
+
+def traverse(nodes, x):
+    """Pure-Python traversal of one row."""
+    i = 0
+    while not nodes["is_leaf"][i]:
+        v = float(x[int(nodes["feature_idx"][i])])
+        if math.isnan(v):
+            go_left = bool(nodes["missing_go_to_left"][i])
+        else:
+            go_left = v <= float(nodes["num_threshold"][i])
+        i = int(nodes["left"][i] if go_left else nodes["right"][i])
+    return float(nodes["value"][i])
+
+
+def random_X(rng, n_samples, n_features):
+    X = np.round(rng.normal(size=(n_samples, n_features)), 1)  # many ties
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[rng.random(X.shape) < 0.02] = np.inf
+    X[rng.random(X.shape) < 0.02] = -np.inf
+    return X
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_predict_add_matches_python_traversal(seed, dtype, order):
+    rng = np.random.default_rng(seed)
+    X = np.asarray(random_X(rng, 400, 5).astype(dtype), order=order)
+    nodes = random_tree(rng, 5, X.astype(np.float64))
+    expected = np.array([traverse(nodes, x) for x in X])
+    base = rng.normal(size=400)
+    out = base.copy()
+    predict_add(nodes, X, out, 1)
+    np.testing.assert_array_equal(out, base + expected)  # adds, one leaf value per row
+    out0 = np.zeros(400)
+    predict_add(nodes, X, out0, 1)
+    np.testing.assert_array_equal(out0, expected)
+
+
+def test_threshold_equality_goes_left_and_nan_follows_flag():
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes[0] = (0.0, 10, 1, 0.5, 1, 1, 2, 1.0, 0, 0, 0)
+    nodes[1]["value"], nodes[1]["is_leaf"] = -1.0, 1
+    nodes[2]["value"], nodes[2]["is_leaf"] = 2.0, 1
+    X = np.array([[9.0, 0.5], [9.0, np.nextafter(0.5, 1)], [9.0, np.nan],
+                  [9.0, -np.inf], [9.0, np.inf]])
+    out = np.zeros(5)
+    predict_add(nodes, X, out, 1)
+    np.testing.assert_array_equal(out, [-1.0, 2.0, -1.0, -1.0, 2.0])
+    nodes[0]["missing_go_to_left"] = 0
+    out = np.zeros(5)
+    predict_add(nodes, X, out, 1)
+    np.testing.assert_array_equal(out, [-1.0, 2.0, 2.0, -1.0, 2.0])
+    # infinite threshold: every non-NaN value goes left, NaN follows the flag
+    nodes[0]["num_threshold"] = np.inf
+    out = np.zeros(5)
+    predict_add(nodes, X, out, 1)
+    np.testing.assert_array_equal(out, [-1.0, -1.0, 2.0, -1.0, -1.0])
+
+
+def test_single_leaf_tree():
+    nodes = np.zeros(1, dtype=NODE_DTYPE)
+    nodes[0]["value"], nodes[0]["is_leaf"] = 3.5, 1
+    X = np.full((7, 2), np.nan)
+    out = np.arange(7, dtype=np.float64)
+    predict_add(nodes, X, out, 1)
+    np.testing.assert_array_equal(out, np.arange(7) + 3.5)
+
+
+def test_non_contiguous_X():
+    rng = np.random.default_rng(10)
+    big = random_X(rng, 600, 10)
+    X = big[::3, ::2]
+    nodes = random_tree(rng, X.shape[1], X)
+    out = np.zeros(X.shape[0])
+    predict_add(nodes, X, out, 1)
+    np.testing.assert_array_equal(out, [traverse(nodes, x) for x in X])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_threads_identical_on_parallel_path(dtype):
+    rng = np.random.default_rng(11)
+    X = random_X(rng, 5000, 4).astype(dtype)  # >= 2048 rows: parallel path
+    nodes = random_tree(rng, 4, X.astype(np.float64), max_depth=8)
+    base = rng.normal(size=5000)
+    o1, o2 = base.copy(), base.copy()
+    predict_add(nodes, X, o1, 1)
+    predict_add(nodes, X, o2, 2)
+    assert o1.tobytes() == o2.tobytes()
+    idx = rng.choice(5000, 300, replace=False)
+    np.testing.assert_array_equal(
+        o2[idx], base[idx] + np.array([traverse(nodes, X[i]) for i in idx]))
+
+
+def test_tree_predictor_wrapper():
+    rng = np.random.default_rng(12)
+    X = random_X(rng, 300, 3)
+    nodes = random_tree(rng, 3, X)
+    pred = TreePredictor(nodes)
+    expected = np.array([traverse(nodes, x) for x in X])
+    np.testing.assert_array_equal(pred.predict(X), expected)
+    np.testing.assert_array_equal(pred.predict(X, n_threads=2), expected)
+    out = np.ones(300)
+    res = pred.predict_add(X, out)
+    assert res is out
+    np.testing.assert_array_equal(out, 1.0 + expected)
+    is_leaf = nodes["is_leaf"] == 1
+    assert pred.n_leaves == int(is_leaf.sum())
+    assert pred.max_depth == int(nodes["depth"].max())
+    np.testing.assert_array_equal(pred.leaf_values, nodes["value"][is_leaf])
+    # a full binary tree: leaves = internal nodes + 1
+    assert pred.n_leaves == int((~is_leaf).sum()) + 1
+
+
+def random_leaves(rng, n_samples, n_leaves, cover_all):
+    rows = rng.permutation(n_samples).astype(SIZE_DTYPE)
+    stops_all = np.sort(rng.choice(np.arange(1, n_samples), n_leaves - 1, replace=False))
+    bounds = np.concatenate([[0], stops_all, [n_samples]])
+    starts, stops = bounds[:-1].copy(), bounds[1:].copy()
+    order = rng.permutation(n_leaves)  # leaves listed in any order
+    starts, stops = starts[order], stops[order]
+    if not cover_all:  # drop some leaves and shrink others: rows left untouched
+        keep = rng.random(n_leaves) < 0.7
+        starts, stops = starts[keep], stops[keep]
+        stops = np.maximum(starts, stops - rng.integers(0, 3, size=stops.size))
+    return rows, starts.astype(SIZE_DTYPE), stops.astype(SIZE_DTYPE)
+
+
+@pytest.mark.parametrize("cover_all", [True, False])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_add_leaf_values_matches_numpy(cover_all, n_threads):
+    rng = np.random.default_rng(13 + cover_all)
+    n = 3000
+    rows, starts, stops = random_leaves(rng, n, 40, cover_all)
+    values = rng.normal(size=starts.size)
+    base = rng.normal(size=n)
+    expected = base.copy()
+    for s, e, v in zip(starts, stops, values):
+        expected[rows[s:e]] += v
+    out = base.copy()
+    add_leaf_values(out, rows, starts, stops, values, n_threads)
+    np.testing.assert_array_equal(out, expected)
+    if not cover_all:
+        touched = np.zeros(n, dtype=bool)
+        for s, e in zip(starts, stops):
+            touched[rows[s:e]] = True
+        assert (~touched).any()
+        np.testing.assert_array_equal(out[~touched], base[~touched])
+
+
+def test_add_leaf_values_empty_leaves():
+    rows = np.arange(5, dtype=SIZE_DTYPE)
+    out = np.zeros(5)
+    add_leaf_values(out, rows, np.array([2, 0], dtype=SIZE_DTYPE),
+                    np.array([2, 5], dtype=SIZE_DTYPE), np.array([100.0, 1.5]), 1)
+    np.testing.assert_array_equal(out, np.full(5, 1.5))
