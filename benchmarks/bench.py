@@ -109,7 +109,8 @@ def _hgbt_kwargs(task, n_threads):
                 max_leaf_nodes=p["max_leaves"], max_depth=None,
                 min_samples_leaf=p["min_samples_leaf"], min_child_weight=1e-3,
                 l2_regularization=p["l2"], max_bins=p["max_bins"],
-                grow_policy="lossguide", n_threads=n_threads, random_state=0)
+                grow_policy="lossguide", early_stopping=False, n_threads=n_threads,
+                random_state=0)
 
 
 def _sklearn_kwargs(task, n_threads):

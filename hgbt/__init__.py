@@ -1,5 +1,6 @@
 """hgbt: histogram-based gradient-boosted decision trees."""
-from .gradient_boosting import HistGBDTRegressor
+from .classifier import HistGBDTClassifier
+from .regressor import HistGBDTRegressor
 
 __version__ = "0.1.0.dev0"
-__all__ = ["HistGBDTRegressor", "__version__"]
+__all__ = ["HistGBDTClassifier", "HistGBDTRegressor", "__version__"]

@@ -21,6 +21,7 @@ def main(argv=None):
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2,
                                                         random_state=0)
     model = HistGBDTRegressor(max_iter=args.max_iter, n_threads=args.n_threads,
+                              early_stopping=False,
                               random_state=0)
     t0 = time.perf_counter()
     model.fit(X_train, y_train)

@@ -1,8 +1,119 @@
-"""Kernels: per-row gradients and hessians of the losses."""
-from cython.parallel cimport prange
+"""Kernels: per-row gradients and hessians of the losses.
+
+Every kernel reads float64 targets and raw predictions, writes float32
+gradients and hessians, and does per-row arithmetic only inside a ``prange``
+over rows, so its output does not depend on the number of threads.
+
+``sample_weight`` of length 0 means unweighted. Gradients and hessians are
+the weighted derivatives ``w * dl/draw`` and ``w * d2l/draw2`` of the per-row
+loss ``l`` (``hgbt.losses`` documents each ``l``). For losses whose hessian
+is constant when unweighted, ``hessians`` may have length 1 (the caller
+keeps the constant 1 there and it is left as it is); a per-row ``hessians``
+is always filled.
+"""
+from cython.parallel cimport parallel, prange
+from libc.math cimport exp, fabs
+from libc.stdlib cimport free, malloc
 
 from ._types cimport G_H_DTYPE_C, Y_DTYPE_C
 
+
+cdef struct grad_hess:
+    double gradient
+    double hessian
+
+
+# ---------------------------------------------------------------- checks
+
+cdef Py_ssize_t _check_shapes(
+    const Y_DTYPE_C[::1] y_true,
+    Py_ssize_t n_raw,
+    const Y_DTYPE_C[::1] sample_weight,
+    Py_ssize_t n_gradients,
+    Py_ssize_t n_hessians,
+    bint hessian_may_be_constant,
+) except -1:
+    """Number of rows; ValueError if a buffer does not fit (no bounds checks run)."""
+    cdef Py_ssize_t n = y_true.shape[0]
+    if n_raw != n:
+        raise ValueError(f"raw_prediction has length {n_raw}, y_true has {n}")
+    if sample_weight.shape[0] not in (0, n):
+        raise ValueError(
+            f"sample_weight has length {sample_weight.shape[0]}, y_true has {n}")
+    if n_gradients != n:
+        raise ValueError(f"gradients has length {n_gradients}, y_true has {n}")
+    if n_hessians == n:
+        return n
+    if n_hessians == 1 and hessian_may_be_constant and sample_weight.shape[0] == 0:
+        return n
+    raise ValueError(
+        f"hessians has length {n_hessians}; expected {n}"
+        + (" or 1 (constant hessian, unweighted)" if hessian_may_be_constant else ""))
+
+
+# ------------------------------------------------- per-row derivatives
+
+cdef inline double _sign(double x) noexcept nogil:
+    if x > 0:
+        return 1.0
+    if x < 0:
+        return -1.0
+    return 0.0
+
+
+cdef inline double _clip(double x, double bound) noexcept nogil:
+    if x > bound:
+        return bound
+    if x < -bound:
+        return -bound
+    return x
+
+
+cdef inline grad_hess _poisson(double y, double raw) noexcept nogil:
+    # l = exp(raw) - y raw (+ const)
+    cdef grad_hess out
+    cdef double mu = exp(raw)
+    out.gradient = mu - y
+    out.hessian = mu
+    return out
+
+
+cdef inline grad_hess _gamma(double y, double raw) noexcept nogil:
+    # l = y exp(-raw) + raw (+ const)
+    cdef grad_hess out
+    cdef double y_over_mu = y * exp(-raw)
+    out.gradient = 1.0 - y_over_mu
+    out.hessian = y_over_mu
+    return out
+
+
+cdef inline grad_hess _tweedie(double y, double raw, double power) noexcept nogil:
+    # l = -y exp((1-p) raw) / (1-p) + exp((2-p) raw) / (2-p) (+ const);
+    # written so that p = 1 and p = 2 need no special case.
+    cdef grad_hess out
+    cdef double a = y * exp((1.0 - power) * raw)
+    cdef double b = exp((2.0 - power) * raw)
+    out.gradient = b - a
+    out.hessian = (2.0 - power) * b + (power - 1.0) * a
+    return out
+
+
+cdef inline grad_hess _binary(double y, double raw) noexcept nogil:
+    # l = log(1 + exp(raw)) - y raw; p = sigmoid(raw). With e = exp(-|raw|)
+    # (never overflows), p - y and p (1 - p) = e / (1 + e)^2 are formed
+    # without cancellation for y in {0, 1}.
+    cdef grad_hess out
+    cdef double e = exp(-fabs(raw))
+    cdef double d = 1.0 + e
+    if raw >= 0:      # p = 1 / (1 + e)
+        out.gradient = ((1.0 - y) - y * e) / d
+    else:             # p = e / (1 + e)
+        out.gradient = (e * (1.0 - y) - y) / d
+    out.hessian = e / (d * d)
+    return out
+
+
+# ---------------------------------------------------------------- kernels
 
 def squared_error_gradients(
     const Y_DTYPE_C[::1] y_true,
@@ -14,10 +125,12 @@ def squared_error_gradients(
 ):
     """Half squared error: g = w (raw - y), h = w.
 
-    With no ``sample_weight`` (length 0) the hessian is the constant 1, and
-    ``hessians`` (length 1) is left as it is.
+    With no ``sample_weight`` (length 0) the hessian is the constant 1: a
+    length-1 ``hessians`` is left as it is, a per-row one is filled with 1.
     """
-    cdef Py_ssize_t n = y_true.shape[0], i
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], True)
+    cdef Py_ssize_t i
     cdef bint weighted = sample_weight.shape[0] > 0
     if weighted:
         for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
@@ -26,3 +139,215 @@ def squared_error_gradients(
     else:
         for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
             gradients[i] = raw_prediction[i] - y_true[i]
+        if hessians.shape[0] == n:
+            hessians[:] = 1
+
+
+def absolute_error_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[::1] gradients,
+    G_H_DTYPE_C[::1] hessians,
+    int n_threads,
+):
+    """Absolute error: g = w sign(raw - y) (0 on a tie), h = w (surrogate)."""
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], True)
+    cdef Py_ssize_t i
+    cdef double w
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef bint per_row = hessians.shape[0] == n
+    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        w = sample_weight[i] if weighted else 1.0
+        gradients[i] = w * _sign(raw_prediction[i] - y_true[i])
+        if per_row:
+            hessians[i] = w
+
+
+def quantile_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[::1] gradients,
+    G_H_DTYPE_C[::1] hessians,
+    double quantile,
+    int n_threads,
+):
+    """Pinball loss: g = w (1{y < raw} - quantile), h = w (surrogate)."""
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], True)
+    cdef Py_ssize_t i
+    cdef double w
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef bint per_row = hessians.shape[0] == n
+    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        w = sample_weight[i] if weighted else 1.0
+        if y_true[i] < raw_prediction[i]:
+            gradients[i] = w * (1.0 - quantile)
+        else:
+            gradients[i] = -w * quantile
+        if per_row:
+            hessians[i] = w
+
+
+def huber_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[::1] gradients,
+    G_H_DTYPE_C[::1] hessians,
+    double delta,
+    int n_threads,
+):
+    """Huber: g = w clip(raw - y, -delta, delta), h = w (surrogate outside delta)."""
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], True)
+    cdef Py_ssize_t i
+    cdef double w
+    cdef bint weighted = sample_weight.shape[0] > 0
+    cdef bint per_row = hessians.shape[0] == n
+    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        w = sample_weight[i] if weighted else 1.0
+        gradients[i] = w * _clip(raw_prediction[i] - y_true[i], delta)
+        if per_row:
+            hessians[i] = w
+
+
+def poisson_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[::1] gradients,
+    G_H_DTYPE_C[::1] hessians,
+    int n_threads,
+):
+    """Poisson, log link: g = w (exp(raw) - y), h = w exp(raw)."""
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], False)
+    cdef Py_ssize_t i
+    cdef double w
+    cdef grad_hess gh
+    cdef bint weighted = sample_weight.shape[0] > 0
+    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        w = sample_weight[i] if weighted else 1.0
+        gh = _poisson(y_true[i], raw_prediction[i])
+        gradients[i] = w * gh.gradient
+        hessians[i] = w * gh.hessian
+
+
+def gamma_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[::1] gradients,
+    G_H_DTYPE_C[::1] hessians,
+    int n_threads,
+):
+    """Gamma, log link: g = w (1 - y exp(-raw)), h = w y exp(-raw)."""
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], False)
+    cdef Py_ssize_t i
+    cdef double w
+    cdef grad_hess gh
+    cdef bint weighted = sample_weight.shape[0] > 0
+    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        w = sample_weight[i] if weighted else 1.0
+        gh = _gamma(y_true[i], raw_prediction[i])
+        gradients[i] = w * gh.gradient
+        hessians[i] = w * gh.hessian
+
+
+def tweedie_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[::1] gradients,
+    G_H_DTYPE_C[::1] hessians,
+    double power,
+    int n_threads,
+):
+    """Tweedie (1 <= power <= 2), log link, mu = exp(raw):
+
+    g = w (mu^(2-p) - y mu^(1-p)), h = w ((2-p) mu^(2-p) + (p-1) y mu^(1-p)).
+    """
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], False)
+    cdef Py_ssize_t i
+    cdef double w
+    cdef grad_hess gh
+    cdef bint weighted = sample_weight.shape[0] > 0
+    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        w = sample_weight[i] if weighted else 1.0
+        gh = _tweedie(y_true[i], raw_prediction[i], power)
+        gradients[i] = w * gh.gradient
+        hessians[i] = w * gh.hessian
+
+
+def binary_log_loss_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[::1] gradients,
+    G_H_DTYPE_C[::1] hessians,
+    int n_threads,
+):
+    """Binary log loss on log-odds: g = w (p - y), h = w p (1 - p), p = sigmoid(raw)."""
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
+                                      gradients.shape[0], hessians.shape[0], False)
+    cdef Py_ssize_t i
+    cdef double w
+    cdef grad_hess gh
+    cdef bint weighted = sample_weight.shape[0] > 0
+    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        w = sample_weight[i] if weighted else 1.0
+        gh = _binary(y_true[i], raw_prediction[i])
+        gradients[i] = w * gh.gradient
+        hessians[i] = w * gh.hessian
+
+
+def multinomial_log_loss_gradients(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[:, ::1] raw_prediction,
+    const Y_DTYPE_C[::1] sample_weight,
+    G_H_DTYPE_C[:, ::1] gradients,
+    G_H_DTYPE_C[:, ::1] hessians,
+    int n_threads,
+):
+    """Multinomial log loss, softmax over ``raw_prediction[:, i]`` (K classes):
+
+    g_k = w (p_k - 1{y = k}), h_k = w p_k (1 - p_k) (the diagonal of the
+    hessian). ``y_true`` holds class indices 0..K-1 as float64. The maximum
+    raw value of the row is subtracted before exponentiating.
+    """
+    cdef Py_ssize_t n_classes = raw_prediction.shape[0]
+    if gradients.shape[0] != n_classes or hessians.shape[0] != n_classes:
+        raise ValueError(
+            f"gradients and hessians need {n_classes} rows (one per class), got "
+            f"{gradients.shape[0]} and {hessians.shape[0]}")
+    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[1], sample_weight,
+                                      gradients.shape[1], hessians.shape[1], False)
+    cdef Py_ssize_t i, k
+    cdef double w, max_raw, sum_exp, p
+    cdef double* exps = NULL  # per-thread scratch: exp(raw_k - max) of the current row
+    cdef bint weighted = sample_weight.shape[0] > 0
+    with nogil, parallel(num_threads=n_threads):
+        exps = <double*> malloc(n_classes * sizeof(double))
+        for i in prange(n, schedule='static'):
+            w = sample_weight[i] if weighted else 1.0
+            max_raw = raw_prediction[0, i]
+            for k in range(1, n_classes):
+                if raw_prediction[k, i] > max_raw:
+                    max_raw = raw_prediction[k, i]
+            sum_exp = 0.0
+            for k in range(n_classes):
+                exps[k] = exp(raw_prediction[k, i] - max_raw)
+                sum_exp = sum_exp + exps[k]
+            for k in range(n_classes):
+                p = exps[k] / sum_exp
+                if y_true[i] == k:
+                    gradients[k, i] = w * (p - 1.0)
+                else:
+                    gradients[k, i] = w * p
+                hessians[k, i] = w * p * (1.0 - p)
+        free(exps)

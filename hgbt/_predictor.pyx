@@ -2,7 +2,7 @@
 from cython cimport floating
 from cython.parallel cimport prange
 
-from ._types cimport node_struct, Y_DTYPE_C, SIZE_C
+from ._types cimport node_struct, Y_DTYPE_C, SIZE_C, X_BINNED_DTYPE_C
 
 # Rows below which prediction runs without an OpenMP region (single-row
 # latency matters).
@@ -66,3 +66,48 @@ def add_leaf_values(
         v = leaf_values[k]
         for i in range(leaf_starts[k], leaf_stops[k]):
             raw_predictions[rows[i]] += v
+
+
+cdef inline Y_DTYPE_C _predict_one_binned(
+    const node_struct* nodes, const X_BINNED_DTYPE_C[::1, :] X_binned, SIZE_C row,
+    X_BINNED_DTYPE_C missing_bin,
+) noexcept nogil:
+    cdef const node_struct* node = nodes
+    cdef X_BINNED_DTYPE_C b
+    while not node.is_leaf:
+        b = X_binned[row, node.feature_idx]
+        if b == missing_bin:
+            if node.missing_go_to_left:
+                node = &nodes[node.left]
+            else:
+                node = &nodes[node.right]
+        elif b <= node.bin_threshold:
+            node = &nodes[node.left]
+        else:
+            node = &nodes[node.right]
+    return node.value
+
+
+def predict_binned_add(
+    const node_struct[::1] nodes,
+    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    const SIZE_C[::1] rows,
+    X_BINNED_DTYPE_C missing_bin,
+    Y_DTYPE_C[::1] out,
+    int n_threads,
+):
+    """``out[r] += tree(X_binned[r])`` for the rows ``rows`` (binned routing).
+
+    For training rows a tree did not see (row sampling): same routing as on
+    raw values, since x <= threshold[b] exactly when bin(x) <= b.
+    """
+    cdef Py_ssize_t n = rows.shape[0], i
+    if n < MIN_PARALLEL_ROWS or n_threads == 1:
+        with nogil:
+            for i in range(n):
+                out[rows[i]] += _predict_one_binned(&nodes[0], X_binned, rows[i],
+                                                    missing_bin)
+    else:
+        for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+            out[rows[i]] += _predict_one_binned(&nodes[0], X_binned, rows[i],
+                                                missing_bin)

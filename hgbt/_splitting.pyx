@@ -18,6 +18,7 @@ DEF MIN_PARALLEL_WORK = 8192
 
 
 cdef struct split_params:
+    double l1_regularization
     double l2_regularization
     double min_gain_to_split
     double min_child_weight
@@ -25,20 +26,30 @@ cdef struct split_params:
     int missing_bin
 
 
-cdef inline double _score(double g, double h, double l2) noexcept nogil:
-    # Structure score G^2 / (H + lambda); an empty or weightless side scores 0.
+cdef inline double soft_threshold(double g, double l1) noexcept nogil:
+    """sign(G) max(|G| - alpha, 0): the L1 penalty's effect on a gradient sum."""
+    if g > l1:
+        return g - l1
+    if g < -l1:
+        return g + l1
+    return 0.0
+
+
+cdef inline double _score(double g, double h, double l1, double l2) noexcept nogil:
+    # Structure score T(G)^2 / (H + lambda); an empty or weightless side scores 0.
     if h + l2 <= 0.0:
         return 0.0
+    g = soft_threshold(g, l1)
     return g * g / (h + l2)
 
 
 cdef inline double split_gain(
     double g_left, double h_left, double g_right, double h_right,
-    double g_parent, double h_parent, double l2, double gamma,
+    double g_parent, double h_parent, double l1, double l2, double gamma,
 ) noexcept nogil:
-    """0.5 [G_L^2/(H_L+l) + G_R^2/(H_R+l) - G_P^2/(H_P+l)] - gamma."""
-    return 0.5 * (_score(g_left, h_left, l2) + _score(g_right, h_right, l2)
-                  - _score(g_parent, h_parent, l2)) - gamma
+    """0.5 [T(G_L)^2/(H_L+l) + T(G_R)^2/(H_R+l) - T(G_P)^2/(H_P+l)] - gamma."""
+    return 0.5 * (_score(g_left, h_left, l1, l2) + _score(g_right, h_right, l1, l2)
+                  - _score(g_parent, h_parent, l1, l2)) - gamma
 
 
 cdef inline void _consider(
@@ -55,7 +66,7 @@ cdef inline void _consider(
     if h_left < p.min_child_weight or h_right < p.min_child_weight:
         return
     gain = split_gain(g_left, h_left, g_right, h_right, g_total, h_total,
-                      p.l2_regularization, p.min_gain_to_split)
+                      p.l1_regularization, p.l2_regularization, p.min_gain_to_split)
     if gain > best.gain:
         best.gain = gain
         best.feature_idx = f
@@ -105,11 +116,13 @@ def find_node_split(
     double sum_gradients,
     double sum_hessians,
     unsigned int n_samples,
+    double l1_regularization,
     double l2_regularization,
     double min_gain_to_split,
     double min_child_weight,
     unsigned int min_samples_leaf,
     int missing_bin,
+    const unsigned char[::1] feature_mask,
     int n_threads,
 ):
     """Best split of a node over all features.
@@ -119,10 +132,14 @@ def find_node_split(
     histograms : ndarray of shape (n_features, n_bins), HISTOGRAM_DTYPE
     n_bins_non_missing : ndarray of shape (n_features,), uint32
     sum_gradients, sum_hessians, n_samples : node totals
-    l2_regularization, min_gain_to_split, min_child_weight, min_samples_leaf :
+    l1_regularization, l2_regularization, min_gain_to_split, min_child_weight,
+    min_samples_leaf :
         Regularisation and constraints (see the estimators).
     missing_bin : int
         Index of the missing-value bin in each histogram.
+    feature_mask : ndarray of uint8, shape (n_features,) or (0,)
+        Features with a zero entry are not considered (column sampling,
+        interaction constraints); an empty mask allows every feature.
     n_threads : int
 
     Returns
@@ -132,7 +149,9 @@ def find_node_split(
         values go to the child with more rows when the node has none.
     """
     cdef int n_features = histograms.shape[0], f
+    cdef bint masked = feature_mask.shape[0] > 0
     cdef split_params p
+    p.l1_regularization = l1_regularization
     p.l2_regularization = l2_regularization
     p.min_gain_to_split = min_gain_to_split
     p.min_child_weight = min_child_weight
@@ -146,10 +165,16 @@ def find_node_split(
     with nogil:
         if n_features * histograms.shape[1] < MIN_PARALLEL_WORK or n_threads == 1:
             for f in range(n_features):
+                if masked and not feature_mask[f]:
+                    res[f].feature_idx = -1
+                    continue
                 _scan_feature(&histograms[f, 0], f, n_bins_non_missing[f],
                               sum_gradients, sum_hessians, n_samples, &p, &res[f])
         else:
             for f in prange(n_features, schedule='static', num_threads=n_threads):
+                if masked and not feature_mask[f]:
+                    res[f].feature_idx = -1
+                    continue
                 _scan_feature(&histograms[f, 0], f, n_bins_non_missing[f],
                               sum_gradients, sum_hessians, n_samples, &p, &res[f])
         best.gain = 0.0

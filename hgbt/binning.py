@@ -55,23 +55,85 @@ def _quantiles(sorted_values, n_quantiles):
     return out
 
 
-def find_thresholds(column, max_bins):
+def _weighted_quantiles(distinct, cum_weight, n_quantiles):
+    """Interior weighted quantiles k / n_quantiles of aggregated sorted data.
+
+    ``distinct`` are the sorted distinct values and ``cum_weight[j]`` the
+    total (positive) weight of the values ``<= distinct[j]``; ``W`` is
+    ``cum_weight[-1]``. Weighted averaged inverted CDF: quantile ``q = k / B``
+    is ``distinct[j]`` for the first ``j`` with ``cum_weight[j] >= q W``; when
+    ``cum_weight[j] == q W`` exactly it is the separating midpoint of
+    ``distinct[j]`` and ``distinct[j + 1]``. Comparisons are made on the
+    products ``B * cum_weight[j]`` and ``k * W``, exact for integer weights
+    (sums below 2**53 / B), so integer weights give the thresholds of the
+    rows repeated that many times and unit weights those of :func:`_quantiles`.
+    """
+    total = cum_weight[-1]
+    scaled = n_quantiles * cum_weight  # non-decreasing, scaled[-1] >= k * total
+    targets = np.arange(1, n_quantiles) * total
+    j = np.searchsorted(scaled, targets, side="left")
+    j = np.minimum(j, distinct.size - 1)  # only reachable on overflow to inf
+    # On rank: the cumulative weight ends exactly at q W on distinct[j]. The
+    # last value cannot be on rank (k < B) unless the products overflow.
+    on_rank = (scaled[j] == targets) & (j < distinct.size - 1)
+    out = distinct[j]
+    if on_rank.any():
+        jr = j[on_rank]
+        out[on_rank] = _midpoints_of(distinct[jr], distinct[jr + 1])
+    return out
+
+
+def _check_weight(sample_weight, n_samples):
+    """Float64 1-d array of finite, non-negative weights (or None)."""
+    if sample_weight is None:
+        return None
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight must have shape ({n_samples},), got {sample_weight.shape}.")
+    if not np.all(np.isfinite(sample_weight)):
+        raise ValueError("sample_weight must be finite.")
+    if np.any(sample_weight < 0):
+        raise ValueError("sample_weight must be non-negative.")
+    return sample_weight
+
+
+def find_thresholds(column, max_bins, sample_weight=None):
     """Thresholds of one feature from its (possibly subsampled) values.
 
     At most ``max_bins`` distinct values map one-to-one to bins (midpoints
     between them); otherwise the thresholds are quantiles, de-duplicated.
+
+    With ``sample_weight``, rows of zero weight are ignored (for the count of
+    distinct values and for the quantiles) and the quantiles are weighted
+    (see :func:`_weighted_quantiles`): integer weights give exactly the
+    thresholds of the rows repeated that many times, unit weights exactly the
+    unweighted thresholds (bit for bit, as for any constant weight). If every
+    non-NaN value has zero weight, the thresholds fall back to the unweighted
+    ones of those values (rather than none, as for an all-NaN feature), so
+    that values seen at fit time still get distinct bins at prediction time.
 
     Parameters
     ----------
     column : ndarray of shape (n,)
     max_bins : int
         Maximum number of non-missing bins; at most ``max_bins - 1`` thresholds.
+    sample_weight : ndarray of shape (n,) or None
+        Finite, non-negative row weights.
 
     Returns
     -------
     thresholds : ndarray of float64, sorted, strictly increasing
     """
     column = np.asarray(column, dtype=X_DTYPE)
+    return _find_thresholds(column, max_bins, _check_weight(sample_weight, column.shape[0]))
+
+
+def _find_thresholds(column, max_bins, sample_weight):
+    """:func:`find_thresholds` with ``sample_weight`` already checked."""
+    column = np.asarray(column, dtype=X_DTYPE)
+    if sample_weight is not None:
+        return _find_weighted_thresholds(column, max_bins, sample_weight)
     values = np.sort(column[~np.isnan(column)])
     if values.size == 0:
         return np.empty(0, dtype=X_DTYPE)
@@ -84,6 +146,34 @@ def find_thresholds(column, max_bins):
     # merge it with smaller values: cap them at the separator below it.
     top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
     return np.unique(np.minimum(_quantiles(values, max_bins), top))
+
+
+def _find_weighted_thresholds(column, max_bins, sample_weight):
+    keep = ~np.isnan(column) & (sample_weight > 0)
+    if not keep.any():
+        # Nothing with positive weight: unweighted thresholds of the non-NaN
+        # values (none if the column is all NaN).
+        return _find_thresholds(column, max_bins, None)
+    values = column[keep]
+    weight = sample_weight[keep]
+    if weight.min() == weight.max():
+        # Equal weights: the weighted rule is exactly the unweighted one on
+        # the kept rows (computed on counts, free of cumsum rounding), so unit
+        # weights give bit-identical thresholds.
+        return _find_thresholds(values, max_bins, None)
+    order = np.argsort(values)  # the one sort of the feature
+    values = values[order]
+    starts = np.r_[True, values[1:] != values[:-1]]
+    distinct = values[starts]
+    if distinct.size <= 1:
+        return np.empty(0, dtype=X_DTYPE)
+    if distinct.size <= max_bins:
+        return _midpoints(distinct)
+    # Cumulative weight up to the last row of each distinct value.
+    ends = np.r_[starts[1:], True]
+    cum_weight = np.cumsum(weight[order])[ends]
+    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+    return np.unique(np.minimum(_weighted_quantiles(distinct, cum_weight, max_bins), top))
 
 
 class BinMapper:
@@ -121,21 +211,34 @@ class BinMapper:
         rng = check_random_state(self.random_state)
         return np.sort(rng.choice(n_samples, self.subsample, replace=False))
 
-    def fit(self, X):
-        """Compute thresholds from ``X`` (n_samples, n_features)."""
+    def fit(self, X, sample_weight=None):
+        """Compute thresholds from ``X`` (n_samples, n_features).
+
+        ``sample_weight`` (n_samples,), finite and non-negative, weights the
+        quantiles (see :func:`find_thresholds`). The row subsample stays
+        uniform and seeded (:meth:`sample_rows`); the weights of the drawn
+        rows are then used.
+        """
         if not 2 <= self.max_bins <= 255:
             raise ValueError(f"max_bins must be in [2, 255], got {self.max_bins}.")
+        sample_weight = _check_weight(sample_weight, X.shape[0])
         rows = self.sample_rows(X.shape[0])
         sample = X if rows is None else X[rows]
-        return self.fit_sample(sample)
+        if sample_weight is not None and rows is not None:
+            sample_weight = sample_weight[rows]
+        return self.fit_sample(sample, sample_weight)
 
-    def fit_sample(self, sample):
-        """Compute thresholds from an already drawn row sample."""
+    def fit_sample(self, sample, sample_weight=None):
+        """Compute thresholds from an already drawn row sample.
+
+        ``sample_weight`` holds the weights of the rows of ``sample``.
+        """
+        sample_weight = _check_weight(sample_weight, sample.shape[0])
         # NumPy's sorts release the GIL: features are processed in threads.
         columns = (sample[:, f] for f in range(sample.shape[1]))
         with ThreadPoolExecutor(max_workers=max(1, self.n_threads)) as pool:
-            self.bin_thresholds_ = list(
-                pool.map(lambda c: find_thresholds(c, self.max_bins), columns))
+            self.bin_thresholds_ = list(pool.map(
+                lambda c: _find_thresholds(c, self.max_bins, sample_weight), columns))
         self.n_bins_non_missing_ = np.array(
             [t.size + 1 for t in self.bin_thresholds_], dtype=np.uint32)
         self.missing_bin = self.max_bins

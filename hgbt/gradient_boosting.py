@@ -1,23 +1,34 @@
-"""The estimators: validation, binning, the boosting loop, prediction."""
+"""The boosting machinery shared by the estimators: fit loop, early stopping,
+warm start, sampling, staged and raw prediction."""
 import time
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._openmp import effective_n_threads
-from ._types import X_DTYPE, Y_DTYPE
+from ._predictor import predict_binned_add
+from ._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
 from .binning import BinMapper
+from .early_stopping import Scorer, should_stop, split_validation
 from .grower import TreeGrower
-from .losses import SquaredError
+from .sampling import FeatureSampler, RowSampler
 from .training_data import LocalTrainingData
+
+# early_stopping='auto' turns on above this many rows.
+AUTO_EARLY_STOPPING_ROWS = 10_000
 
 
 class BaseHistGBDT(BaseEstimator):
-    """Shared fit/predict machinery of the hgbt estimators."""
+    """Shared fit/predict machinery of the hgbt estimators.
+
+    Subclasses provide ``_encode_y(y)`` (validate and encode targets; set
+    fitted label attributes), ``_make_loss(sample_weight)`` and
+    ``_stratify`` (stratified validation split).
+    """
 
     _parameter_constraints = {
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -27,43 +38,51 @@ class BaseHistGBDT(BaseEstimator):
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
         "min_child_weight": [Interval(Real, 0, None, closed="left")],
         "min_gain_to_split": [Interval(Real, 0, None, closed="left")],
+        "l1_regularization": [Interval(Real, 0, None, closed="left")],
         "l2_regularization": [Interval(Real, 0, None, closed="left")],
         "max_bins": [Interval(Integral, 2, 255, closed="both")],
         "grow_policy": [StrOptions({"lossguide", "depthwise"})],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "scoring": [str, callable, None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
+                                Interval(Integral, 1, None, closed="left"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "subsample": [Interval(Real, 0, 1, closed="right")],
+        "data_sample_strategy": [StrOptions({"bagging", "goss"})],
+        "goss_top_rate": [Interval(Real, 0, 1, closed="right")],
+        "goss_other_rate": [Interval(Real, 0, 1, closed="right")],
+        "colsample_bytree": [Interval(Real, 0, 1, closed="right")],
+        "colsample_bynode": [Interval(Real, 0, 1, closed="right")],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
-
-    def __init__(self, *, learning_rate, max_iter, max_leaf_nodes, max_depth,
-                 min_samples_leaf, min_child_weight, min_gain_to_split,
-                 l2_regularization, max_bins, grow_policy, n_threads, random_state,
-                 verbose):
-        self.learning_rate = learning_rate
-        self.max_iter = max_iter
-        self.max_leaf_nodes = max_leaf_nodes
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.min_child_weight = min_child_weight
-        self.min_gain_to_split = min_gain_to_split
-        self.l2_regularization = l2_regularization
-        self.max_bins = max_bins
-        self.grow_policy = grow_policy
-        self.n_threads = n_threads
-        self.random_state = random_state
-        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
 
+    # ---------------------------------------------------------------- input
     def _validate_X(self, X, reset):
         # ±inf are ordinary values and NaN is missing: no finiteness check on X.
         return validate_data(self, X, reset=reset, dtype=[X_DTYPE, np.float32],
                              ensure_all_finite=False)
 
-    def fit(self, X, y, sample_weight=None):
+    def _validate_weight(self, sample_weight, X):
+        if sample_weight is None:
+            return None
+        return np.ascontiguousarray(_check_sample_weight(
+            sample_weight, X, dtype=Y_DTYPE, ensure_non_negative=True))
+
+    def _is_fitted(self):
+        return hasattr(self, "_predictors")
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
+            sample_weight_val=None):
         """Fit the gradient-boosted trees.
 
         Parameters
@@ -71,9 +90,14 @@ class BaseHistGBDT(BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             Training data. NaN marks a missing value; ±inf are allowed.
         y : array-like of shape (n_samples,)
-            Targets; must be finite.
+            Targets (regression: finite numbers; classification: labels).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights.
+            Non-negative row weights (zeros allowed).
+        X_val, y_val : array-like, default=None
+            Validation set for early stopping, used instead of holding out
+            ``validation_fraction`` of the training data.
+        sample_weight_val : array-like of shape (n_val,), default=None
+            Weights of the validation rows.
 
         Returns
         -------
@@ -81,79 +105,227 @@ class BaseHistGBDT(BaseEstimator):
             The fitted estimator.
         """
         self._validate_params()
-        X = self._validate_X(X, reset=True)
+        warm = self.warm_start and self._is_fitted()
+        X = self._validate_X(X, reset=not warm)
         X, y = validate_data(self, X, y, reset=False, dtype=None,
-                             ensure_all_finite=False, y_numeric=True)
-        y = np.ascontiguousarray(y, dtype=Y_DTYPE)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                 ensure_non_negative=True)
-            sample_weight = np.ascontiguousarray(sample_weight)
+                             ensure_all_finite=False, y_numeric=not self._stratify)
+        y = self._encode_y(y, reset=not warm)
+        sample_weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together.")
+        if X_val is None and sample_weight_val is not None:
+            raise ValueError("sample_weight_val was given without X_val and y_val.")
         n_threads = effective_n_threads(self.n_threads)
-        rng = check_random_state(self.random_state)
-        start = time.perf_counter()
 
-        self._bin_mapper = BinMapper(
-            max_bins=self.max_bins, random_state=rng.randint(np.iinfo(np.int32).max),
-            n_threads=n_threads).fit(X)
-        X_binned = self._bin_mapper.transform(X)
-        self._loss = SquaredError(sample_weight)
-        self._baseline_prediction = self._loss.baseline(y)
-        raw_prediction = np.full(X.shape[0], self._baseline_prediction, dtype=Y_DTYPE)
-        gradients, hessians = self._loss.allocate(X.shape[0])
-        data = LocalTrainingData(X_binned, self._bin_mapper.max_bins + 1, n_threads)
-        self._predictors = []
-        for iteration in range(self.max_iter):
-            self._loss.gradients(y, raw_prediction, gradients, hessians, n_threads)
-            data.start_tree(gradients, hessians)
-            grower = TreeGrower(
-                data, self._bin_mapper.bin_thresholds_,
-                self._bin_mapper.n_bins_non_missing_, grow_policy=self.grow_policy,
-                max_leaf_nodes=self.max_leaf_nodes, max_depth=self.max_depth,
-                min_samples_leaf=self.min_samples_leaf,
-                min_child_weight=self.min_child_weight,
-                min_gain_to_split=self.min_gain_to_split,
-                l2_regularization=self.l2_regularization,
-                learning_rate=self.learning_rate, n_threads=n_threads)
-            predictor = grower.grow()
-            leaf_ids = grower.leaf_ids()
-            data.add_leaf_values(raw_prediction, leaf_ids,
-                                 predictor.nodes["value"][leaf_ids])
-            self._predictors.append(predictor)
-            if self.verbose:
-                print(f"[{iteration + 1}] train loss: "
-                      f"{self._loss.loss(y, raw_prediction):.6g}, "
-                      f"leaves: {predictor.n_leaves}, "
-                      f"elapsed: {time.perf_counter() - start:.3f}s")
-        self.n_iter_ = len(self._predictors)
+        if not warm:
+            rng = check_random_state(self.random_state)
+            self._seed = int(rng.randint(np.iinfo(np.int32).max))
+        elif self.max_iter < self.n_iter_:
+            raise ValueError(f"max_iter={self.max_iter} must be >= n_iter_={self.n_iter_} "
+                             "when warm_start=True.")
+
+        early_stopping = self._early_stopping_enabled(X.shape[0], X_val is not None)
+        if X_val is not None:
+            if not early_stopping:
+                raise ValueError("X_val and y_val are only used for early stopping, "
+                                 "which early_stopping=False turns off.")
+            X_train, y_train, w_train = X, y, sample_weight
+            X_val = self._validate_X(X_val, reset=False)
+            y_val = self._encode_y(np.asarray(y_val), reset=False)
+            w_val = self._class_weighted(self._validate_weight(sample_weight_val, X_val),
+                                         y_val)
+            if X_val.shape[0] != y_val.shape[0]:
+                raise ValueError(f"X_val has {X_val.shape[0]} rows but y_val has "
+                                 f"{y_val.shape[0]}.")
+        elif early_stopping and self.validation_fraction is not None:
+            X_train, X_val, y_train, y_val, w_train, w_val = split_validation(
+                X, y, sample_weight, self.validation_fraction, self._seed, self._stratify)
+        else:
+            X_train, y_train, w_train, X_val, y_val, w_val = X, y, sample_weight, None, None, None
+
+        if not warm:
+            self._bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
+                                         n_threads=n_threads)
+            self._bin_mapper.fit(X_train, sample_weight=w_train)
+        X_binned = self._bin_mapper.transform(X_train)
+        self._fit_rounds(X_train, X_binned, y_train, w_train, X_val, y_val, w_val,
+                         early_stopping, warm, n_threads)
         return self
 
+    def _early_stopping_enabled(self, n_samples, has_val):
+        if self.early_stopping == "auto":
+            if self._custom_loss() and self.scoring == "loss":
+                return False  # a custom objective has no loss value to score
+            return has_val or n_samples > AUTO_EARLY_STOPPING_ROWS
+        return bool(self.early_stopping)
+
+    def _custom_loss(self):
+        return callable(getattr(self, "loss", None))
+
+    def _class_weighted(self, sample_weight, y):
+        return sample_weight  # overridden by the classifier (class_weight)
+
+    def _fit_rounds(self, X, X_binned, y, sample_weight, X_val, y_val, w_val,
+                    early_stopping, warm, n_threads):
+        loss = self._make_loss(sample_weight)
+        loss.check_y(y)
+        n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
+        if not warm:
+            self._baseline_prediction = loss.baseline(y)
+            self._predictors = []
+            self._train_scores, self._val_scores = [], []
+        raw = self._raw_from_trees(np.empty((k_trees, n_samples)), X_binned=X_binned)
+        raw_val = None if X_val is None else self._raw_predict_validated(X_val, n_threads)
+
+        row_sampler = RowSampler(self.data_sample_strategy, self.subsample,
+                                 self.goss_top_rate, self.goss_other_rate, n_samples,
+                                 np.random.default_rng(self._seed))
+        gradients, hessians = loss.allocate_buffers(
+            n_samples, full_hessian=row_sampler.active and row_sampler.needs_full_hessian)
+        data = LocalTrainingData(X_binned, self._bin_mapper.max_bins + 1, n_threads)
+        scorer = None
+        if early_stopping or (self.verbose and not self._custom_loss()):
+            scorer = Scorer(self, self.scoring if early_stopping else "loss", self._seed)
+            X_score, y_score, w_score = scorer.subsample_train(X, self._decode(y),
+                                                               sample_weight)
+            val_loss = None if X_val is None else self._make_loss(w_val)
+            if not warm:
+                self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
+                                    val_loss, raw_val, X_val, y_val, w_val)
+        start = time.perf_counter()
+        for iteration in range(len(self._predictors), self.max_iter):
+            # Sampling draws from a generator seeded by (seed, round), so a
+            # warm-started fit continues exactly as one long fit would.
+            rng = np.random.default_rng([self._seed, iteration])
+            row_sampler.rng = rng
+            feature_sampler = FeatureSampler(X.shape[1], self.colsample_bytree,
+                                             self.colsample_bynode, rng)
+            loss.gradients(y, raw, gradients, hessians, n_threads)
+            rows = row_sampler.sample(gradients, hessians) if row_sampler.active else None
+            unsampled = None if rows is None else _complement(rows, n_samples)
+            trees = []
+            for k in range(k_trees):
+                trees.append(self._grow_tree(
+                    data, loss, y, sample_weight, raw[k], gradients[k], hessians[k],
+                    rows, unsampled, X_binned, feature_sampler, n_threads))
+            self._predictors.append(trees)
+            if raw_val is not None:
+                for k, tree in enumerate(trees):
+                    tree.predict_add(X_val, raw_val[k], n_threads)
+            if scorer is not None:
+                self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
+                                    val_loss, raw_val, X_val, y_val, w_val)
+            self._report(iteration, start)
+            if scorer is not None:
+                if early_stopping and should_stop(
+                        self._val_scores if X_val is not None else self._train_scores,
+                        self.n_iter_no_change, self.tol):
+                    break
+        self.n_iter_ = len(self._predictors)
+        self.n_trees_per_iteration_ = k_trees
+        self.train_score_ = np.asarray(self._train_scores if early_stopping else [])
+        self.validation_score_ = np.asarray(
+            self._val_scores if early_stopping and X_val is not None else [])
+
+    def _grow_tree(self, data, loss, y, sample_weight, raw, gradients, hessians, rows,
+                   unsampled, X_binned, feature_sampler, n_threads):
+        data.start_tree(gradients, hessians, rows)
+        grower = TreeGrower(
+            data, self._bin_mapper.bin_thresholds_, self._bin_mapper.n_bins_non_missing_,
+            grow_policy=self.grow_policy, max_leaf_nodes=self.max_leaf_nodes,
+            max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
+            min_child_weight=self.min_child_weight,
+            min_gain_to_split=self.min_gain_to_split,
+            l1_regularization=self.l1_regularization,
+            l2_regularization=self.l2_regularization, learning_rate=self.learning_rate,
+            feature_sampler=feature_sampler, n_threads=n_threads)
+        tree = grower.grow()
+        leaves = grower.leaf_ids()
+        if loss.needs_leaf_refit:
+            # Non-smooth losses: the Newton step is replaced by the leaf's
+            # loss-optimal constant (weighted median / quantile of residuals).
+            for leaf in leaves:
+                leaf_rows = data.node_rows(leaf)
+                w = None if sample_weight is None else sample_weight[leaf_rows]
+                tree.nodes["value"][leaf] = self.learning_rate * loss.refit_leaf(
+                    y[leaf_rows], raw[leaf_rows], w)
+        data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
+        if unsampled is not None and unsampled.size:
+            predict_binned_add(tree.nodes, X_binned, unsampled, self._bin_mapper.missing_bin,
+                               raw, n_threads)
+        return tree
+
+    def _record_scores(self, scorer, loss, raw, X_score, y_score, y_encoded, w_score,
+                       val_loss, raw_val, X_val, y_val, w_val):
+        self._train_scores.append(
+            scorer.score(loss, raw, X_score, y_score, y_encoded, w_score))
+        if raw_val is not None:
+            self._val_scores.append(scorer.score(
+                val_loss, raw_val, X_val, self._decode(y_val), y_val, w_val))
+
+    def _report(self, iteration, start):
+        period = 1 if self.verbose is True else int(self.verbose)
+        if not period or ((iteration + 1) % period and iteration + 1 != self.max_iter):
+            return
+        line = f"[{iteration + 1}]"
+        if self._train_scores:
+            line += f"\ttrain: {self._train_scores[-1]:.6g}"
+        if self._val_scores:
+            line += f"\tvalid: {self._val_scores[-1]:.6g}"
+        print(f"{line}\telapsed: {time.perf_counter() - start:.3f}s", flush=True)
+
+    # -------------------------------------------------------------- predict
+    def _raw_from_trees(self, out, X=None, X_binned=None, n_threads=1):
+        """Baseline plus every tree, on raw ``X`` or on training bins."""
+        out[:] = self._baseline_prediction[:, None]
+        all_rows = None
+        for trees in self._predictors:
+            for k, tree in enumerate(trees):
+                if X_binned is not None:
+                    if all_rows is None:
+                        all_rows = np.arange(X_binned.shape[0], dtype=SIZE_DTYPE)
+                    predict_binned_add(tree.nodes, X_binned, all_rows,
+                                       self._bin_mapper.missing_bin, out[k], n_threads)
+                else:
+                    tree.predict_add(X, out[k], n_threads)
+        return out
+
+    def _raw_predict_validated(self, X, n_threads):
+        out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
+        return self._raw_from_trees(out, X=X, n_threads=n_threads)
+
     def _raw_predict(self, X):
+        """Raw predictions, shape (n_trees_per_iteration, n_samples)."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        return self._raw_predict_validated(X, effective_n_threads(self.n_threads))
+
+    def _staged_raw_predict(self, X):
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         n_threads = effective_n_threads(self.n_threads)
-        raw = np.full(X.shape[0], self._baseline_prediction, dtype=Y_DTYPE)
-        for predictor in self._predictors:
-            predictor.predict_add(X, raw, n_threads)
-        return raw
+        raw = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
+        raw[:] = self._baseline_prediction[:, None]
+        for trees in self._predictors:
+            for k, tree in enumerate(trees):
+                tree.predict_add(X, raw[k], n_threads)
+            yield raw.copy()
 
 
-class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
-    """Histogram-based gradient-boosted trees for regression (squared error).
+def _complement(rows, n_samples):
+    """Sorted rows not in ``rows`` (sorted)."""
+    mask = np.ones(n_samples, dtype=bool)
+    mask[rows] = False
+    return np.flatnonzero(mask).astype(SIZE_DTYPE)
 
-    Features are binned once into at most ``max_bins`` quantile bins (plus one
-    for missing values); trees are grown on per-node gradient histograms with
-    the subtraction trick. Missing values go to whichever side of each split
-    gave the larger gain during training.
 
-    Parameters
-    ----------
+#: Parameters shared by both estimators (numpydoc), formatted into their docstrings.
+COMMON_PARAMETERS_DOC = """\
     learning_rate : float, default=0.1
         Shrinkage applied to every leaf value.
     max_iter : int, default=100
-        Number of boosting rounds (one tree each).
+        Maximum number of boosting rounds (one tree each, or one per class
+        for multiclass classification).
     max_leaf_nodes : int or None, default=31
         Maximum leaves per tree; None for no limit.
     max_depth : int or None, default=None
@@ -161,9 +333,12 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf.
     min_child_weight : float, default=1e-3
-        Minimum sum of hessians in a leaf (rows' weights for squared error).
+        Minimum sum of hessians in a leaf.
     min_gain_to_split : float, default=0.0
         Gain a split must exceed (γ; subtracted from every split's gain).
+    l1_regularization : float, default=0.0
+        L1 penalty α on leaf values: gradient sums are soft-thresholded by α
+        in gains and leaf values.
     l2_regularization : float, default=0.0
         L2 penalty λ on leaf values.
     max_bins : int, default=255
@@ -171,55 +346,60 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     grow_policy : {'lossguide', 'depthwise'}, default='lossguide'
         'lossguide' splits the leaf with the largest gain first; 'depthwise'
         grows level by level.
+    early_stopping : 'auto' or bool, default='auto'
+        Stop when the validation score has not improved by more than ``tol``
+        for ``n_iter_no_change`` rounds. 'auto' turns it on above 10,000
+        rows, or when ``X_val`` is given to ``fit``.
+    scoring : str, callable or None, default='loss'
+        Score used for early stopping: 'loss' (the training loss, negated),
+        or a scikit-learn scorer name or callable (None: the estimator's
+        ``score``).
+    validation_fraction : float, int or None, default=0.1
+        Share (or number) of training rows held out for early stopping
+        (stratified for classifiers); None scores the training data.
+    n_iter_no_change : int, default=10
+        Rounds without improvement before stopping.
+    tol : float, default=1e-7
+        Minimum score improvement that counts.
+    warm_start : bool, default=False
+        Continue from the fitted rounds up to ``max_iter`` instead of
+        starting again (binning and validation split are kept).
+    subsample : float, default=1.0
+        With ``data_sample_strategy='bagging'``, share of rows (drawn
+        without replacement, anew each round) each round's trees are grown on.
+    data_sample_strategy : {'bagging', 'goss'}, default='bagging'
+        'goss' keeps the ``goss_top_rate`` rows with the largest
+        ``|gradient × hessian|`` and a random ``goss_other_rate`` of the
+        others, whose gradients and hessians are scaled by
+        ``(1 - top_rate) / other_rate`` so sums stay unbiased.
+    goss_top_rate, goss_other_rate : float, default=0.2, 0.1
+        GOSS shares (see ``data_sample_strategy``).
+    colsample_bytree : float, default=1.0
+        Share of features each tree may split on.
+    colsample_bynode : float, default=1.0
+        Share of the tree's features each node may split on.
     n_threads : int or None, default=None
         OpenMP threads the kernels use; None means all available cores (as
         limited by ``OMP_NUM_THREADS`` or threadpoolctl).
     random_state : int, RandomState instance or None, default=None
-        Seeds the row subsample used to compute bin thresholds.
+        Seeds binning subsample, validation split and all sampling. Models
+        are bit-identical for equal seeds, whatever ``n_threads``.
     verbose : int, default=0
-        Print one line per boosting round when positive.
+        Print the training (and validation) score and elapsed time every
+        ``verbose`` rounds (1: every round; 0: quiet)."""
 
-    Attributes
-    ----------
+COMMON_ATTRIBUTES_DOC = """\
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features seen during fit, when they are all strings.
     n_iter_ : int
-        Number of boosting rounds fitted.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_regression
-    >>> from hgbt import HistGBDTRegressor
-    >>> X, y = make_regression(n_samples=500, random_state=0)
-    >>> model = HistGBDTRegressor(max_iter=20).fit(X, y)
-    >>> model.predict(X[:2]).shape
-    (2,)
-    """
-
-    def __init__(self, *, learning_rate=0.1, max_iter=100, max_leaf_nodes=31,
-                 max_depth=None, min_samples_leaf=20, min_child_weight=1e-3,
-                 min_gain_to_split=0.0, l2_regularization=0.0, max_bins=255,
-                 grow_policy="lossguide", n_threads=None, random_state=None,
-                 verbose=0):
-        super().__init__(
-            learning_rate=learning_rate, max_iter=max_iter,
-            max_leaf_nodes=max_leaf_nodes, max_depth=max_depth,
-            min_samples_leaf=min_samples_leaf, min_child_weight=min_child_weight,
-            min_gain_to_split=min_gain_to_split, l2_regularization=l2_regularization,
-            max_bins=max_bins, grow_policy=grow_policy, n_threads=n_threads,
-            random_state=random_state, verbose=verbose)
-
-    def predict(self, X):
-        """Predict regression targets.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        return self._raw_predict(X)
+        Number of boosting rounds fitted (fewer than ``max_iter`` after
+        early stopping).
+    n_trees_per_iteration_ : int
+        Trees per round: the number of classes for multiclass, else 1.
+    train_score_ : ndarray of shape (n_iter_ + 1,)
+        Score on the training data before the first round and after each;
+        empty without early stopping.
+    validation_score_ : ndarray of shape (n_iter_ + 1,)
+        The same on the validation data; empty without a validation set."""

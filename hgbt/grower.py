@@ -7,6 +7,8 @@ from ._splitting import find_node_split
 from ._types import NODE_DTYPE
 from .predictor import TreePredictor
 
+_ALL_FEATURES = np.empty(0, dtype=np.uint8)
+
 
 class _Node:
     """A node while the tree grows."""
@@ -44,16 +46,19 @@ class TreeGrower:
     grow_policy : {'lossguide', 'depthwise'}
     max_leaf_nodes, max_depth : int or None
     min_samples_leaf : int
-    min_child_weight, min_gain_to_split, l2_regularization : float
+    min_child_weight, min_gain_to_split, l1_regularization, l2_regularization : float
     learning_rate : float
         Shrinkage applied to the leaf values.
+    feature_sampler : FeatureSampler or None
+        Draws the features a tree, and each of its nodes, may split on.
     n_threads : int
     """
 
     def __init__(self, data, bin_thresholds, n_bins_non_missing, *,
                  grow_policy="lossguide", max_leaf_nodes=31, max_depth=None,
                  min_samples_leaf=20, min_child_weight=1e-3, min_gain_to_split=0.0,
-                 l2_regularization=0.0, learning_rate=1.0, n_threads=1):
+                 l1_regularization=0.0, l2_regularization=0.0, learning_rate=1.0,
+                 feature_sampler=None, n_threads=1):
         self.data = data
         self.bin_thresholds = bin_thresholds
         self.n_bins_non_missing = n_bins_non_missing
@@ -63,8 +68,10 @@ class TreeGrower:
         self.min_samples_leaf = min_samples_leaf
         self.min_child_weight = min_child_weight
         self.min_gain_to_split = min_gain_to_split
+        self.l1_regularization = l1_regularization
         self.l2_regularization = l2_regularization
         self.learning_rate = learning_rate
+        self.feature_sampler = feature_sampler
         self.n_threads = n_threads
 
     def _may_split(self, node):
@@ -73,12 +80,19 @@ class TreeGrower:
         return (node.count >= 2 * self.min_samples_leaf
                 and node.sum_hessians >= 2 * self.min_child_weight)
 
+    def _feature_mask(self):
+        if self.feature_sampler is None:
+            return _ALL_FEATURES
+        mask = self.feature_sampler.node_mask(self._tree_mask)
+        return _ALL_FEATURES if mask is None else mask
+
     def _find_split(self, node, histogram):
         split = find_node_split(
             histogram, self.n_bins_non_missing, node.sum_gradients,
-            node.sum_hessians, node.count, self.l2_regularization,
-            self.min_gain_to_split, self.min_child_weight, self.min_samples_leaf,
-            self.data.n_bins - 1, self.n_threads)
+            node.sum_hessians, node.count, self.l1_regularization,
+            self.l2_regularization, self.min_gain_to_split, self.min_child_weight,
+            self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(),
+            self.n_threads)
         if split["feature_idx"] < 0:
             self.data.release(histogram)
             return
@@ -103,6 +117,8 @@ class TreeGrower:
         """
         data = self.data
         self._heap = []
+        self._tree_mask = (None if self.feature_sampler is None
+                           else self.feature_sampler.tree_mask())
         hist = data.node_histogram(0)
         totals = hist[0]  # every row falls in one bin of feature 0
         root = _Node(0, 0, float(totals["sum_gradients"].sum()),
@@ -144,10 +160,13 @@ class TreeGrower:
         return self._to_predictor()
 
     def _value(self, node):
+        # Newton step -T(G) / (H + lambda), T the L1 soft-threshold.
         denominator = node.sum_hessians + self.l2_regularization
         if denominator <= 0:
             return 0.0
-        return -self.learning_rate * node.sum_gradients / denominator
+        g = node.sum_gradients
+        g = np.sign(g) * max(abs(g) - self.l1_regularization, 0.0)
+        return -self.learning_rate * float(g) / denominator
 
     def _to_predictor(self):
         nodes = np.zeros(len(self._nodes), dtype=NODE_DTYPE)

@@ -1,45 +1,705 @@
-"""Losses: per-row gradients/hessians (kernels in ``_loss``), values, and baselines."""
+"""Losses: baselines, per-row gradients/hessians (kernels in ``_loss``), values.
+
+Raw predictions, gradients and hessians are 2-D, shape
+``(n_trees_per_iteration, n_samples)``, C-ordered, so row ``k`` is the
+contiguous vector of tree ``k`` of a round (``k`` = class for multiclass).
+Gradients and hessians are float32; a constant hessian is stored with shape
+``(n_trees_per_iteration, 1)`` and the histogram kernels accumulate counts only.
+
+Per-row losses ``l(y, raw)`` (weighted by ``w``; ``loss`` is their weighted
+mean; gradient ``g = w dl/draw`` and hessian ``h = w d2l/draw2``):
+
+==================  =====================================================
+squared_error       0.5 (y - raw)^2
+absolute_error      |y - raw|                      (h := w, leaf refit)
+quantile (q)        q (y - raw) if y >= raw else (1 - q)(raw - y)
+                                                   (h := w, leaf refit)
+huber (delta)       0.5 r^2 if |r| <= delta else delta (|r| - delta / 2),
+                    r = y - raw                    (h := w, leaf refit)
+poisson             y log(y / mu) - y + mu,            mu = exp(raw)
+gamma               y / mu - log(y / mu) - 1,          mu = exp(raw)
+tweedie (p)         y^(2-p) / ((1-p)(2-p)) - y mu^(1-p) / (1-p)
+                    + mu^(2-p) / (2-p),                mu = exp(raw)
+log_loss, binary    log(1 + exp(raw)) - y raw      (raw = log-odds)
+log_loss, K > 2     log(sum_k exp(raw_k)) - raw_y  (softmax)
+==================  =====================================================
+
+The log-link losses are half unit deviances: the negative log-likelihood
+(divided by the dispersion for Tweedie and Gamma) minus its value at the
+saturated model ``mu = y``, so they are >= 0 and 0 for a perfect fit. The
+log losses are the full negative log-likelihoods. For the piecewise-linear
+losses the true hessian is 0 almost everywhere (Huber: outside ``delta``);
+``w`` stands in for it, and leaf values are re-fitted from the residuals
+(``refit_leaf``) after each tree is grown.
+"""
+import math
+import numbers
+
 import numpy as np
+from scipy.special import expit, logsumexp, softmax, xlogy
 
-from ._loss import squared_error_gradients
-from ._types import G_H_DTYPE
+from ._loss import (
+    absolute_error_gradients,
+    binary_log_loss_gradients,
+    gamma_gradients,
+    huber_gradients,
+    multinomial_log_loss_gradients,
+    poisson_gradients,
+    quantile_gradients,
+    squared_error_gradients,
+    tweedie_gradients,
+)
+from ._types import G_H_DTYPE, Y_DTYPE
 
-_NO_WEIGHT = np.empty(0, dtype=np.float64)
+_NO_WEIGHT = np.empty(0, dtype=Y_DTYPE)
 
 
-class SquaredError:
-    """Half squared error ``0.5 w (y - raw)^2``; the baseline is the weighted mean.
+class BaseLoss:
+    """Interface of every loss.
 
     Parameters
     ----------
     sample_weight : ndarray of shape (n_samples,) or None
+        Non-negative row weights, already validated.
     """
+
+    #: trees per boosting round (number of classes for multiclass)
+    n_trees_per_iteration = 1
+    #: leaf values are re-fitted from residuals after growing (non-smooth losses)
+    needs_leaf_refit = False
+    #: the hessian is the same for every row when unweighted
+    hessian_is_constant_unweighted = False
 
     def __init__(self, sample_weight=None):
         self.sample_weight = sample_weight
 
     @property
     def constant_hessian(self):
-        """Without weights every hessian is 1: only counts are accumulated."""
-        return self.sample_weight is None
+        """Whether the hessian is one constant for every row (counts suffice)."""
+        return self.sample_weight is None and self.hessian_is_constant_unweighted
+
+    def _weights(self):
+        return _NO_WEIGHT if self.sample_weight is None else self.sample_weight
+
+    def check_y(self, y):
+        """Raise ValueError if ``y`` is outside the loss's domain."""
 
     def baseline(self, y):
-        """The loss-optimal constant raw prediction."""
-        return float(np.average(y, weights=self.sample_weight))
-
-    def loss(self, y, raw_prediction):
-        """Weighted mean of the per-row loss."""
-        return float(np.average(0.5 * (y - raw_prediction) ** 2,
-                                weights=self.sample_weight))
+        """Loss-optimal constant raw prediction, shape (n_trees_per_iteration,)."""
+        raise NotImplementedError
 
     def allocate(self, n_samples):
-        """Gradient and hessian arrays; hessians has length 1 if constant."""
-        gradients = np.empty(n_samples, dtype=G_H_DTYPE)
-        if self.constant_hessian:
-            return gradients, np.ones(1, dtype=G_H_DTYPE)
-        return gradients, np.empty(n_samples, dtype=G_H_DTYPE)
+        """Gradient and hessian arrays for ``n_samples`` rows.
+
+        ``full_hessian=True`` forces a per-row hessian (needed when sampling
+        re-weights rows).
+        """
+        return self.allocate_buffers(n_samples, full_hessian=False)
+
+    def allocate_buffers(self, n_samples, full_hessian):
+        k = self.n_trees_per_iteration
+        gradients = np.empty((k, n_samples), dtype=G_H_DTYPE)
+        if self.constant_hessian and not full_hessian:
+            return gradients, np.ones((k, 1), dtype=G_H_DTYPE)
+        return gradients, np.empty((k, n_samples), dtype=G_H_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        """Fill ``gradients`` and ``hessians`` in place."""
-        weight = _NO_WEIGHT if self.sample_weight is None else self.sample_weight
-        squared_error_gradients(y, raw_prediction, weight, gradients, hessians, n_threads)
+        """Fill ``gradients`` and ``hessians`` (2-D, see module doc) in place.
+
+        A per-row ``hessians`` array must be filled even when the loss's
+        hessian is constant.
+        """
+        raise NotImplementedError
+
+    def loss(self, y, raw_prediction):
+        """Weighted mean of the per-row loss; ``raw_prediction`` is 2-D."""
+        raise NotImplementedError
+
+    def inverse_link(self, raw_prediction):
+        """Predictions on the target's scale from 2-D raw predictions.
+
+        Regression: shape (n_samples,). Classification: probabilities, shape
+        (n_samples, n_classes).
+        """
+        raise NotImplementedError
+
+    def refit_leaf(self, y, raw_prediction, sample_weight):
+        """Loss-optimal raw update of one leaf from its rows (``needs_leaf_refit``).
+
+        ``y``, ``raw_prediction`` (1-D, this tree's raw predictions before
+        the tree) and ``sample_weight`` (or None) hold the leaf's rows only.
+        The returned value is not yet shrunk by the learning rate.
+        """
+        raise NotImplementedError
+
+
+class SquaredError(BaseLoss):
+    """Half squared error ``0.5 w (y - raw)^2``; the baseline is the weighted mean."""
+
+    name = "squared_error"
+    hessian_is_constant_unweighted = True
+
+    def baseline(self, y):
+        return np.array([np.average(y, weights=self.sample_weight)], dtype=Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        squared_error_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                                hessians[0], n_threads)
+
+    def loss(self, y, raw_prediction):
+        return float(np.average(0.5 * (y - raw_prediction[0]) ** 2,
+                                weights=self.sample_weight))
+
+    def inverse_link(self, raw_prediction):
+        return raw_prediction[0]
+
+
+# ------------------------------------------------------------------ helpers
+
+#: the classification baselines clip probabilities (and, binary, their
+#: complements) to at least this before taking logs
+_PROB_EPS = 1e-15
+
+
+def _average(values, weights):
+    """Weighted mean; unweighted when ``weights`` is None or sums to 0."""
+    if weights is None or not np.sum(weights) > 0:
+        return float(np.mean(values))
+    return float(np.average(values, weights=weights))
+
+
+def weighted_quantile(values, weights, quantile):
+    """The loss-optimal constant of the pinball loss: a weighted quantile.
+
+    Sort ``values`` ascending with their weights; the result is the first
+    value whose cumulative weight reaches ``quantile * total weight``, or,
+    when the cumulative weight equals it exactly (relative tolerance
+    1e-12), the midpoint of that value and the next one (every point between
+    them is then optimal). With integer weights this equals
+    ``np.quantile(np.repeat(values, weights), quantile,
+    method='averaged_inverted_cdf')``; the 0.5-quantile is the weighted
+    median. Zero-weight values are ignored; with ``weights`` None or all 0
+    every value has weight 1. Unweighted, it runs in linear time
+    (``np.partition``); weighted, it sorts.
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        raise ValueError("weighted_quantile of an empty array")
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64).ravel()
+        positive = weights > 0
+        if not positive.any():
+            weights = None
+        elif not positive.all():
+            values, weights = values[positive], weights[positive]
+    n = values.size
+    if weights is None:
+        target = quantile * n
+        tol = 1e-12 * n
+        j = min(max(math.ceil(target - tol) - 1, 0), n - 1)
+        tie = j < n - 1 and abs((j + 1) - target) <= tol
+        part = np.partition(values, [j, j + 1] if tie else j)
+        return float(0.5 * (part[j] + part[j + 1])) if tie else float(part[j])
+    order = np.argsort(values, kind="stable")
+    values = values[order]
+    cumulative = np.cumsum(weights[order])
+    target = quantile * cumulative[-1]
+    tol = 1e-12 * cumulative[-1]
+    j = min(int(np.searchsorted(cumulative, target - tol, side="left")), n - 1)
+    if j < n - 1 and abs(cumulative[j] - target) <= tol:
+        return float(0.5 * (values[j] + values[j + 1]))
+    return float(values[j])
+
+
+def _check_finite(y, name):
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"loss={name!r} requires finite y (no NaN or infinity)")
+
+
+def _check_number(value, what, low, high, low_open, high_open):
+    """ValueError unless ``value`` is a real number in the given interval."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if ok:
+        value = float(value)
+        ok = (math.isfinite(value)
+              and (value > low if low_open else value >= low)
+              and (value < high if high_open else value <= high))
+    if not ok:
+        interval = (("(" if low_open else "[") + f"{low:g}, {high:g}"
+                    + (")" if high_open else "]"))
+        raise ValueError(f"{what} must be a real number in {interval}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------- non-smooth regression
+
+class AbsoluteError(BaseLoss):
+    """Absolute error ``w |y - raw|``; the baseline is the weighted median.
+
+    ``g = w sign(raw - y)`` (0 on a tie, a valid subgradient) and ``h = w``
+    (a surrogate: the true hessian is 0). Each leaf is then re-fitted to the
+    weighted median of its residuals ``y - raw``.
+    """
+
+    name = "absolute_error"
+    needs_leaf_refit = True
+    hessian_is_constant_unweighted = True
+
+    def check_y(self, y):
+        _check_finite(y, self.name)
+
+    def baseline(self, y):
+        return np.array([weighted_quantile(y, self.sample_weight, 0.5)], dtype=Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        absolute_error_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                                 hessians[0], n_threads)
+
+    def loss(self, y, raw_prediction):
+        return _average(np.abs(y - raw_prediction[0]), self.sample_weight)
+
+    def inverse_link(self, raw_prediction):
+        return raw_prediction[0]
+
+    def refit_leaf(self, y, raw_prediction, sample_weight):
+        return weighted_quantile(y - raw_prediction, sample_weight, 0.5)
+
+
+class QuantileLoss(BaseLoss):
+    """Pinball loss of the ``quantile``-quantile, ``0 < quantile < 1``.
+
+    ``l = quantile (y - raw)`` if ``y >= raw``, else
+    ``(1 - quantile) (raw - y)``. Its derivative with respect to ``raw`` is
+    ``g = w (1{y < raw} - quantile)``: positive where the prediction is above
+    the target, so boosting (which moves ``raw`` against ``g``) lowers it.
+    ``h = w`` is a surrogate; leaves are re-fitted to the weighted
+    ``quantile`` of their residuals, and the baseline is the weighted
+    ``quantile`` of ``y`` (see ``weighted_quantile``).
+    """
+
+    name = "quantile"
+    needs_leaf_refit = True
+    hessian_is_constant_unweighted = True
+
+    def __init__(self, quantile, sample_weight=None):
+        super().__init__(sample_weight)
+        self.quantile = _check_number(quantile, "quantile", 0.0, 1.0, True, True)
+
+    def check_y(self, y):
+        _check_finite(y, self.name)
+
+    def baseline(self, y):
+        return np.array([weighted_quantile(y, self.sample_weight, self.quantile)],
+                        dtype=Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        quantile_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                           hessians[0], self.quantile, n_threads)
+
+    def loss(self, y, raw_prediction):
+        diff = y - raw_prediction[0]
+        q = self.quantile
+        return _average(np.where(diff >= 0, q * diff, (q - 1.0) * diff),
+                        self.sample_weight)
+
+    def inverse_link(self, raw_prediction):
+        return raw_prediction[0]
+
+    def refit_leaf(self, y, raw_prediction, sample_weight):
+        return weighted_quantile(y - raw_prediction, sample_weight, self.quantile)
+
+
+class HuberLoss(BaseLoss):
+    """Huber loss: quadratic within ``delta`` of the target, linear beyond.
+
+    ``l = 0.5 r^2`` if ``|r| <= delta`` else ``delta (|r| - delta / 2)``,
+    ``r = y - raw``; ``g = w clip(raw - y, -delta, delta)``, ``h = w`` (exact
+    inside ``delta``, a surrogate outside).
+
+    With ``delta=None`` the threshold adapts: every ``gradients`` call sets
+    ``delta_`` to the weighted 0.9-quantile of ``|y - raw|`` (see
+    ``weighted_quantile``), and ``loss`` and ``refit_leaf`` use that
+    ``delta_`` (before the first ``gradients`` call, ``loss`` uses the
+    0.9-quantile of its own residuals). A given ``delta`` is fixed:
+    ``delta_ = delta``.
+
+    The baseline is the weighted median. ``refit_leaf`` is the one-step
+    Huber M-estimate of the leaf's residuals ``r``: ``m`` = weighted median
+    of ``r``, then ``m + weighted mean of clip(r - m, -delta_, delta_)``.
+    """
+
+    name = "huber"
+    needs_leaf_refit = True
+    hessian_is_constant_unweighted = True
+    #: quantile of |y - raw| that sets ``delta_`` when ``delta`` is None
+    delta_quantile = 0.9
+
+    def __init__(self, delta=None, sample_weight=None):
+        super().__init__(sample_weight)
+        if delta is not None:
+            delta = _check_number(delta, "huber delta", 0.0, math.inf, True, True)
+        self.delta = delta
+        self.delta_ = delta
+
+    def _adaptive_delta(self, y, raw, sample_weight):
+        return weighted_quantile(np.abs(y - raw), sample_weight, self.delta_quantile)
+
+    def check_y(self, y):
+        _check_finite(y, self.name)
+
+    def baseline(self, y):
+        return np.array([weighted_quantile(y, self.sample_weight, 0.5)], dtype=Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        if self.delta is None:
+            self.delta_ = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
+        huber_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                        hessians[0], self.delta_, n_threads)
+
+    def loss(self, y, raw_prediction):
+        delta = self.delta_
+        if delta is None:
+            delta = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
+        r = np.abs(y - raw_prediction[0])
+        per_row = np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta))
+        return _average(per_row, self.sample_weight)
+
+    def inverse_link(self, raw_prediction):
+        return raw_prediction[0]
+
+    def refit_leaf(self, y, raw_prediction, sample_weight):
+        residuals = y - raw_prediction
+        delta = self.delta_
+        if delta is None:  # refit before any gradients call: use the leaf's rows
+            delta = self._adaptive_delta(y, raw_prediction, sample_weight)
+        median = weighted_quantile(residuals, sample_weight, 0.5)
+        step = np.clip(residuals - median, -delta, delta)
+        return median + _average(step, sample_weight)
+
+
+# ------------------------------------------------------- log-link regression
+
+def _poisson_half_deviance(y, raw):
+    return xlogy(y, y) - y * raw - y + np.exp(raw)
+
+
+def _gamma_half_deviance(y, raw):
+    return y * np.exp(-raw) - np.log(y) + raw - 1.0
+
+
+def _tweedie_half_deviance(y, raw, power):
+    if power == 1.0:
+        return _poisson_half_deviance(y, raw)
+    if power == 2.0:
+        return _gamma_half_deviance(y, raw)
+    one, two = 1.0 - power, 2.0 - power
+    return (np.power(y, two) / (one * two) - y * np.exp(one * raw) / one
+            + np.exp(two * raw) / two)
+
+
+class _LogLinkLoss(BaseLoss):
+    """Shared parts of the losses with ``mu = exp(raw)``."""
+
+    def _check_non_negative(self, y):
+        _check_finite(y, self.name)
+        if np.any(y < 0):
+            raise ValueError(f"loss={self.name!r} requires non-negative y")
+        if not _average(y, self.sample_weight) > 0:
+            raise ValueError(f"loss={self.name!r} requires y with a strictly positive "
+                             "(weighted) sum")
+
+    def _check_positive(self, y):
+        _check_finite(y, self.name)
+        if np.any(y <= 0):
+            raise ValueError(f"loss={self.name!r} requires strictly positive y")
+
+    def baseline(self, y):
+        # the weighted mean of y zeroes the summed gradient for every power
+        mean = _average(y, self.sample_weight)
+        if not mean > 0:
+            raise ValueError(f"loss={self.name!r} requires a strictly positive "
+                             f"(weighted) mean of y, got {mean!r}")
+        return np.array([np.log(mean)], dtype=Y_DTYPE)
+
+    def inverse_link(self, raw_prediction):
+        return np.exp(raw_prediction[0])
+
+
+class PoissonLoss(_LogLinkLoss):
+    """Poisson deviance, log link: ``l = y log(y / mu) - y + mu``, ``mu = exp(raw)``.
+
+    ``g = w (mu - y)``, ``h = w mu``. Needs ``y >= 0`` with a positive
+    weighted sum; the baseline is ``log`` of the weighted mean of ``y``.
+    """
+
+    name = "poisson"
+
+    def check_y(self, y):
+        self._check_non_negative(y)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        poisson_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                          hessians[0], n_threads)
+
+    def loss(self, y, raw_prediction):
+        return _average(_poisson_half_deviance(y, raw_prediction[0]), self.sample_weight)
+
+
+class GammaLoss(_LogLinkLoss):
+    """Gamma deviance, log link: ``l = y / mu - log(y / mu) - 1``, ``mu = exp(raw)``.
+
+    ``g = w (1 - y / mu)``, ``h = w y / mu``. Needs ``y > 0``; the baseline is
+    ``log`` of the weighted mean of ``y``.
+    """
+
+    name = "gamma"
+
+    def check_y(self, y):
+        self._check_positive(y)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        gamma_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                        hessians[0], n_threads)
+
+    def loss(self, y, raw_prediction):
+        return _average(_gamma_half_deviance(y, raw_prediction[0]), self.sample_weight)
+
+
+class TweedieLoss(_LogLinkLoss):
+    """Tweedie deviance with ``1 <= power <= 2``, log link, ``mu = exp(raw)``.
+
+    ``l = y^(2-p) / ((1-p)(2-p)) - y mu^(1-p) / (1-p) + mu^(2-p) / (2-p)``
+    (the Poisson deviance for ``p = 1``, the Gamma deviance for ``p = 2``);
+    ``g = w (mu^(2-p) - y mu^(1-p))``,
+    ``h = w ((2-p) mu^(2-p) + (p-1) y mu^(1-p))``. Needs ``y >= 0`` with a
+    positive weighted sum for ``p < 2``, ``y > 0`` for ``p = 2``.
+    """
+
+    name = "tweedie"
+
+    def __init__(self, power, sample_weight=None):
+        super().__init__(sample_weight)
+        self.power = _check_number(power, "tweedie power", 1.0, 2.0, False, False)
+
+    def check_y(self, y):
+        if self.power < 2:
+            self._check_non_negative(y)
+        else:
+            self._check_positive(y)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        tweedie_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                          hessians[0], self.power, n_threads)
+
+    def loss(self, y, raw_prediction):
+        return _average(_tweedie_half_deviance(y, raw_prediction[0], self.power),
+                        self.sample_weight)
+
+
+# ---------------------------------------------------------- classification
+
+class BinaryLogLoss(BaseLoss):
+    """Binary log loss on log-odds: ``l = log(1 + exp(raw)) - y raw``, y in {0, 1}.
+
+    ``p = sigmoid(raw)``, ``g = w (p - y)``, ``h = w p (1 - p)``, computed
+    from ``exp(-|raw|)`` so that no ``raw`` overflows. The baseline is the
+    logit of the weighted mean of ``y`` clipped to ``[1e-15, 1 - 1e-15]``;
+    ``inverse_link`` returns ``[1 - p, p]`` per row.
+    """
+
+    name = "log_loss"
+
+    def check_y(self, y):
+        _check_finite(y, self.name)
+        if not np.all((y == 0) | (y == 1)):
+            raise ValueError(f"loss={self.name!r} (binary) requires y in {{0, 1}}")
+
+    def baseline(self, y):
+        p = _average(y, self.sample_weight)
+        # p and 1 - p each clipped to >= eps: symmetric, exact near 1 too
+        logit = np.log(max(p, _PROB_EPS)) - np.log(max(1.0 - p, _PROB_EPS))
+        return np.array([logit], dtype=Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        binary_log_loss_gradients(y, raw_prediction[0], self._weights(), gradients[0],
+                                  hessians[0], n_threads)
+
+    def loss(self, y, raw_prediction):
+        raw = raw_prediction[0]
+        return _average(np.logaddexp(0.0, raw) - y * raw, self.sample_weight)
+
+    def inverse_link(self, raw_prediction):
+        raw = raw_prediction[0]
+        proba = np.empty((raw.shape[0], 2), dtype=Y_DTYPE)
+        proba[:, 1] = expit(raw)
+        proba[:, 0] = expit(-raw)
+        return proba
+
+
+class MultinomialLogLoss(BaseLoss):
+    """Multinomial log loss over ``n_classes`` trees per round (softmax link).
+
+    ``l = log(sum_k exp(raw_k)) - raw_y`` with ``y`` the class index
+    (0..K-1, as float64); ``p = softmax(raw)``,
+    ``g_k = w (p_k - 1{y = k})`` and ``h_k = w p_k (1 - p_k)`` (the diagonal
+    of the hessian, scikit-learn's convention). The baseline is the log of
+    the weighted class priors (clipped to at least 1e-15) minus their mean.
+    Softmax subtracts each row's maximum raw value first.
+    """
+
+    name = "log_loss"
+
+    def __init__(self, n_classes, sample_weight=None):
+        super().__init__(sample_weight)
+        if (not isinstance(n_classes, numbers.Integral) or isinstance(n_classes, bool)
+                or n_classes < 2):
+            raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+        self.n_classes = int(n_classes)
+        self.n_trees_per_iteration = self.n_classes
+
+    def check_y(self, y):
+        _check_finite(y, self.name)
+        if not np.all((y == np.floor(y)) & (y >= 0) & (y < self.n_classes)):
+            raise ValueError(f"loss={self.name!r} (multinomial) requires y to hold class "
+                             f"indices 0..{self.n_classes - 1}")
+
+    def baseline(self, y):
+        weights = self.sample_weight
+        if weights is not None and not np.sum(weights) > 0:
+            weights = None
+        counts = np.bincount(np.asarray(y, dtype=np.intp), weights=weights,
+                             minlength=self.n_classes)[:self.n_classes]
+        log_priors = np.log(np.clip(counts / counts.sum(), _PROB_EPS, 1.0))
+        return (log_priors - log_priors.mean()).astype(Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        multinomial_log_loss_gradients(y, raw_prediction, self._weights(), gradients,
+                                       hessians, n_threads)
+
+    def loss(self, y, raw_prediction):
+        labels = np.asarray(y, dtype=np.intp)
+        raw_true = raw_prediction[labels, np.arange(labels.shape[0])]
+        return _average(logsumexp(raw_prediction, axis=0) - raw_true,
+                        self.sample_weight)
+
+    def inverse_link(self, raw_prediction):
+        return np.ascontiguousarray(softmax(raw_prediction, axis=0).T)
+
+
+# --------------------------------------------------------------- custom loss
+
+class CustomLoss(BaseLoss):
+    """A user loss given as ``func(y_true, raw_prediction, sample_weight)``.
+
+    ``func`` receives read-only views of ``y_true`` and of the single tree's
+    1-D ``raw_prediction``, and ``sample_weight`` (None when unweighted), and
+    returns ``(gradient, hessian)``: numeric arrays of shape ``(n_samples,)``,
+    finite, ``hessian >= 0``, already multiplied by the weights if the loss
+    is to be weighted (hgbt does not apply ``sample_weight`` to them). They
+    are stored as float32; anything else raises ValueError naming the
+    problem. One tree per round; the baseline is 0, ``inverse_link`` is the
+    identity. There is no loss value: ``loss`` raises ValueError, so
+    ``scoring='loss'`` (early stopping, verbose output) needs a built-in loss.
+    """
+
+    name = "custom"
+
+    def __init__(self, func, sample_weight=None):
+        super().__init__(sample_weight)
+        if not callable(func):
+            raise ValueError(f"a custom loss must be callable, got {func!r}")
+        self.func = func
+
+    @staticmethod
+    def _read_only(array):
+        if array is None:
+            return None
+        view = np.asarray(array).view()
+        view.flags.writeable = False
+        return view
+
+    def baseline(self, y):
+        return np.zeros(1, dtype=Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        n_samples = y.shape[0]
+        result = self.func(self._read_only(y), self._read_only(raw_prediction[0]),
+                           self._read_only(self.sample_weight))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise ValueError("the custom loss must return a (gradient, hessian) pair, "
+                             f"got {type(result).__name__}")
+        for what, values, out in (("gradient", result[0], gradients[0]),
+                                  ("hessian", result[1], hessians[0])):
+            values = np.asarray(values)
+            if values.dtype.kind not in "iuf":
+                raise ValueError(f"the custom loss returned a non-numeric {what} "
+                                 f"(dtype {values.dtype})")
+            if values.shape != (n_samples,):
+                raise ValueError(f"the custom loss returned a {what} of shape "
+                                 f"{values.shape}; expected ({n_samples},)")
+            if not np.all(np.isfinite(values)):
+                raise ValueError(f"the custom loss returned a {what} with NaN or "
+                                 "infinite values")
+            if what == "hessian" and np.any(values < 0):
+                raise ValueError("the custom loss returned negative hessian values; "
+                                 "hessians must be >= 0")
+            if np.any(np.abs(values) > np.finfo(G_H_DTYPE).max):
+                raise ValueError(f"the custom loss returned a {what} too large for "
+                                 "float32")
+            if out.shape != (n_samples,):
+                raise ValueError(f"{what}s buffer has shape {out.shape}; expected "
+                                 f"({n_samples},) (a custom loss has per-row hessians)")
+            out[:] = values
+
+    def loss(self, y, raw_prediction):
+        raise ValueError("scoring='loss' needs a built-in loss: a custom loss (a "
+                         "callable) gives gradients and hessians, not loss values")
+
+    def inverse_link(self, raw_prediction):
+        return raw_prediction[0]
+
+
+# ------------------------------------------------------------------- factory
+
+LOSS_NAMES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
+              "gamma", "tweedie", "log_loss")
+
+
+def get_loss(loss, sample_weight=None, *, n_classes=None, huber_delta=None,
+             quantile=None, tweedie_power=1.5):
+    """The loss instance for a name in ``LOSS_NAMES`` or a callable.
+
+    ``'log_loss'`` needs ``n_classes``: binary for 2, multinomial above.
+    ``'quantile'`` needs ``quantile`` in (0, 1). ``huber_delta=None`` makes
+    the Huber threshold adaptive (see ``HuberLoss``). A callable becomes a
+    ``CustomLoss``.
+    """
+    if callable(loss):
+        return CustomLoss(loss, sample_weight)
+    if not isinstance(loss, str) or loss not in LOSS_NAMES:
+        raise ValueError(f"unknown loss {loss!r}; valid losses are "
+                         f"{', '.join(repr(name) for name in LOSS_NAMES)} or a callable")
+    if loss == "squared_error":
+        return SquaredError(sample_weight)
+    if loss == "absolute_error":
+        return AbsoluteError(sample_weight)
+    if loss == "huber":
+        return HuberLoss(huber_delta, sample_weight)
+    if loss == "quantile":
+        if quantile is None:
+            raise ValueError("loss='quantile' requires quantile, a number in (0, 1)")
+        return QuantileLoss(quantile, sample_weight)
+    if loss == "poisson":
+        return PoissonLoss(sample_weight)
+    if loss == "gamma":
+        return GammaLoss(sample_weight)
+    if loss == "tweedie":
+        return TweedieLoss(tweedie_power, sample_weight)
+    if n_classes is None:
+        raise ValueError("loss='log_loss' requires n_classes")
+    if (not isinstance(n_classes, numbers.Integral) or isinstance(n_classes, bool)
+            or n_classes < 2):
+        raise ValueError(f"loss='log_loss' requires n_classes >= 2, got {n_classes!r}")
+    if n_classes == 2:
+        return BinaryLogLoss(sample_weight)
+    return MultinomialLogLoss(n_classes, sample_weight)

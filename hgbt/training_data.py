@@ -48,15 +48,20 @@ class LocalTrainingData:
     def n_features(self):
         return self.X_binned.shape[1]
 
-    def start_tree(self, gradients, hessians):
-        """Begin a tree: every row in the root (node 0).
+    def start_tree(self, gradients, hessians, rows=None):
+        """Begin a tree: ``rows`` (sorted; default all rows) in the root (node 0).
 
-        ``hessians`` of length 1 is a constant hessian for every row.
+        ``gradients`` and ``hessians`` are 1-D over all rows; ``hessians`` of
+        length 1 is a constant hessian for every row.
         """
         self._gradients = gradients
         self._hessians = hessians
-        self._rows[:] = self._all_rows
-        self._ranges = [(0, self._rows.shape[0])]
+        if rows is None:
+            self._rows[:] = self._all_rows
+            self._ranges = [(0, self._rows.shape[0])]
+        else:
+            self._rows[:rows.shape[0]] = rows
+            self._ranges = [(0, rows.shape[0])]
 
     def _new_histogram(self):
         if self._pool:
@@ -71,7 +76,7 @@ class LocalTrainingData:
         """Histograms of a node built from its rows."""
         out = self._new_histogram()
         start, stop = self._ranges[node_id]
-        if node_id == 0 and stop - start == self._rows.shape[0]:
+        if stop - start == self._rows.shape[0]:  # the root of an unsampled tree
             build_histogram_root(self.X_binned, self._gradients, self._hessians,
                                  out, self.n_threads)
         else:

@@ -335,3 +335,369 @@ def test_invalid_max_bins_and_feature_mismatch():
     mapper = BinMapper(max_bins=8).fit(X)
     with pytest.raises(ValueError):
         mapper.transform(np.zeros((10, 3)))
+
+
+# --- sample weights -------------------------------------------------------
+
+from fractions import Fraction  # noqa: E402
+
+
+def _separator(a, b):
+    """Separating threshold of a < b, scalar Python floats (midpoint, or a)."""
+    mid = a * 0.5 + b * 0.5
+    return mid if a <= mid < b else a
+
+
+def reference_weighted_thresholds(col, w, max_bins):
+    """Weighted averaged-inverted-CDF thresholds, exact arithmetic, plain loops.
+
+    Distinct values of the rows with positive weight (NaN dropped); midpoints
+    when at most max_bins of them, else for q = k / max_bins the first value
+    whose cumulative weight C reaches q W, or the separator between it and
+    the next value when C == q W exactly; capped at the separator below the
+    maximum, de-duplicated. No positive weight left: every non-NaN row has
+    weight 1 (unweighted fallback).
+    """
+    col = [float(v) for v in col]
+    w = [Fraction(float(x)) for x in w]
+    rows = [(v, x) for v, x in zip(col, w) if v == v and x > 0]
+    if not rows:
+        rows = [(v, Fraction(1)) for v in col if v == v]
+    mass = {}
+    for v, x in rows:
+        mass[v] = mass.get(v, Fraction(0)) + x
+    distinct = sorted(mass)
+    if len(distinct) <= 1:
+        return np.empty(0)
+    if len(distinct) <= max_bins:
+        return np.array([_separator(a, b) for a, b in zip(distinct[:-1], distinct[1:])])
+    cum, total = [], Fraction(0)
+    for v in distinct:
+        total += mass[v]
+        cum.append(total)
+    top = _separator(distinct[-2], distinct[-1])
+    out = set()
+    for k in range(1, max_bins):
+        target = Fraction(k, max_bins) * total
+        j = next(i for i, c in enumerate(cum) if c >= target)
+        q = _separator(distinct[j], distinct[j + 1]) if cum[j] == target else distinct[j]
+        out.add(min(q, top))
+    return np.array(sorted(out))
+
+
+def _n_distinct_weighted(col, w):
+    return np.unique(col[~np.isnan(col) & (w > 0)]).size
+
+
+def _weighted_column(rng, path, max_bins, n=3000):
+    """Column with duplicates, ±inf and NaN; integer weights 0..4 whose total
+    is a multiple of max_bins (so that quantiles fall exactly on ranks)."""
+    if path == "quantile":
+        col = np.round(rng.normal(size=n), 2)
+    else:
+        support = np.sort(rng.choice(1000, max_bins - 2, replace=False)) * 0.3 - 100
+        col = rng.choice(support, n)
+    col[rng.random(n) < 0.05] = -np.inf
+    col[rng.random(n) < 0.05] = np.inf
+    col[rng.random(n) < 0.05] = np.nan
+    w = rng.integers(0, 5, n)
+    i = np.flatnonzero(~np.isnan(col) & (w > 0))[0]
+    w[i] += -w[~np.isnan(col)].sum() % max_bins
+    return col, w
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("max_bins", [3, 16, 255])
+@pytest.mark.parametrize("path", ["midpoint", "quantile"])
+def test_integer_weights_equal_repeated_rows(seed, max_bins, path):
+    rng = np.random.default_rng(seed * 1000 + max_bins)
+    col, w = _weighted_column(rng, path, max_bins)
+    n_distinct = _n_distinct_weighted(col, w)
+    assert (n_distinct > max_bins) == (path == "quantile")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = find_thresholds(col, max_bins, w)
+        repeated = find_thresholds(np.repeat(col, w), max_bins)
+    np.testing.assert_array_equal(got, repeated)
+    np.testing.assert_array_equal(got, reference_weighted_thresholds(col, w, max_bins))
+    assert got.size <= max_bins - 1 and np.all(np.diff(got) > 0)
+    if path == "quantile":
+        # -inf gets its own bin when it weighs at least W / max_bins (+inf
+        # always: quantiles are capped below the maximum)
+        total = w[~np.isnan(col)].sum()
+        if w[np.isneginf(col)].sum() >= total / max_bins:
+            assert np.isneginf(got[0])
+        assert np.isfinite(got[-1])
+
+
+@pytest.mark.parametrize("case", range(2))
+def test_weighted_quantiles_on_rank(case):
+    """Cumulative weight exactly k W / max_bins (W = 8, max_bins = 4, targets
+    2, 4, 6): separator between that value and the next distinct one, which
+    is -inf next to -inf and the finite value next to +inf; a target reached
+    inside the rows of one value (split over several rows) gives the value."""
+    if case == 0:
+        col = [-np.inf, 1.0, 2.0, 3.0, 4.0, np.inf, np.nan]
+        w = [2, 1, 1, 1, 1, 2, 5]
+        expected = [-np.inf, 2.5, 4.0]
+    else:
+        # 2.0 over two rows (weights 2 and 1): target 4 inside its weight
+        col = [2.0, -np.inf, 5.0, 2.0, 1.0, np.inf, 3.0, 7.0]
+        w = [2, 1, 1, 1, 1, 1, 1, 0]
+        expected = [1.5, 2.0, 4.0]
+    col, w = np.array(col), np.array(w)
+    perm = np.random.default_rng(case).permutation(col.size)
+    for c, ww in ((col, w), (col[perm], w[perm]), (col[::-1], w[::-1])):
+        np.testing.assert_array_equal(find_thresholds(c, 4, ww), expected)
+        np.testing.assert_array_equal(find_thresholds(np.repeat(c, ww), 4), expected)
+        np.testing.assert_array_equal(reference_weighted_thresholds(c, ww, 4), expected)
+        # non-unit weights, same cumulative shape: scaled by 3
+        np.testing.assert_array_equal(find_thresholds(c, 4, 3.0 * ww), expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_integer_weights_equal_repeated_rows_bin_mapper(seed):
+    """Through BinMapper.fit: several features, threads, float32, bin codes."""
+    rng = np.random.default_rng(seed)
+    n = 4000
+    X = np.column_stack([
+        np.round(rng.normal(size=n), 2),
+        rng.integers(0, 30, n).astype(float),
+        rng.exponential(size=n),
+        np.round(rng.standard_cauchy(size=n), 1),
+    ])
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[rng.random(X.shape) < 0.02] = np.inf
+    X[rng.random(X.shape) < 0.02] = -np.inf
+    X = X.astype(np.float32)
+    w = rng.integers(0, 4, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mw = BinMapper(max_bins=32, subsample=None, n_threads=2).fit(X, sample_weight=w)
+        mr = BinMapper(max_bins=32, subsample=None).fit(np.repeat(X, w, axis=0))
+    check_threshold_invariants(mw)
+    for f in range(X.shape[1]):
+        np.testing.assert_array_equal(mw.bin_thresholds_[f], mr.bin_thresholds_[f])
+        np.testing.assert_array_equal(
+            mw.bin_thresholds_[f],
+            reference_weighted_thresholds(X[:, f].astype(np.float64), w, 32))
+    np.testing.assert_array_equal(mw.n_bins_non_missing_, mr.n_bins_non_missing_)
+    np.testing.assert_array_equal(np.repeat(mw.transform(X), w, axis=0),
+                                  mr.transform(np.repeat(X, w, axis=0)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_near_unit_and_scaled_weights(seed):
+    """Weighted path (non-constant weights): one row of weight 2 among ones
+    equals that row repeated; scaling weights by a power of two (exact in
+    floating point) changes nothing; non-integer weights match the exact
+    rational reference."""
+    rng = np.random.default_rng(seed)
+    col = np.round(rng.normal(size=2000), 2)
+    col[rng.random(col.size) < 0.05] = np.nan
+    w = np.ones(col.size)
+    w[seed] = 2.0
+    B = 50
+    got = find_thresholds(col, B, w)
+    np.testing.assert_array_equal(got, find_thresholds(np.repeat(col, w.astype(int)), B))
+    wi = rng.integers(1, 9, col.size)
+    for scale in (0.25, 8.0, 2.0 ** -20):
+        np.testing.assert_array_equal(find_thresholds(col, B, wi * scale),
+                                      find_thresholds(col, B, wi))
+    wf = rng.uniform(0.1, 3.0, col.size)
+    np.testing.assert_array_equal(find_thresholds(col, B, wf),
+                                  reference_weighted_thresholds(col, wf, B))
+
+
+@pytest.mark.parametrize("max_bins", [2, 16, 255])
+def test_unit_weights_bit_identical_to_unweighted(max_bins):
+    rng = np.random.default_rng(max_bins)
+    n = 6000
+    X = np.column_stack([
+        rng.normal(size=n),
+        np.round(rng.normal(size=n), 1),          # contains both -0.0 and +0.0
+        rng.integers(0, 10, n).astype(float),
+        rng.standard_cauchy(size=n),
+        np.full(n, np.nan),
+    ])
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[rng.random(X.shape) < 0.02] = np.inf
+    X[rng.random(X.shape) < 0.02] = -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for subsample in (None, 2500):
+            a = BinMapper(max_bins=max_bins, subsample=subsample, random_state=0).fit(X)
+            b = BinMapper(max_bins=max_bins, subsample=subsample, random_state=0).fit(
+                X, sample_weight=np.ones(n))
+            c = BinMapper(max_bins=max_bins, subsample=subsample, random_state=0).fit(
+                X, sample_weight=np.full(n, 0.1))
+            for ta, tb, tc in zip(a.bin_thresholds_, b.bin_thresholds_, c.bin_thresholds_):
+                assert ta.tobytes() == tb.tobytes()
+                assert ta.tobytes() == tc.tobytes()
+            np.testing.assert_array_equal(a.n_bins_non_missing_, b.n_bins_non_missing_)
+    for f in range(X.shape[1]):
+        assert (find_thresholds(X[:, f], max_bins, np.ones(n)).tobytes()
+                == find_thresholds(X[:, f], max_bins).tobytes())
+
+
+@pytest.mark.parametrize("max_bins", [4, 64, 255])
+@pytest.mark.parametrize("path", ["midpoint", "quantile"])
+def test_zero_weight_rows_are_ignored(max_bins, path):
+    rng = np.random.default_rng(max_bins + (path == "quantile"))
+    col, w = _weighted_column(rng, path, max_bins)
+    zero = rng.random(col.size) < 0.3
+    w[zero] = 0
+    # zero-weight rows carry values that would otherwise add distinct values
+    # (enough to leave the midpoint path) and extremes
+    col[np.flatnonzero(zero)[:400]] = rng.uniform(1e6, 2e6, 400)
+    col[np.flatnonzero(zero)[400]] = -1e9
+    keep = w > 0
+    assert (_n_distinct_weighted(col, w) > max_bins) == (path == "quantile")
+    assert np.unique(col[~np.isnan(col)]).size > max_bins
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = find_thresholds(col, max_bins, w)
+        np.testing.assert_array_equal(got, find_thresholds(col[keep], max_bins, w[keep]))
+        np.testing.assert_array_equal(got, find_thresholds(np.repeat(col, w), max_bins))
+        # zero weights with otherwise unit weights: bit-identical to removing rows
+        unit = keep.astype(float)
+        assert (find_thresholds(col, max_bins, unit).tobytes()
+                == find_thresholds(col[keep], max_bins).tobytes())
+    # the zero-weight extremes created no threshold
+    finite = np.isfinite(col) & keep
+    assert np.all(got <= col[finite].max())
+    assert np.all(np.isneginf(got) | (got >= col[finite].min()))
+
+
+def test_only_zero_weight_values_fall_back_to_unweighted():
+    rng = np.random.default_rng(10)
+    n = 1000
+    X = np.column_stack([rng.normal(size=n), rng.normal(size=n),
+                         rng.integers(0, 5, n).astype(float), np.full(n, np.nan)])
+    w = np.ones(n)
+    w[:500] = 0.0
+    X[500:, 1] = np.nan       # feature 1: non-NaN values only on zero-weight rows
+    X[500:, 2] = np.nan       # feature 2: idem, few distinct values
+    mapper = BinMapper(max_bins=16, subsample=None).fit(X, sample_weight=w)
+    check_threshold_invariants(mapper)
+    np.testing.assert_array_equal(mapper.bin_thresholds_[0],
+                                  find_thresholds(X[500:, 0], 16))
+    np.testing.assert_array_equal(mapper.bin_thresholds_[1], find_thresholds(X[:, 1], 16))
+    np.testing.assert_array_equal(mapper.bin_thresholds_[2], [0.5, 1.5, 2.5, 3.5])
+    assert mapper.bin_thresholds_[3].size == 0
+    for f in (1, 2):
+        np.testing.assert_array_equal(
+            mapper.bin_thresholds_[f], reference_weighted_thresholds(X[:, f], w, 16))
+    # every weight zero: all features unweighted
+    z = BinMapper(max_bins=16, subsample=None).fit(X, sample_weight=np.zeros(n))
+    u = BinMapper(max_bins=16, subsample=None).fit(X)
+    for tz, tu in zip(z.bin_thresholds_, u.bin_thresholds_):
+        assert tz.tobytes() == tu.tobytes()
+
+
+def test_heavily_weighted_value_gets_its_own_bin():
+    # 0 .. 999 with unit weight, value 500 with weight 1501: W = 2500, so
+    # with 10 bins the quantiles k W / 10 = 250 k fall exactly on ranks for
+    # k = 1, 2, 9 (separators) and inside the mass of 500 for k = 3 .. 8.
+    col = np.arange(1000, dtype=float)
+    w = np.ones(1000)
+    w[500] = 1501
+    t = find_thresholds(col, 10, w)
+    np.testing.assert_array_equal(t, [249.5, 499.5, 500.0, 749.5])
+    np.testing.assert_array_equal(t, find_thresholds(np.repeat(col, w.astype(int)), 10))
+    codes = BinMapper(max_bins=10, subsample=None).fit(
+        col[:, None], sample_weight=w).transform(col[:, None])[:, 0]
+    assert np.sum(codes == codes[500]) == 1
+    # unweighted, 500 shares its bin with about 100 neighbours
+    codes_u = BinMapper(max_bins=10, subsample=None).fit(col[:, None]).transform(
+        col[:, None])[:, 0]
+    assert np.sum(codes_u == codes_u[500]) == 100
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("max_bins", [8, 64, 255])
+def test_heavy_point_mass_is_isolated_from_larger_values(seed, max_bins):
+    """Continuous data plus a point mass of 30 % of the weight: a threshold
+    sits exactly on it, so no larger value shares its bin, and the smaller
+    values sharing it weigh less than W / max_bins; the extreme point masses
+    (minimum, maximum) are alone in their bins."""
+    rng = np.random.default_rng(seed)
+    n = 5000
+    col = rng.normal(size=n)
+    w = rng.uniform(0.5, 1.5, n)
+    value = col[rng.integers(n)]
+    heavy = col == value
+    w[heavy] = 0.3 / 0.7 * w[~heavy].sum()
+    t = find_thresholds(col, max_bins, w)
+    assert value in t
+    codes = np.searchsorted(t, col)
+    in_bin = codes == codes[heavy][0]
+    assert np.all(col[in_bin] <= value)
+    assert w[in_bin & ~heavy].sum() < w.sum() / max_bins
+    for extreme in (col.argmin(), col.argmax()):
+        we = w.copy()
+        we[extreme] = 0.3 / 0.7 * w.sum()
+        codes = np.searchsorted(find_thresholds(col, max_bins, we), col)
+        assert np.sum(codes == codes[extreme]) == 1
+        codes_u = np.searchsorted(find_thresholds(col, max_bins), col)
+        assert np.sum(codes_u == codes_u[extreme]) > 1
+
+
+@pytest.mark.parametrize("max_bins", [2, 5, 16, 100, 255])
+@pytest.mark.parametrize("weights", ["uniform", "increasing"])
+def test_weighted_quantile_bins_have_roughly_equal_weight(max_bins, weights):
+    rng = np.random.default_rng(max_bins)
+    n = 20_000
+    X = np.column_stack([rng.normal(size=n), rng.uniform(size=n), rng.lognormal(size=n)])
+    if weights == "uniform":
+        w = rng.uniform(0.5, 2.0, n)
+    else:  # strongly tied to feature 1: weighted bins differ from count bins
+        w = 0.2 + 2 * X[:, 1]
+    mapper = BinMapper(max_bins=max_bins, subsample=None).fit(X, sample_weight=w)
+    check_threshold_invariants(mapper)
+    binned = mapper.transform(X)
+    expected = w.sum() / max_bins
+    # each bin edge lies within one row's weight of k W / max_bins
+    tol = w.max() * (1 + 1e-9)
+    for f in range(X.shape[1]):
+        assert mapper.n_bins_non_missing_[f] == max_bins  # continuous: all bins used
+        bin_weight = np.bincount(binned[:, f], weights=w, minlength=max_bins)
+        assert bin_weight.size == max_bins
+        assert np.all(np.abs(bin_weight - expected) <= tol), bin_weight
+    if weights == "increasing" and max_bins > 2:
+        counts = np.bincount(binned[:, 1], minlength=max_bins)
+        assert counts[0] > 2 * counts[-1]  # light rows: wider first bins
+
+
+def test_weighted_fit_uses_the_uniform_seeded_subsample():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(5000, 3))
+    w = rng.exponential(size=5000)
+    mapper = BinMapper(max_bins=64, subsample=1000, random_state=0)
+    mapper.fit(X, sample_weight=w)
+    rows = mapper.sample_rows(5000)
+    np.testing.assert_array_equal(rows, BinMapper(subsample=1000, random_state=0)
+                                  .sample_rows(5000))
+    for f in range(3):
+        np.testing.assert_array_equal(mapper.bin_thresholds_[f],
+                                      find_thresholds(X[rows, f], 64, w[rows]))
+        np.testing.assert_array_equal(mapper.bin_thresholds_[f],
+                                      reference_weighted_thresholds(X[rows, f], w[rows], 64))
+    # fit_sample on the gathered rows and their weights gives the same result
+    other = BinMapper(max_bins=64).fit_sample(X[rows], w[rows])
+    for ta, tb in zip(mapper.bin_thresholds_, other.bin_thresholds_):
+        np.testing.assert_array_equal(ta, tb)
+    unweighted = BinMapper(max_bins=64, subsample=1000, random_state=0).fit(X)
+    assert not np.array_equal(unweighted.bin_thresholds_[0], mapper.bin_thresholds_[0])
+
+
+def test_invalid_sample_weight():
+    X = np.random.default_rng(12).normal(size=(20, 2))
+    for bad in (-np.ones(20), np.full(20, np.nan), np.full(20, np.inf), np.ones(19),
+                np.ones((20, 1))):
+        with pytest.raises(ValueError):
+            BinMapper(max_bins=8).fit(X, sample_weight=bad)
+        with pytest.raises(ValueError):
+            BinMapper(max_bins=8).fit_sample(X, bad)
+        with pytest.raises(ValueError):
+            find_thresholds(X[:, 0], 8, bad)

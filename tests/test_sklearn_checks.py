@@ -1,9 +1,9 @@
 """scikit-learn's own estimator checks."""
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from hgbt import HistGBDTRegressor
+from hgbt import HistGBDTClassifier, HistGBDTRegressor
 
 
-@parametrize_with_checks([HistGBDTRegressor(max_iter=10)])
+@parametrize_with_checks([HistGBDTRegressor(max_iter=10), HistGBDTClassifier(max_iter=10)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -6,12 +6,16 @@ from hgbt._splitting import find_node_split
 from hgbt._types import HISTOGRAM_DTYPE
 
 
-def _score(g, h, l2):
-    return 0.0 if h + l2 <= 0.0 else g * g / (h + l2)
+def _soft(g, l1):
+    return np.sign(g) * max(abs(g) - l1, 0.0)
+
+
+def _score(g, h, l2, l1=0.0):
+    return 0.0 if h + l2 <= 0.0 else _soft(g, l1) ** 2 / (h + l2)
 
 
 def reference_split(hist, n_bins_non_missing, G, H, N, l2, gamma, min_child_weight,
-                    min_samples_leaf, missing_bin):
+                    min_samples_leaf, missing_bin, l1=0.0, feature_mask=None):
     """Exhaustive best split, following the kernel's documented rules.
 
     Candidates are enumerated in the documented tie order: feature, then bin,
@@ -21,6 +25,8 @@ def reference_split(hist, n_bins_non_missing, G, H, N, l2, gamma, min_child_weig
     """
     best = None
     for f in range(hist.shape[0]):
+        if feature_mask is not None and not feature_mask[f]:
+            continue
         nb = int(n_bins_non_missing[f])
         miss = hist[f, missing_bin]
         has_missing = int(miss["count"]) > 0
@@ -46,7 +52,8 @@ def reference_split(hist, n_bins_non_missing, G, H, N, l2, gamma, min_child_weig
                     continue
                 if hl < min_child_weight or hr < min_child_weight:
                     continue
-                gain = 0.5 * (_score(gl, hl, l2) + _score(gr, hr, l2) - _score(G, H, l2)) - gamma
+                gain = 0.5 * (_score(gl, hl, l2, l1) + _score(gr, hr, l2, l1)
+                              - _score(G, H, l2, l1)) - gamma
                 if gain > 0 and (best is None or gain > best["gain"]):
                     best = dict(gain=gain, feature_idx=f, bin_idx=b,
                                 missing_go_to_left=missing_left,
@@ -83,8 +90,13 @@ def random_node(seed, n_samples=300, n_features=6, max_bins=12, nan_rate=0.1,
     return hist, n_bins_non_missing, G, H, n_samples, max_bins
 
 
-def call_kernel(hist, nbnm, G, H, N, missing_bin, l2, gamma, mcw, msl, n_threads=1):
-    return find_node_split(hist, nbnm, G, H, N, l2, gamma, mcw, msl, missing_bin, n_threads)
+NO_MASK = np.empty(0, dtype=np.uint8)
+
+
+def call_kernel(hist, nbnm, G, H, N, missing_bin, l2, gamma, mcw, msl, n_threads=1,
+                l1=0.0, feature_mask=NO_MASK):
+    return find_node_split(hist, nbnm, G, H, N, l1, l2, gamma, mcw, msl, missing_bin,
+                           feature_mask, n_threads)
 
 
 def assert_matches(split, ref, hist, missing_bin):
@@ -304,3 +316,29 @@ def test_threads_identical_on_parallel_path(seed):
         assert s1.tobytes() == s2.tobytes()
         ref = reference_split(hist, nbnm, G, H, N, l2, gamma, mcw, msl, missing_bin)
         assert_matches(s1, ref, hist, missing_bin)
+
+
+@pytest.mark.parametrize("l1", [0.5, 3.0, 50.0])
+@pytest.mark.parametrize("seed", range(4))
+def test_l1_regularization_matches_reference(l1, seed):
+    hist, nbnm, G, H, N, missing_bin = random_node(seed, nan_rate=0.15)
+    ref = reference_split(hist, nbnm, G, H, N, 0.5, 0.0, 1e-3, 5, missing_bin, l1=l1)
+    split = call_kernel(hist, nbnm, G, H, N, missing_bin, 0.5, 0.0, 1e-3, 5, l1=l1)
+    assert_matches(split, ref, hist, missing_bin)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_feature_mask_restricts_candidates(seed):
+    hist, nbnm, G, H, N, missing_bin = random_node(seed, nan_rate=0.15)
+    unmasked = call_kernel(hist, nbnm, G, H, N, missing_bin, 0.0, 0.0, 1e-3, 5)
+    mask = np.ones(hist.shape[0], dtype=np.uint8)
+    mask[int(unmasked["feature_idx"])] = 0  # forbid the best feature
+    ref = reference_split(hist, nbnm, G, H, N, 0.0, 0.0, 1e-3, 5, missing_bin,
+                          feature_mask=mask)
+    split = call_kernel(hist, nbnm, G, H, N, missing_bin, 0.0, 0.0, 1e-3, 5,
+                        feature_mask=mask)
+    assert_matches(split, ref, hist, missing_bin)
+    assert split["feature_idx"] != unmasked["feature_idx"]
+    none = call_kernel(hist, nbnm, G, H, N, missing_bin, 0.0, 0.0, 1e-3, 5,
+                       feature_mask=np.zeros(hist.shape[0], dtype=np.uint8))
+    assert none["feature_idx"] == -1

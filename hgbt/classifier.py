@@ -1,0 +1,181 @@
+"""HistGBDTClassifier: gradient-boosted trees for binary and multiclass labels."""
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets
+
+from ._types import Y_DTYPE
+from .gradient_boosting import BaseHistGBDT, COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .losses import get_loss
+
+
+class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
+    __doc__ = f"""Histogram-based gradient-boosted trees for classification.
+
+    Binary targets grow one tree per round on the log-loss; K > 2 classes grow
+    K trees per round on the multinomial log-loss (softmax).
+
+    Parameters
+    ----------
+    loss : {{'log_loss'}}, default='log_loss'
+        Binary or multinomial log-loss, chosen from the number of classes.
+    class_weight : dict, 'balanced' or None, default=None
+        Weights per class label, multiplied into ``sample_weight``;
+        'balanced' weights classes inversely to their frequency in ``y``.
+{COMMON_PARAMETERS_DOC}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+{COMMON_ATTRIBUTES_DOC}
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from hgbt import HistGBDTClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = HistGBDTClassifier(max_iter=20).fit(X, y)
+    >>> model.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    _parameter_constraints = {
+        **BaseHistGBDT._parameter_constraints,
+        "loss": [StrOptions({"log_loss"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+    _stratify = True
+
+    def __init__(self, loss="log_loss", *, class_weight=None, learning_rate=0.1,
+                 max_iter=100, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
+                 min_child_weight=1e-3, min_gain_to_split=0.0, l1_regularization=0.0,
+                 l2_regularization=0.0, max_bins=255, grow_policy="lossguide",
+                 early_stopping="auto", scoring="loss", validation_fraction=0.1,
+                 n_iter_no_change=10, tol=1e-7, warm_start=False, subsample=1.0,
+                 data_sample_strategy="bagging", goss_top_rate=0.2, goss_other_rate=0.1,
+                 colsample_bytree=1.0, colsample_bynode=1.0, n_threads=None,
+                 random_state=None, verbose=0):
+        self.loss = loss
+        self.class_weight = class_weight
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.min_child_weight = min_child_weight
+        self.min_gain_to_split = min_gain_to_split
+        self.l1_regularization = l1_regularization
+        self.l2_regularization = l2_regularization
+        self.max_bins = max_bins
+        self.grow_policy = grow_policy
+        self.early_stopping = early_stopping
+        self.scoring = scoring
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.warm_start = warm_start
+        self.subsample = subsample
+        self.data_sample_strategy = data_sample_strategy
+        self.goss_top_rate = goss_top_rate
+        self.goss_other_rate = goss_other_rate
+        self.colsample_bytree = colsample_bytree
+        self.colsample_bynode = colsample_bynode
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _encode_y(self, y, reset):
+        check_classification_targets(y)
+        if reset:
+            self.classes_ = np.unique(y)
+            if self.classes_.size < 2:
+                raise ValueError(
+                    f"y has only one class ({self.classes_[0]!r}); a classifier needs "
+                    "at least two.")
+            self._class_weights = None
+            if self.class_weight is not None:
+                self._class_weights = compute_class_weight(
+                    self.class_weight, classes=self.classes_, y=y)
+        encoded = np.searchsorted(self.classes_, y)
+        encoded = np.minimum(encoded, self.classes_.size - 1)
+        unseen = self.classes_[encoded] != y
+        if np.any(unseen):
+            raise ValueError(f"y contains labels not seen during fit: "
+                             f"{np.unique(np.asarray(y)[unseen])[:5]!r}")
+        return encoded.astype(Y_DTYPE)
+
+    def _decode(self, y_encoded):
+        return self.classes_[y_encoded.astype(np.intp)]
+
+    def _class_weighted(self, sample_weight, y_encoded):
+        if self._class_weights is None:
+            return sample_weight
+        weights = self._class_weights[y_encoded.astype(np.intp)]
+        return weights if sample_weight is None else sample_weight * weights
+
+    def _make_loss(self, sample_weight):
+        return get_loss(self.loss, sample_weight, n_classes=self.classes_.size)
+
+    def decision_function(self, X):
+        """Raw scores (log-odds; per-class scores for multiclass).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        return self._shape_decision(self._raw_predict(X))
+
+    def predict_proba(self, X):
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        raw = self._raw_predict(X)
+        return self._make_loss(None).inverse_link(raw)
+
+    def predict(self, X):
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def _shape_decision(self, raw):
+        return raw[0] if raw.shape[0] == 1 else raw.T.copy()
+
+    def staged_decision_function(self, X):
+        """Raw scores after each boosting round (see :meth:`decision_function`)."""
+        for raw in self._staged_raw_predict(X):
+            yield self._shape_decision(raw)
+
+    def staged_predict_proba(self, X):
+        """Class probabilities after each boosting round."""
+        check_is_fitted(self)
+        loss = self._make_loss(None)
+        for raw in self._staged_raw_predict(X):
+            yield loss.inverse_link(raw)
+
+    def staged_predict(self, X):
+        """Predicted classes after each boosting round."""
+        for proba in self.staged_predict_proba(X):
+            yield self.classes_[np.argmax(proba, axis=1)]

@@ -1,0 +1,354 @@
+"""Row sampling (bagging, GOSS) and feature sampling (per tree, per node).
+
+Gradients and hessians follow the layout of :mod:`hgbt.losses`: float32,
+shape ``(n_trees_per_iteration, n_samples)``, C-ordered. One boosting round
+grows its ``n_trees_per_iteration`` trees on the same sampled rows.
+
+Everything here is pure NumPy and deterministic given the
+:class:`numpy.random.Generator` passed in: the same generator state and the
+same inputs give the same rows, masks and re-weighted gradients.
+"""
+from numbers import Integral, Real
+
+import numpy as np
+
+# Same dtypes as ``hgbt._types`` (kept local so this pure-NumPy module imports
+# without the compiled kernels).
+G_H_DTYPE = np.float32
+SIZE_DTYPE = np.uint32
+
+__all__ = ["RowSampler", "FeatureSampler"]
+
+_ROW_STRATEGIES = ("bagging", "goss")
+
+
+def _check_fraction(value, name):
+    """Return ``value`` as a float after checking it lies in (0, 1]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number in (0, 1], got {value!r}.")
+    value = float(value)
+    if not 0.0 < value <= 1.0:  # also rejects NaN
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}.")
+    return value
+
+
+def _check_positive_int(value, name):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}.")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}.")
+    return int(value)
+
+
+def _check_rng(rng):
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError("rng must be a numpy.random.Generator "
+                        f"(e.g. numpy.random.default_rng(seed)), got {type(rng).__name__}.")
+    return rng
+
+
+def _n_chosen(fraction, n):
+    """``max(1, round(fraction * n))`` (Python's round: half to even)."""
+    return max(1, round(fraction * n))
+
+
+def _draw_mask(rng, n, size):
+    """Boolean mask of ``size`` of ``n`` positions drawn uniformly without replacement."""
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, size, replace=False, shuffle=False)] = True
+    return mask
+
+
+class RowSampler:
+    """Per-round row sampler: uniform bagging or gradient-based one-side sampling.
+
+    Parameters
+    ----------
+    strategy : {'bagging', 'goss'}
+        ``'bagging'``: a uniform random subset of the rows, without
+        replacement. ``'goss'``: gradient-based one-side sampling (LightGBM):
+        the rows with the largest ``sum_k |g_k * h_k|`` are kept, a uniform
+        random subset of the other rows is drawn and up-weighted.
+    subsample : float in (0, 1]
+        Fraction of rows drawn by ``'bagging'``; ``max(1, round(subsample *
+        n_samples))`` rows. Only validated and used for ``'bagging'``.
+    goss_top_rate : float in (0, 1]
+        ``'goss'``: ``int(goss_top_rate * n_samples)`` rows with the largest
+        scores are always kept. Only validated and used for ``'goss'``.
+    goss_other_rate : float in (0, 1]
+        ``'goss'``: ``int(goss_other_rate * n_samples)`` of the remaining rows
+        are drawn uniformly without replacement. ``goss_top_rate +
+        goss_other_rate`` must not exceed 1. Only validated and used for
+        ``'goss'``.
+    n_samples : int
+        Number of training rows.
+    rng : numpy.random.Generator
+        Source of all random draws; it is advanced by :meth:`sample`.
+
+    Attributes
+    ----------
+    n_top : int
+        ``'goss'``: number of rows kept for their large scores (0 for bagging).
+    n_other : int
+        ``'goss'``: number of small-score rows drawn (0 for bagging).
+    n_sampled : int
+        Number of rows returned by :meth:`sample`.
+    other_weight : float
+        ``'goss'``: factor the gradients and hessians of the drawn
+        small-score rows are multiplied by, ``(n_samples - n_top) / n_other``
+        (1.0 for bagging or when ``n_other == 0``). This is the factor of
+        LightGBM's ``goss.hpp``; it equals ``(1 - goss_top_rate) /
+        goss_other_rate`` when both rates times ``n_samples`` are integers
+        and, unlike that expression, keeps the expected gradient sum exactly
+        equal to the full sum when they are not.
+
+    Notes
+    -----
+    GOSS score ties are broken deterministically: a larger score first, then
+    the lower row index. Scores are computed in float64 (the product of two
+    float32 values is exact in float64), so ties are real ties.
+
+    If ``int(goss_top_rate * n) + int(goss_other_rate * n)`` is 0 (tiny
+    ``n``), one top row is kept so a round is never empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hgbt.sampling import RowSampler
+    >>> g = np.array([[3.0, -0.1, 0.2, -5.0, 0.3, 0.0]], dtype=np.float32)
+    >>> h = np.ones_like(g)
+    >>> sampler = RowSampler("goss", 1.0, 0.34, 0.5, 6, np.random.default_rng(0))
+    >>> rows = sampler.sample(g, h)
+    >>> rows.dtype, rows.size, bool(np.isin([0, 3], rows).all())
+    (dtype('uint32'), 5, True)
+    """
+
+    def __init__(self, strategy, subsample, goss_top_rate, goss_other_rate, n_samples, rng):
+        if strategy not in _ROW_STRATEGIES:
+            raise ValueError(f"strategy must be one of {_ROW_STRATEGIES}, got {strategy!r}.")
+        self.strategy = strategy
+        self.n_samples = _check_positive_int(n_samples, "n_samples")
+        self.rng = _check_rng(rng)
+        self.subsample = subsample
+        self.goss_top_rate = goss_top_rate
+        self.goss_other_rate = goss_other_rate
+        n = self.n_samples
+        self.n_top = 0
+        self.n_other = 0
+        self.other_weight = 1.0
+        if strategy == "bagging":
+            self.subsample = _check_fraction(subsample, "subsample")
+            self.n_sampled = min(n, _n_chosen(self.subsample, n))
+        else:
+            a = self.goss_top_rate = _check_fraction(goss_top_rate, "goss_top_rate")
+            b = self.goss_other_rate = _check_fraction(goss_other_rate, "goss_other_rate")
+            if a + b > 1.0:
+                raise ValueError("goss_top_rate + goss_other_rate must be <= 1, got "
+                                 f"{a!r} + {b!r} = {a + b!r}.")
+            self.n_top = int(a * n)
+            self.n_other = int(b * n)
+            if self.n_top + self.n_other == 0:
+                self.n_top = 1
+            if self.n_other > 0:
+                self.other_weight = (n - self.n_top) / self.n_other
+            self.n_sampled = self.n_top + self.n_other
+
+    @property
+    def active(self):
+        """bool: False when sampling would keep every row unchanged (bagging with
+        ``subsample == 1``); the caller then skips :meth:`sample` altogether."""
+        return not (self.strategy == "bagging" and self.subsample == 1.0)
+
+    @property
+    def needs_full_hessian(self):
+        """bool: True for GOSS, which re-weights rows, so a constant hessian
+        (shape ``(K, 1)``) no longer describes the rows: allocate per-row hessians."""
+        return self.strategy == "goss"
+
+    def sample(self, gradients=None, hessians=None):
+        """Draw this round's rows; GOSS also re-weights gradients and hessians.
+
+        Parameters
+        ----------
+        gradients : ndarray of shape (n_trees_per_iteration, n_samples), float32
+            This round's gradients. Required for ``'goss'``, which modifies it
+            in place; ignored (may be None) for ``'bagging'``.
+        hessians : ndarray of shape (n_trees_per_iteration, n_samples), float32
+            This round's per-row hessians, same shape as ``gradients``.
+            Required for ``'goss'``, which modifies it in place; ignored (may be
+            None) for ``'bagging'``.
+
+        Returns
+        -------
+        rows : ndarray of shape (n_sampled,), uint32
+            Sorted, unique row indices used by every tree of this round.
+        """
+        if self.strategy == "bagging":
+            return self._sample_bagging()
+        return self._sample_goss(gradients, hessians)
+
+    def _sample_bagging(self):
+        n = self.n_samples
+        if self.n_sampled >= n:
+            return np.arange(n, dtype=SIZE_DTYPE)
+        mask = _draw_mask(self.rng, n, self.n_sampled)
+        return np.flatnonzero(mask).astype(SIZE_DTYPE)
+
+    def _check_goss_arrays(self, gradients, hessians):
+        for name, arr in (("gradients", gradients), ("hessians", hessians)):
+            if not isinstance(arr, np.ndarray) or arr.dtype != G_H_DTYPE or arr.ndim != 2:
+                raise ValueError(f"GOSS needs {name} as a 2-D float32 ndarray of shape "
+                                 f"(n_trees_per_iteration, n_samples), got "
+                                 f"{type(arr).__name__} {getattr(arr, 'dtype', '')} "
+                                 f"{getattr(arr, 'shape', '')}.")
+            if not arr.flags.writeable:
+                raise ValueError(f"GOSS re-weights {name} in place; the array is read-only.")
+        if gradients.shape[1] != self.n_samples:
+            raise ValueError(f"gradients have {gradients.shape[1]} rows, the sampler was "
+                             f"built for n_samples={self.n_samples}.")
+        if hessians.shape != gradients.shape:
+            raise ValueError(f"GOSS needs per-row hessians of shape {gradients.shape} "
+                             f"(see needs_full_hessian), got {hessians.shape}.")
+
+    def _scores(self, gradients, hessians):
+        """``sum_k |g_k * h_k|`` per row, float64 (each product exact)."""
+        n_trees, n = gradients.shape
+        score = np.empty(n, dtype=np.float64)
+        np.multiply(gradients[0], hessians[0], out=score, dtype=np.float64)
+        np.abs(score, out=score)
+        if n_trees > 1:
+            tmp = np.empty(n, dtype=np.float64)
+            for k in range(1, n_trees):
+                np.multiply(gradients[k], hessians[k], out=tmp, dtype=np.float64)
+                np.abs(tmp, out=tmp)
+                score += tmp
+        if np.isnan(score).any():
+            raise ValueError("GOSS scores |g * h| contain NaN: gradients or hessians "
+                             "are not finite.")
+        return score
+
+    def _top_mask(self, score):
+        """Mask of the ``n_top`` largest scores; ties go to the lower row index."""
+        n, n_top = score.size, self.n_top
+        if n_top >= n:
+            return np.ones(n, dtype=bool)
+        if n_top == 0:
+            return np.zeros(n, dtype=bool)
+        kth = n - n_top
+        threshold = np.partition(score, kth)[kth]  # the n_top-th largest score
+        top = score > threshold
+        n_missing = n_top - int(np.count_nonzero(top))  # >= 1 by construction
+        ties = np.flatnonzero(score == threshold)
+        top[ties[:n_missing]] = True
+        return top
+
+    def _sample_goss(self, gradients, hessians):
+        self._check_goss_arrays(gradients, hessians)
+        score = self._scores(gradients, hessians)
+        top = self._top_mask(score)
+        if self.n_other == 0:
+            return np.flatnonzero(top).astype(SIZE_DTYPE)
+        rest = np.flatnonzero(~top)
+        drawn_mask = np.zeros(self.n_samples, dtype=bool)
+        drawn_mask[rest[self.rng.choice(rest.size, self.n_other, replace=False,
+                                        shuffle=False)]] = True
+        drawn = np.flatnonzero(drawn_mask)  # sorted: friendlier gather/scatter
+        factor = G_H_DTYPE(self.other_weight)
+        gradients[:, drawn] *= factor
+        hessians[:, drawn] *= factor
+        return np.flatnonzero(top | drawn_mask).astype(SIZE_DTYPE)
+
+
+class FeatureSampler:
+    """Random feature subsets per tree (``colsample_bytree``) and per node
+    (``colsample_bynode``).
+
+    Parameters
+    ----------
+    n_features : int
+        Number of features.
+    colsample_bytree : float in (0, 1]
+        Fraction of features a tree may use: ``max(1, round(colsample_bytree *
+        n_features))`` features, drawn uniformly without replacement per tree.
+    colsample_bynode : float in (0, 1]
+        Fraction of the tree's allowed features a node's split search may use:
+        ``max(1, round(colsample_bynode * n_allowed))`` features per node.
+    rng : numpy.random.Generator
+        Source of all random draws. With both fractions equal to 1 it is never
+        used.
+
+    Notes
+    -----
+    Masks are uint8 arrays of shape ``(n_features,)`` (1 = allowed); None
+    stands for "every feature allowed" so callers can skip masking.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hgbt.sampling import FeatureSampler
+    >>> fs = FeatureSampler(10, 0.5, 0.4, np.random.default_rng(0))
+    >>> tree = fs.tree_mask()
+    >>> node = fs.node_mask(tree)
+    >>> int(tree.sum()), int(node.sum()), bool(np.all(node <= tree))
+    (5, 2, True)
+    """
+
+    def __init__(self, n_features, colsample_bytree, colsample_bynode, rng):
+        self.n_features = _check_positive_int(n_features, "n_features")
+        self.colsample_bytree = _check_fraction(colsample_bytree, "colsample_bytree")
+        self.colsample_bynode = _check_fraction(colsample_bynode, "colsample_bynode")
+        self.rng = _check_rng(rng)
+
+    @property
+    def active(self):
+        """bool: False when both fractions are 1 (every mask is None)."""
+        return self.colsample_bytree != 1.0 or self.colsample_bynode != 1.0
+
+    def tree_mask(self):
+        """Features one tree may use.
+
+        Returns
+        -------
+        mask : ndarray of shape (n_features,), uint8, or None
+            Exactly ``max(1, round(colsample_bytree * n_features))`` ones, or
+            None (all features, no random draw) when ``colsample_bytree == 1``.
+        """
+        if self.colsample_bytree == 1.0:
+            return None
+        n = self.n_features
+        size = min(n, _n_chosen(self.colsample_bytree, n))
+        return _draw_mask(self.rng, n, size).view(np.uint8)
+
+    def node_mask(self, tree_mask):
+        """Features one node's split search may use.
+
+        Parameters
+        ----------
+        tree_mask : ndarray of shape (n_features,), uint8, or None
+            The tree's mask from :meth:`tree_mask` (None: all features).
+
+        Returns
+        -------
+        mask : ndarray of shape (n_features,), uint8, or None
+            ``max(1, round(colsample_bynode * n_allowed))`` ones chosen
+            uniformly without replacement among the features allowed by
+            ``tree_mask``; ``tree_mask`` itself (possibly None, no random draw)
+            when ``colsample_bynode == 1``.
+        """
+        if tree_mask is not None:
+            tree_mask = np.asarray(tree_mask)
+            if tree_mask.shape != (self.n_features,):
+                raise ValueError(f"tree_mask must have shape ({self.n_features},), "
+                                 f"got {tree_mask.shape}.")
+        if self.colsample_bynode == 1.0:
+            return tree_mask
+        if tree_mask is None:
+            allowed = np.arange(self.n_features)
+        else:
+            allowed = np.flatnonzero(tree_mask)
+            if allowed.size == 0:
+                raise ValueError("tree_mask allows no feature.")
+        size = min(allowed.size, _n_chosen(self.colsample_bynode, allowed.size))
+        mask = np.zeros(self.n_features, dtype=np.uint8)
+        mask[allowed[self.rng.choice(allowed.size, size, replace=False, shuffle=False)]] = 1
+        return mask
