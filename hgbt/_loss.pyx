@@ -214,51 +214,23 @@ def huber_gradients(
             hessians[i] = w
 
 
-def poisson_gradients(
-    const Y_DTYPE_C[::1] y_true,
-    const Y_DTYPE_C[::1] raw_prediction,
-    const Y_DTYPE_C[::1] sample_weight,
-    G_H_DTYPE_C[::1] gradients,
-    G_H_DTYPE_C[::1] hessians,
-    int n_threads,
-):
-    """Poisson, log link: g = w (exp(raw) - y), h = w exp(raw)."""
-    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], False)
-    cdef Py_ssize_t i
-    cdef double w
-    cdef grad_hess gh
-    cdef bint weighted = sample_weight.shape[0] > 0
-    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
-        w = sample_weight[i] if weighted else 1.0
-        gh = _poisson(y_true[i], raw_prediction[i])
-        gradients[i] = w * gh.gradient
-        hessians[i] = w * gh.hessian
+# Kinds of smooth per-row losses served by smooth_gradients (see losses.py).
+POISSON, GAMMA, TWEEDIE, BINARY_LOG_LOSS = 0, 1, 2, 3
 
 
-def gamma_gradients(
-    const Y_DTYPE_C[::1] y_true,
-    const Y_DTYPE_C[::1] raw_prediction,
-    const Y_DTYPE_C[::1] sample_weight,
-    G_H_DTYPE_C[::1] gradients,
-    G_H_DTYPE_C[::1] hessians,
-    int n_threads,
-):
-    """Gamma, log link: g = w (1 - y exp(-raw)), h = w y exp(-raw)."""
-    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], False)
-    cdef Py_ssize_t i
-    cdef double w
-    cdef grad_hess gh
-    cdef bint weighted = sample_weight.shape[0] > 0
-    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
-        w = sample_weight[i] if weighted else 1.0
-        gh = _gamma(y_true[i], raw_prediction[i])
-        gradients[i] = w * gh.gradient
-        hessians[i] = w * gh.hessian
+cdef inline grad_hess _smooth(int kind, double y, double raw, double power) noexcept nogil:
+    # The kind is the same for every row: this branch is always predicted.
+    if kind == 0:
+        return _poisson(y, raw)
+    if kind == 1:
+        return _gamma(y, raw)
+    if kind == 2:
+        return _tweedie(y, raw, power)
+    return _binary(y, raw)
 
 
-def tweedie_gradients(
+def smooth_gradients(
+    int kind,
     const Y_DTYPE_C[::1] y_true,
     const Y_DTYPE_C[::1] raw_prediction,
     const Y_DTYPE_C[::1] sample_weight,
@@ -267,9 +239,15 @@ def tweedie_gradients(
     double power,
     int n_threads,
 ):
-    """Tweedie (1 <= power <= 2), log link, mu = exp(raw):
+    """Gradients and hessians of a smooth loss with a per-row hessian.
 
-    g = w (mu^(2-p) - y mu^(1-p)), h = w ((2-p) mu^(2-p) + (p-1) y mu^(1-p)).
+    - POISSON, log link: g = w (exp(raw) - y), h = w exp(raw).
+    - GAMMA, log link: g = w (1 - y exp(-raw)), h = w y exp(-raw).
+    - TWEEDIE (1 <= power <= 2), log link, mu = exp(raw):
+      g = w (mu^(2-p) - y mu^(1-p)), h = w ((2-p) mu^(2-p) + (p-1) y mu^(1-p)).
+    - BINARY_LOG_LOSS on log-odds: g = w (p - y), h = w p (1 - p), p = sigmoid(raw).
+
+    ``power`` is used by TWEEDIE only.
     """
     cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
                                       gradients.shape[0], hessians.shape[0], False)
@@ -279,29 +257,7 @@ def tweedie_gradients(
     cdef bint weighted = sample_weight.shape[0] > 0
     for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
         w = sample_weight[i] if weighted else 1.0
-        gh = _tweedie(y_true[i], raw_prediction[i], power)
-        gradients[i] = w * gh.gradient
-        hessians[i] = w * gh.hessian
-
-
-def binary_log_loss_gradients(
-    const Y_DTYPE_C[::1] y_true,
-    const Y_DTYPE_C[::1] raw_prediction,
-    const Y_DTYPE_C[::1] sample_weight,
-    G_H_DTYPE_C[::1] gradients,
-    G_H_DTYPE_C[::1] hessians,
-    int n_threads,
-):
-    """Binary log loss on log-odds: g = w (p - y), h = w p (1 - p), p = sigmoid(raw)."""
-    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], False)
-    cdef Py_ssize_t i
-    cdef double w
-    cdef grad_hess gh
-    cdef bint weighted = sample_weight.shape[0] > 0
-    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
-        w = sample_weight[i] if weighted else 1.0
-        gh = _binary(y_true[i], raw_prediction[i])
+        gh = _smooth(kind, y_true[i], raw_prediction[i], power)
         gradients[i] = w * gh.gradient
         hessians[i] = w * gh.hessian
 

@@ -40,14 +40,15 @@ from scipy.special import expit, logsumexp, softmax, xlogy
 
 from ._loss import (
     absolute_error_gradients,
-    binary_log_loss_gradients,
-    gamma_gradients,
     huber_gradients,
     multinomial_log_loss_gradients,
-    poisson_gradients,
     quantile_gradients,
     squared_error_gradients,
-    tweedie_gradients,
+    smooth_gradients,
+    POISSON,
+    GAMMA,
+    TWEEDIE,
+    BINARY_LOG_LOSS,
 )
 from ._types import G_H_DTYPE, Y_DTYPE
 
@@ -438,8 +439,8 @@ class PoissonLoss(_LogLinkLoss):
         self._check_non_negative(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        poisson_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                          hessians[0], n_threads)
+        smooth_gradients(POISSON, y, raw_prediction[0], self._weights(), gradients[0],
+                         hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(_poisson_half_deviance(y, raw_prediction[0]), self.sample_weight)
@@ -458,8 +459,8 @@ class GammaLoss(_LogLinkLoss):
         self._check_positive(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        gamma_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                        hessians[0], n_threads)
+        smooth_gradients(GAMMA, y, raw_prediction[0], self._weights(), gradients[0],
+                         hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(_gamma_half_deviance(y, raw_prediction[0]), self.sample_weight)
@@ -488,8 +489,8 @@ class TweedieLoss(_LogLinkLoss):
             self._check_positive(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        tweedie_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                          hessians[0], self.power, n_threads)
+        smooth_gradients(TWEEDIE, y, raw_prediction[0], self._weights(), gradients[0],
+                         hessians[0], self.power, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(_tweedie_half_deviance(y, raw_prediction[0], self.power),
@@ -521,8 +522,8 @@ class BinaryLogLoss(BaseLoss):
         return np.array([logit], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        binary_log_loss_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                                  hessians[0], n_threads)
+        smooth_gradients(BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),
+                         gradients[0], hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         raw = raw_prediction[0]
