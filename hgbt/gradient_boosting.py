@@ -188,10 +188,9 @@ class BaseHistGBDT(BaseEstimator):
             scorer = Scorer(self, self.scoring if early_stopping else "loss", self._seed)
             X_score, y_score, w_score = scorer.subsample_train(X, self._decode(y),
                                                                sample_weight)
-            val_loss = None if X_val is None else self._make_loss(w_val)
             if not warm:
                 self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
-                                    val_loss, raw_val, X_val, y_val, w_val)
+                                    raw_val, X_val, y_val, w_val)
         start = time.perf_counter()
         for iteration in range(len(self._predictors), self.max_iter):
             # Sampling draws from a generator seeded by (seed, round), so a
@@ -214,7 +213,7 @@ class BaseHistGBDT(BaseEstimator):
                     tree.predict_add(X_val, raw_val[k], n_threads)
             if scorer is not None:
                 self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
-                                    val_loss, raw_val, X_val, y_val, w_val)
+                                    raw_val, X_val, y_val, w_val)
             self._report(iteration, start)
             if scorer is not None:
                 if early_stopping and should_stop(
@@ -256,12 +255,12 @@ class BaseHistGBDT(BaseEstimator):
         return tree
 
     def _record_scores(self, scorer, loss, raw, X_score, y_score, y_encoded, w_score,
-                       val_loss, raw_val, X_val, y_val, w_val):
+                       raw_val, X_val, y_val, w_val):
         self._train_scores.append(
             scorer.score(loss, raw, X_score, y_score, y_encoded, w_score))
         if raw_val is not None:
             self._val_scores.append(scorer.score(
-                val_loss, raw_val, X_val, self._decode(y_val), y_val, w_val))
+                loss.reweighted(w_val), raw_val, X_val, self._decode(y_val), y_val, w_val))
 
     def _report(self, iteration, start):
         period = 1 if self.verbose is True else int(self.verbose)

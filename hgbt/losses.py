@@ -35,6 +35,8 @@ losses the true hessian is 0 almost everywhere (Huber: outside ``delta``);
 import math
 import numbers
 
+import copy
+
 import numpy as np
 from scipy.special import expit, logsumexp, softmax, xlogy
 
@@ -78,6 +80,14 @@ class BaseLoss:
     def constant_hessian(self):
         """Whether the hessian is one constant for every row (counts suffice)."""
         return self.sample_weight is None and self.hessian_is_constant_unweighted
+
+    def reweighted(self, sample_weight):
+        """The same loss, fitted state included (e.g. Huber's ``delta_``),
+        for other rows with weights ``sample_weight``: scores a validation set
+        exactly as the training rows are scored."""
+        other = copy.copy(self)
+        other.sample_weight = sample_weight
+        return other
 
     def _weights(self):
         return _NO_WEIGHT if self.sample_weight is None else self.sample_weight

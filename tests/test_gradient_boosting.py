@@ -264,3 +264,18 @@ def test_custom_objective_on_large_data_and_verbose(capsys):
     with pytest.raises(ValueError, match="loss"):
         HistGBDTRegressor(loss=lambda yt, r, w: (r - yt, np.ones_like(r)),
                           early_stopping=True, max_iter=5).fit(X, y)
+
+
+def test_validation_scored_like_training_rows():
+    # Adaptive Huber: the validation loss uses the training rounds' delta.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 3))
+    y = X[:, 0] + rng.standard_t(2, size=4000)
+    X_val, y_val = X[:1000] + 0.01, y[:1000]
+    m = HistGBDTRegressor(loss="huber", max_iter=10, random_state=0).fit(
+        X, y, X_val=X_val, y_val=y_val)
+    loss = m._make_loss(None)
+    raw_before_last_tree = list(m._staged_raw_predict(X))[-2]
+    loss.gradients(y, raw_before_last_tree, *loss.allocate(len(y)), 1)  # last round's delta_
+    val = loss.reweighted(None).loss(y_val, m._raw_predict(X_val))
+    np.testing.assert_allclose(m.validation_score_[-1], -val, rtol=1e-9)
