@@ -82,10 +82,10 @@ def test_validation_arguments_checked(task):
 def test_warm_start_equals_one_long_fit(task, extra):
     X, y, X_test, _ = task
     params = dict(early_stopping=False, random_state=0, **extra)
-    full = HistGBDTRegressor(max_iter=40, **params).fit(X, y)
-    warm = HistGBDTRegressor(max_iter=20, warm_start=True, **params).fit(X, y)
-    warm.set_params(max_iter=40).fit(X, y)
-    assert warm.n_iter_ == 40
+    full = HistGBDTRegressor(max_iter=100, **params).fit(X, y)
+    warm = HistGBDTRegressor(max_iter=50, warm_start=True, **params).fit(X, y)
+    warm.set_params(max_iter=100).fit(X, y)
+    assert warm.n_iter_ == 100
     assert _same_model(full, warm)
     assert np.array_equal(full.predict(X_test), warm.predict(X_test))
 
