@@ -9,7 +9,8 @@ to the thread count. Within a repeat the libraries run one after another
 the machine affects every library alike. Data are generated once into
 ``benchmarks/.cache/`` as ``.npy`` files and loaded by the workers, so data
 generation is never timed. Each worker prints one JSON line: fit time, predict
-time on the test set, test metric and the process's peak RSS.
+time on the test set (``predict`` for regression, ``predict_proba`` for
+classification), the test metrics and the process's peak RSS.
 
 The parent takes per-library medians and writes one section per task into the
 output file, between ``<!-- bench:TASK:start -->`` / ``<!-- bench:TASK:end -->``
@@ -17,7 +18,8 @@ markers; everything outside the markers is left untouched.
 
 Only the standard library and numpy are used for measuring (no benchmarking
 framework). To add a task, add a ``Task`` to ``TASKS`` (and, for a new kind of
-task, an estimator class and parameter mapping per library in ``LIBS``).
+task, an estimator class per library in ``LIBS``, its prediction method in
+``PREDICT_METHOD`` and any objective the mapping needs).
 """
 import argparse
 import datetime
@@ -56,10 +58,42 @@ def _rmse(y_true, y_pred):
     return float(np.sqrt(np.mean(diff * diff)))
 
 
+# Classification metrics take integer labels 0..K-1 and predict_proba's
+# (n, K) output (K = 2 for binary). NumPy only, so that no worker imports
+# scikit-learn just for scoring.
+
+def _auc(y_true, proba):
+    """ROC AUC of the positive-class column (Mann-Whitney U, ties averaged)."""
+    _, inverse, counts = np.unique(proba[:, 1], return_inverse=True,
+                                   return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
+    pos = np.asarray(y_true) == 1
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _log_loss(y_true, proba):
+    p = np.asarray(proba, dtype=np.float64)[np.arange(len(y_true)), y_true]
+    return float(-np.mean(np.log(np.clip(p, 1e-15, 1.0))))
+
+
+def _accuracy(y_true, proba):
+    return float(np.mean(np.argmax(proba, axis=1) == y_true))
+
+
 METRICS = {
-    # name -> (function(y_true, prediction), estimator method giving prediction)
-    "rmse": (_rmse, "predict"),
+    # name -> (column label, function(y_true, prediction))
+    "rmse": ("RMSE", _rmse),
+    "auc": ("AUC", _auc),
+    "logloss": ("log-loss", _log_loss),
+    "accuracy": ("accuracy", _accuracy),
 }
+# Estimator method whose output is timed as "predict" and scored, per task kind.
+PREDICT_METHOD = {"regression": "predict", "binary": "predict_proba",
+                  "multiclass": "predict_proba"}
+# --n-samples / --n-test are the sizes of the 1M-train / 200k-test tasks; tasks
+# with other default sizes are scaled in proportion.
+REF_N_TRAIN, REF_N_TEST = 1_000_000, 200_000
 
 
 @dataclass(frozen=True)
@@ -68,16 +102,23 @@ class Task:
 
     ``generator`` names a function ``f(n_samples, random_state=..., **data_kwargs)
     -> (X, y)``; it is called once with ``n_train + n_test`` rows and the last
-    ``n_test`` rows become the test set.
+    ``n_test`` rows become the test set. ``n_train`` / ``n_test`` are the
+    full-size defaults, scaled by ``--n-samples`` / ``--n-test`` (see ``sizes``).
     """
     name: str                 # also the marker name in RESULTS.md
     title: str                # section heading; {n_train} is substituted
-    kind: str                 # "regression" (later: "binary", "multiclass")
+    kind: str                 # "regression", "binary" or "multiclass"
     generator: str            # "module:function"
     data_kwargs: dict
     random_state: int
-    metric: str               # key of METRICS
+    metrics: tuple            # keys of METRICS, one table column each
+    n_train: int = REF_N_TRAIN
+    n_test: int = REF_N_TEST
     params: dict = field(default_factory=dict)  # library-neutral hyperparameters
+
+
+MODEL = dict(n_rounds=100, max_leaves=31, learning_rate=0.1, max_bins=255,
+             min_samples_leaf=20, l2=0.0)
 
 
 TASKS = {
@@ -89,19 +130,47 @@ TASKS = {
             generator="hgbt.datasets:make_regression_task",
             data_kwargs=dict(n_features=28, missing_fraction=0.05, dtype="float32"),
             random_state=0,
-            metric="rmse",
-            params=dict(n_rounds=100, max_leaves=31, learning_rate=0.1, max_bins=255,
-                        min_samples_leaf=20, l2=0.0),
+            metrics=("rmse",),
+            params=MODEL,
         ),
-        # Later: Task(name="higgs", kind="binary", metric="logloss", ...),
-        #        Task(name="multiclass", ...), Task(name="categorical", ...).
+        Task(
+            name="binary",
+            title="Binary classification (Higgs-shaped): {n_train:,} x 28 float32",
+            kind="binary",
+            generator="hgbt.datasets:make_binary_task",
+            data_kwargs=dict(n_features=28, dtype="float32"),
+            random_state=0,
+            metrics=("auc", "logloss"),
+            params=MODEL,
+        ),
+        Task(
+            name="multiclass",
+            title="Multiclass classification: {n_train:,} x 50 float32, 10 classes",
+            kind="multiclass",
+            generator="hgbt.datasets:make_multiclass_task",
+            data_kwargs=dict(n_features=50, n_classes=10, dtype="float32"),
+            random_state=0,
+            metrics=("accuracy", "logloss"),
+            n_train=200_000,
+            n_test=50_000,
+            params=MODEL,
+        ),
     ]
 }
+
+
+def sizes(task, args):
+    """(n_train, n_test) for ``task``: its defaults scaled by the command line."""
+    return (max(1, round(task.n_train * args.n_samples / REF_N_TRAIN)),
+            max(1, round(task.n_test * args.n_test / REF_N_TEST)))
 
 
 # --------------------------------------------------------------------------
 # Libraries: estimator class per task kind and the parameter mapping
 # --------------------------------------------------------------------------
+
+# Classifiers take the regressors' parameters. LightGBM and XGBoost are also given
+# their log-loss objective explicitly (regression keeps the default squared error).
 
 def _hgbt_kwargs(task, n_threads):
     p = task.params
@@ -124,9 +193,18 @@ def _sklearn_kwargs(task, n_threads):
                 random_state=0)
 
 
+LIGHTGBM_OBJECTIVES = {"binary": "binary", "multiclass": "multiclass"}
+XGBOOST_OBJECTIVES = {"binary": "binary:logistic", "multiclass": "multi:softprob"}
+
+
+def _objective(objectives, task):
+    return {"objective": objectives[task.kind]} if task.kind in objectives else {}
+
+
 def _lightgbm_kwargs(task, n_threads):
     p = task.params
-    return dict(n_estimators=p["n_rounds"], learning_rate=p["learning_rate"],
+    return dict(**_objective(LIGHTGBM_OBJECTIVES, task),
+                n_estimators=p["n_rounds"], learning_rate=p["learning_rate"],
                 num_leaves=p["max_leaves"], max_depth=-1, max_bin=p["max_bins"],
                 min_child_samples=p["min_samples_leaf"], min_child_weight=1e-3,
                 reg_lambda=p["l2"], reg_alpha=0.0, min_split_gain=0.0,
@@ -139,11 +217,15 @@ def _xgboost_kwargs(task, n_threads):
     # hessian sum in a child). For squared error every row has hessian 1, so
     # min_child_weight = min_samples_leaf is the exact equivalent of
     # min_samples_leaf=20 (and implies the others' 1e-3 hessian floor).
-    # (For logloss tasks the hessian is p(1-p) <= 0.25 per row and the mapping
-    # is only approximate.) max_bin=256: XGBoost keeps missing values out of its
-    # bins; the others use 255 value bins plus one for missing values.
+    # The same stand-in is used for the log-loss tasks, where it is stricter than
+    # 20 rows: a row's hessian is p(1-p) <= 0.25 for binary:logistic and
+    # 2p(1-p) <= 0.5 per class for multi:softprob, so leaves need >= 80 / >= 40
+    # rows (more where predictions are confident); see README.md.
+    # max_bin=256: XGBoost keeps missing values out of its bins; the others use
+    # 255 value bins plus one for missing values.
     p = task.params
-    return dict(tree_method="hist", grow_policy="lossguide",
+    return dict(**_objective(XGBOOST_OBJECTIVES, task),
+                tree_method="hist", grow_policy="lossguide",
                 max_leaves=p["max_leaves"], max_depth=0, max_bin=p["max_bins"] + 1,
                 n_estimators=p["n_rounds"], learning_rate=p["learning_rate"],
                 reg_lambda=p["l2"], reg_alpha=0.0, gamma=0.0,
@@ -161,16 +243,24 @@ class Lib:
     kwargs: object      # function(task, n_threads) -> estimator kwargs
 
 
+def _classes(regressor, classifier):  # task kind -> "module:Class"
+    return {"regression": regressor, "binary": classifier, "multiclass": classifier}
+
+
 LIBS = {
     "hgbt": Lib("hgbt", "hgbt", "hgbt",
-                {"regression": "hgbt:HistGBDTRegressor"}, _hgbt_kwargs),
+                _classes("hgbt:HistGBDTRegressor", "hgbt:HistGBDTClassifier"),
+                _hgbt_kwargs),
     "sklearn": Lib("scikit-learn", "sklearn", "scikit-learn",
-                   {"regression": "sklearn.ensemble:HistGradientBoostingRegressor"},
+                   _classes("sklearn.ensemble:HistGradientBoostingRegressor",
+                            "sklearn.ensemble:HistGradientBoostingClassifier"),
                    _sklearn_kwargs),
     "lightgbm": Lib("LightGBM", "lightgbm", "lightgbm",
-                    {"regression": "lightgbm:LGBMRegressor"}, _lightgbm_kwargs),
+                    _classes("lightgbm:LGBMRegressor", "lightgbm:LGBMClassifier"),
+                    _lightgbm_kwargs),
     "xgboost": Lib("XGBoost", "xgboost", "xgboost",
-                   {"regression": "xgboost:XGBRegressor"}, _xgboost_kwargs),
+                   _classes("xgboost:XGBRegressor", "xgboost:XGBClassifier"),
+                   _xgboost_kwargs),
 }
 
 
@@ -195,6 +285,18 @@ def _data_dir(task, n_train, n_test, cache_dir):
     return Path(cache_dir) / f"{task.name}-{n_train}-{n_test}-{digest}"
 
 
+def _class_baseline(y_train, y_test):
+    """Test scores of predicting the training class frequencies for every row."""
+    y_train, y_test = y_train.astype(np.int64), y_test.astype(np.int64)
+    n_classes = int(max(y_train.max(), y_test.max())) + 1
+    prior = np.bincount(y_train, minlength=n_classes) / len(y_train)
+    proba = np.broadcast_to(prior, (len(y_test), n_classes))
+    return dict(class_fractions=(np.bincount(y_test, minlength=n_classes)
+                                 / len(y_test)).tolist(),
+                prior_logloss=_log_loss(y_test, proba),
+                prior_accuracy=_accuracy(y_test, proba))
+
+
 def make_data(task, n_train, n_test, cache_dir):
     """Generate the task's train/test arrays once (runs in a subprocess).
 
@@ -211,9 +313,12 @@ def make_data(task, n_train, n_test, cache_dir):
                                        random_state=task.random_state, **kwargs)
         arrays = dict(X_train=X[:n_train], y_train=y[:n_train],
                       X_test=X[n_train:], y_test=y[n_train:])
-        meta = dict(y_test_std=float(np.std(arrays["y_test"])),
-                    nan_fraction=float(np.isnan(X).mean()),
+        meta = dict(nan_fraction=float(np.isnan(X).mean()),
                     shapes={k: list(v.shape) for k, v in arrays.items()})
+        if task.kind == "regression":
+            meta["y_test_std"] = float(np.std(arrays["y_test"]))
+        else:
+            meta.update(_class_baseline(arrays["y_train"], arrays["y_test"]))
         tmp = path.with_name(path.name + f".tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -263,7 +368,9 @@ def run_worker(lib_name, task, data_dir, n_threads):
     # Fully loaded (not memory-mapped) so that page faults on the input are not
     # part of the timed fit. The arrays count towards the peak RSS.
     data = {a: np.load(Path(data_dir) / f"{a}.npy") for a in ARRAYS}
-    metric, method = METRICS[task.metric]
+    if task.kind != "regression":  # labels 0..K-1 (stored as float64)
+        data["y_train"] = data["y_train"].astype(np.int64)
+        data["y_test"] = data["y_test"].astype(np.int64)
     estimator = estimator_class(**lib.kwargs(task, n_threads))
     rss_before_fit = _peak_rss_mb()
 
@@ -274,7 +381,7 @@ def run_worker(lib_name, task, data_dir, n_threads):
 
     gc.collect()
     t0 = time.perf_counter()
-    prediction = getattr(estimator, method)(data["X_test"])
+    prediction = getattr(estimator, PREDICT_METHOD[task.kind])(data["X_test"])
     predict_s = time.perf_counter() - t0
 
     result = dict(
@@ -282,7 +389,7 @@ def run_worker(lib_name, task, data_dir, n_threads):
         n_train=int(data["X_train"].shape[0]), n_test=int(data["X_test"].shape[0]),
         n_threads=n_threads, omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
         fit_s=fit_s, fit_cpu_s=fit_cpu_s, predict_s=predict_s,
-        metric=task.metric, score=metric(data["y_test"], prediction),
+        scores={m: METRICS[m][1](data["y_test"], prediction) for m in task.metrics},
         peak_rss_mb=_peak_rss_mb(), peak_rss_before_fit_mb=rss_before_fit,
         vmhwm_mb=_vmhwm_mb(),
         import_s=import_s,
@@ -327,8 +434,9 @@ def spawn_worker(lib_name, task, data_dir, n_threads, timeout):
 
 
 def spawn_make_data(task, args):
+    n_train, n_test = sizes(task, args)
     result = _spawn(["--make-data", "--task", task.name, "--n-samples",
-                     str(args.n_samples), "--n-test", str(args.n_test),
+                     str(n_train), "--n-test", str(n_test),
                      "--cache-dir", str(args.cache_dir)],
                     args.n_threads, None, stderr_to_console=True)
     if "error" in result:
@@ -411,17 +519,39 @@ def _fmt_range(values):
     return f"{_fmt_s(med)} [{_fmt_s(min(values))}–{_fmt_s(max(values))}]"
 
 
+def _data_note(task, data):
+    """What a constant prediction scores on the test set, and the NaN share."""
+    fracs, d = data.get("class_fractions", []), data
+    if task.kind == "regression":
+        note = f"test-target std {d['y_test_std']:.4f} = RMSE of a constant prediction"
+    elif task.kind == "binary":
+        note = (f"{fracs[1]:.1%} positive in the test set; predicting the training "
+                f"positive rate gives log-loss {d['prior_logloss']:.4f} and AUC 0.5")
+    else:
+        note = (f"{len(fracs)} classes, {min(fracs):.1%}–{max(fracs):.1%} each in the "
+                f"test set; predicting the training class frequencies gives log-loss "
+                f"{d['prior_logloss']:.4f}, accuracy {d['prior_accuracy']:.4f}")
+    nan = data["nan_fraction"]
+    return f"{note}; " + (f"{nan:.1%} of X is NaN" if nan else "no missing values")
+
+
 def render_section(task, args, runs, skipped, data, command):
     """Markdown for one task's section (without the markers)."""
     libs = [lib for lib in args.libs if lib not in skipped]
     ok = {lib: [r for r in runs if r["lib"] == lib and "error" not in r] for lib in libs}
     failed = {lib: [r for r in runs if r["lib"] == lib and "error" in r] for lib in libs}
     med = {lib: {k: statistics.median(r[k] for r in ok[lib])
-                 for k in ("fit_s", "predict_s", "score", "peak_rss_mb")}
+                 for k in ("fit_s", "predict_s", "peak_rss_mb")}
            for lib in libs if ok[lib]}
-    n_train = args.n_samples
+    for lib in med:
+        med[lib].update({m: statistics.median(r["scores"][m] for r in ok[lib])
+                         for m in task.metrics})
+    n_train, n_test = sizes(task, args)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     p = task.params
+    metric_cols = "".join(f"| test {METRICS[m][0]} " for m in task.metrics)
+    metric_run_cols = "".join(f"| {METRICS[m][0]} " for m in task.metrics)
+    metric_align, blank_metrics = "---:|" * len(task.metrics), "| " * len(task.metrics)
 
     versions = [f"Python {platform.python_version()}", f"numpy {np.__version__}"]
     for name, lib in LIBS.items():
@@ -431,6 +561,11 @@ def render_section(task, args, runs, skipped, data, command):
             v += f" ({git})" if git else ""
         versions.append(f"{lib.label} {v or 'not installed'}")
 
+    n_classes = len(data.get("class_fractions", []))
+    loss = {"binary": "binary log-loss (one tree per round), ", "multiclass":
+            f"multinomial log-loss ({n_classes} trees per round), "}.get(task.kind, "")
+    predicted = ("predict time is" if task.kind == "regression" else
+                 "predict time is `predict_proba`")
     data_kwargs = ", ".join(f"{k}={v!r}" for k, v in task.data_kwargs.items())
     lines = [
         f"## {task.title.format(n_train=n_train)}",
@@ -439,31 +574,28 @@ def render_section(task, args, runs, skipped, data, command):
         "",
         f"- **Machine**: {machine_description()}",
         f"- **Versions**: {'; '.join(versions)}",
-        f"- **Data**: `{task.generator.replace(':', '.')}(n_samples={n_train + args.n_test:_}, "
+        f"- **Data**: `{task.generator.replace(':', '.')}(n_samples={n_train + n_test:_}, "
         f"{data_kwargs}, random_state={task.random_state})`; the first {n_train:,} rows "
-        f"train, the last {args.n_test:,} rows are the test set (test-target std "
-        f"{data['y_test_std']:.4f} = RMSE of a constant prediction; "
-        f"{data['nan_fraction']:.1%} of X is NaN).",
-        f"- **Model**: {p['n_rounds']} rounds, {p['max_leaves']} leaves (leaf-wise, no "
-        f"depth limit), learning rate {p['learning_rate']}, {p['max_bins']} bins, "
+        f"train, the last {n_test:,} rows are the test set ({_data_note(task, data)}).",
+        f"- **Model**: {loss}{p['n_rounds']} rounds, {p['max_leaves']} leaves (leaf-wise, "
+        f"no depth limit), learning rate {p['learning_rate']}, {p['max_bins']} bins, "
         f"min {p['min_samples_leaf']} samples per leaf, L2 {p['l2']}, no early stopping; "
         f"{args.n_threads} threads (`OMP_NUM_THREADS={args.n_threads}`).",
         f"- **Protocol**: {args.repeats} repeat(s); each (library, repeat) fitted in a "
         f"fresh process; libraries run round-robin within a repeat, starting library "
         f"rotated each repeat. Fit time includes binning / dataset construction; "
-        f"predict time is on the {args.n_test:,}-row test set. Peak RSS is the worker "
+        f"{predicted} on the {n_test:,}-row test set. Peak RSS is the worker "
         f"process's `ru_maxrss` (includes the interpreter, the library and the "
         f"loaded train/test arrays).",
         "",
         f"| library | fit s median [min–max] | predict s median [min–max] "
-        f"| test {task.metric.upper()} | peak RSS MB | fit ratio hgbt/lib "
-        f"| predict ratio hgbt/lib |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        f"{metric_cols}| peak RSS MB | fit ratio hgbt/lib | predict ratio hgbt/lib |",
+        f"|---|---:|---:|{metric_align}---:|---:|---:|",
     ]
     for lib in libs:
         label = LIBS[lib].label
         if not ok[lib]:
-            lines.append(f"| {label} | failed | | | | | |")
+            lines.append(f"| {label} | failed | {blank_metrics}| | | |")
             continue
         rs = ok[lib]
         label += f" {rs[0]['version']}"
@@ -473,10 +605,11 @@ def render_section(task, args, runs, skipped, data, command):
         if "hgbt" in med:
             fit_ratio = f"{med['hgbt']['fit_s'] / med[lib]['fit_s']:.2f}"
             pred_ratio = f"{med['hgbt']['predict_s'] / med[lib]['predict_s']:.2f}"
+        scores = "".join(f"| {med[lib][m]:.4f} " for m in task.metrics)
         lines.append(
             f"| {label} | {_fmt_range([r['fit_s'] for r in rs])} "
             f"| {_fmt_range([r['predict_s'] for r in rs])} "
-            f"| {med[lib]['score']:.4f} | {med[lib]['peak_rss_mb']:.0f} "
+            f"{scores}| {med[lib]['peak_rss_mb']:.0f} "
             f"| {fit_ratio} | {pred_ratio} |")
     lines.append("")
     lines.append("Ratios are hgbt median / library median: below 1 means hgbt is faster.")
@@ -491,6 +624,14 @@ def render_section(task, args, runs, skipped, data, command):
         lines.append("**hgbt fit time <= scikit-learn's: not measured** (hgbt and "
                      "scikit-learn must both run successfully).")
     notes = [f"{LIBS[lib].label} skipped: {why}." for lib, why in skipped.items()]
+    if task.kind != "regression" and "xgboost" in libs:
+        hess, h_max, per = (("p(1-p)", 0.25, "row") if task.kind == "binary" else
+                            ("2p(1-p)", 0.5, "row and class"))
+        notes.append(f"XGBoost has no row-count leaf limit; `min_child_weight="
+                     f"{p['min_samples_leaf']}` stands in for it as in the regression "
+                     f"task, but its log-loss hessian is {hess} <= {h_max} per {per}, so "
+                     f"its leaves need at least {p['min_samples_leaf'] / h_max:.0f} rows "
+                     f"(more where predictions are confident).")
     for lib in libs:
         for r in failed[lib]:
             err = r["error"].splitlines()
@@ -511,17 +652,18 @@ def render_section(task, args, runs, skipped, data, command):
     lines += ["", "<details><summary>Per-run measurements and estimator parameters"
               "</summary>", "",
               "| repeat | order | library | fit s | fit CPU s | predict s "
-              f"| {task.metric.upper()} | peak RSS MB | VmHWM MB | RSS before fit MB |",
-              "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+              f"{metric_run_cols}| peak RSS MB | VmHWM MB | RSS before fit MB |",
+              f"|---:|---:|---|---:|---:|---:|{metric_align}---:|---:|---:|"]
     for r in runs:
         label = LIBS[r["lib"]].label
         if "error" in r:
             lines.append(f"| {r['repeat']} | {r['order']} | {label} | failed "
-                         f"| | | | | | |")
+                         f"| | {blank_metrics}| | | |")
             continue
+        scores = "".join(f"| {r['scores'][m]:.4f} " for m in task.metrics)
         lines.append(
             f"| {r['repeat']} | {r['order']} | {label} | {r['fit_s']:.3f} "
-            f"| {r['fit_cpu_s']:.3f} | {r['predict_s']:.3f} | {r['score']:.4f} "
+            f"| {r['fit_cpu_s']:.3f} | {r['predict_s']:.3f} {scores}"
             f"| {r['peak_rss_mb']:.0f} | {r['vmhwm_mb'] or float('nan'):.0f} "
             f"| {r['peak_rss_before_fit_mb']:.0f} |")
     lines += ["", "```python"]
@@ -591,9 +733,9 @@ def run_task(task, args, command):
             if "error" in r:
                 print(f"{head}: FAILED {r['error']}", flush=True)
             else:
+                scores = "  ".join(f"{m} {v:.4f}" for m, v in r["scores"].items())
                 print(f"{head}: fit {r['fit_s']:8.3f} s  predict {r['predict_s']:7.3f} s"
-                      f"  {task.metric} {r['score']:.4f}  peak RSS "
-                      f"{r['peak_rss_mb']:.0f} MB", flush=True)
+                      f"  {scores}  peak RSS {r['peak_rss_mb']:.0f} MB", flush=True)
     body = render_section(task, args, runs, skipped, data, command)
     write_section(args.output, task.name, body)
     print(f"[{task.name}] wrote section to {args.output}", flush=True)
@@ -614,10 +756,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         description="Benchmark hgbt against scikit-learn, LightGBM and XGBoost "
                     "and (re)write the results file.")
-    parser.add_argument("--n-samples", type=int, default=1_000_000,
-                        help="training rows (default 1_000_000)")
-    parser.add_argument("--n-test", type=int, default=200_000,
-                        help="extra test rows from the same generator (default 200_000)")
+    parser.add_argument("--n-samples", type=int, default=REF_N_TRAIN,
+                        help="training rows of the regression and binary tasks "
+                             "(default 1_000_000); multiclass (200_000 by default) "
+                             "is scaled in proportion")
+    parser.add_argument("--n-test", type=int, default=REF_N_TEST,
+                        help="extra test rows from the same generator for the "
+                             "regression and binary tasks (default 200_000); "
+                             "multiclass (50_000 by default) is scaled in proportion")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--libs", type=_csv(list(LIBS)), default=list(LIBS),
                         help=f"comma-separated, default {','.join(LIBS)}")
