@@ -56,8 +56,10 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, warm_start=False, subsample=1.0,
                  data_sample_strategy="bagging", goss_top_rate=0.2, goss_other_rate=0.1,
-                 colsample_bytree=1.0, colsample_bynode=1.0, n_threads=None,
-                 random_state=None, verbose=0):
+                 colsample_bytree=1.0, colsample_bynode=1.0,
+                 categorical_features="from_dtype", max_cat_to_onehot=4, cat_smooth=10.0,
+                 monotonic_cst=None, interaction_cst=None, importance_type="gain",
+                 n_threads=None, random_state=None, verbose=0):
         self.loss = loss
         self.class_weight = class_weight
         self.learning_rate = learning_rate
@@ -83,6 +85,12 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         self.goss_other_rate = goss_other_rate
         self.colsample_bytree = colsample_bytree
         self.colsample_bynode = colsample_bynode
+        self.categorical_features = categorical_features
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.cat_smooth = cat_smooth
+        self.monotonic_cst = monotonic_cst
+        self.interaction_cst = interaction_cst
+        self.importance_type = importance_type
         self.n_threads = n_threads
         self.random_state = random_state
         self.verbose = verbose

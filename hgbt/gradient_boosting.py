@@ -1,5 +1,6 @@
 """The boosting machinery shared by the estimators: fit loop, early stopping,
 warm start, sampling, staged and raw prediction."""
+import itertools
 import time
 from numbers import Integral, Real
 
@@ -55,6 +56,13 @@ class BaseHistGBDT(BaseEstimator):
         "goss_other_rate": [Interval(Real, 0, 1, closed="right")],
         "colsample_bytree": [Interval(Real, 0, 1, closed="right")],
         "colsample_bynode": [Interval(Real, 0, 1, closed="right")],
+        "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
+        "max_cat_to_onehot": [Interval(Integral, 1, None, closed="left")],
+        "cat_smooth": [Interval(Real, 0, None, closed="left")],
+        "monotonic_cst": ["array-like", dict, None],
+        "interaction_cst": [list, tuple, StrOptions({"pairwise", "no_interactions"}),
+                            None],
+        "importance_type": [StrOptions({"gain", "split"})],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -116,6 +124,7 @@ class BaseHistGBDT(BaseEstimator):
         if X_val is None and sample_weight_val is not None:
             raise ValueError("sample_weight_val was given without X_val and y_val.")
         n_threads = effective_n_threads(self.n_threads)
+        self._interaction_groups_ = interaction_groups(self.interaction_cst, X.shape[1])
 
         if not warm:
             rng = check_random_state(self.random_state)
@@ -154,9 +163,11 @@ class BaseHistGBDT(BaseEstimator):
 
     def _early_stopping_enabled(self, n_samples, has_val):
         if self.early_stopping == "auto":
-            if self._custom_loss() and self.scoring == "loss":
-                return False  # a custom objective has no loss value to score
-            return has_val or n_samples > AUTO_EARLY_STOPPING_ROWS
+            if has_val:
+                return True
+            # A custom objective has no loss value to score.
+            return (n_samples > AUTO_EARLY_STOPPING_ROWS
+                    and not (self._custom_loss() and self.scoring == "loss"))
         return bool(self.early_stopping)
 
     def _custom_loss(self):
@@ -202,10 +213,16 @@ class BaseHistGBDT(BaseEstimator):
             loss.gradients(y, raw, gradients, hessians, n_threads)
             rows = row_sampler.sample(gradients, hessians) if row_sampler.active else None
             unsampled = None if rows is None else _complement(rows, n_samples)
+            refit_weight = sample_weight
+            if rows is not None and loss.needs_leaf_refit and row_sampler.needs_full_hessian:
+                # Leaf refits weight GOSS's up-weighted rows as the gradients do.
+                refit_weight = (np.ones(n_samples) if sample_weight is None
+                                else sample_weight.copy())
+                refit_weight[row_sampler.reweighted_rows] *= row_sampler.other_weight
             trees = []
             for k in range(k_trees):
                 trees.append(self._grow_tree(
-                    data, loss, y, sample_weight, raw[k], gradients[k], hessians[k],
+                    data, loss, y, refit_weight, raw[k], gradients[k], hessians[k],
                     rows, unsampled, X_binned, feature_sampler, n_threads))
             self._predictors.append(trees)
             if raw_val is not None:
@@ -226,7 +243,7 @@ class BaseHistGBDT(BaseEstimator):
         self.validation_score_ = np.asarray(
             self._val_scores if early_stopping and X_val is not None else [])
 
-    def _grow_tree(self, data, loss, y, sample_weight, raw, gradients, hessians, rows,
+    def _grow_tree(self, data, loss, y, refit_weight, raw, gradients, hessians, rows,
                    unsampled, X_binned, feature_sampler, n_threads):
         data.start_tree(gradients, hessians, rows)
         grower = TreeGrower(
@@ -237,7 +254,8 @@ class BaseHistGBDT(BaseEstimator):
             min_gain_to_split=self.min_gain_to_split,
             l1_regularization=self.l1_regularization,
             l2_regularization=self.l2_regularization, learning_rate=self.learning_rate,
-            feature_sampler=feature_sampler, n_threads=n_threads)
+            feature_sampler=feature_sampler,
+            interaction_groups=self._interaction_groups_, n_threads=n_threads)
         tree = grower.grow()
         leaves = grower.leaf_ids()
         if loss.needs_leaf_refit:
@@ -245,7 +263,7 @@ class BaseHistGBDT(BaseEstimator):
             # loss-optimal constant (weighted median / quantile of residuals).
             for leaf in leaves:
                 leaf_rows = data.node_rows(leaf)
-                w = None if sample_weight is None else sample_weight[leaf_rows]
+                w = None if refit_weight is None else refit_weight[leaf_rows]
                 tree.nodes["value"][leaf] = self.learning_rate * loss.refit_leaf(
                     y[leaf_rows], raw[leaf_rows], w)
         data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
@@ -311,6 +329,36 @@ class BaseHistGBDT(BaseEstimator):
             yield raw.copy()
 
 
+def interaction_groups(interaction_cst, n_features):
+    """Interaction constraints as a list of feature-index sets, or None.
+
+    Features listed in no group form one more group together.
+    """
+    if interaction_cst is None:
+        return None
+    if interaction_cst == "no_interactions":
+        groups = [{f} for f in range(n_features)]
+    elif interaction_cst == "pairwise":
+        groups = [set(pair) for pair in itertools.combinations(range(n_features), 2)]
+    else:
+        try:
+            groups = [set(group) for group in interaction_cst]
+        except TypeError:
+            raise ValueError("interaction_cst must be 'pairwise', 'no_interactions' or a "
+                             f"list of feature-index groups, got {interaction_cst!r}.")
+        for group in groups:
+            bad = [f for f in group if not (isinstance(f, Integral)
+                                            and not isinstance(f, bool)
+                                            and 0 <= f < n_features)]
+            if bad:
+                raise ValueError(f"interaction_cst holds invalid feature indices {bad}: "
+                                 f"indices must be integers in [0, {n_features - 1}].")
+    rest = set(range(n_features)).difference(*groups)
+    if rest:
+        groups.append(rest)
+    return groups
+
+
 def _complement(rows, n_samples):
     """Sorted rows not in ``rows`` (sorted)."""
     mask = np.ones(n_samples, dtype=bool)
@@ -334,7 +382,10 @@ COMMON_PARAMETERS_DOC = """\
     min_child_weight : float, default=1e-3
         Minimum sum of hessians in a leaf.
     min_gain_to_split : float, default=0.0
-        Gain a split must exceed (γ; subtracted from every split's gain).
+        Gain a split must exceed (γ; subtracted from every split's gain). The
+        gain is ½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)], half of
+        LightGBM's and XGBoost's: their ``min_split_gain`` / ``gamma`` of 2γ
+        equals hgbt's γ.
     l1_regularization : float, default=0.0
         L1 penalty α on leaf values: gradient sums are soft-thresholded by α
         in gains and leaf values.
@@ -344,7 +395,8 @@ COMMON_PARAMETERS_DOC = """\
         Maximum value bins per feature (2 to 255); missing values get one more.
     grow_policy : {'lossguide', 'depthwise'}, default='lossguide'
         'lossguide' splits the leaf with the largest gain first; 'depthwise'
-        grows level by level.
+        grows level by level (still capped by ``max_leaf_nodes``: set it to
+        None and use ``max_depth`` for XGBoost-style depth-wise trees).
     early_stopping : 'auto' or bool, default='auto'
         Stop when the validation score has not improved by more than ``tol``
         for ``n_iter_no_change`` rounds. 'auto' turns it on above 10,000
@@ -377,6 +429,29 @@ COMMON_PARAMETERS_DOC = """\
         Share of features each tree may split on.
     colsample_bynode : float, default=1.0
         Share of the tree's features each node may split on.
+    categorical_features : 'from_dtype', array-like or None, default='from_dtype'
+        Features split on category subsets rather than thresholds: a boolean
+        mask, integer indices, or feature names; 'from_dtype' takes pandas
+        ``category`` and polars ``Categorical``/``Enum`` columns. Categories
+        are non-negative integers (or the DataFrame's categories), at most
+        255 per feature.
+    max_cat_to_onehot : int, default=4
+        Categorical features with at most this many categories are split one
+        category against the rest; others by a scan of categories sorted by
+        gradient / (hessian + ``cat_smooth``).
+    cat_smooth : float, default=10.0
+        Smoothing added to the hessian when ordering categories.
+    monotonic_cst : array-like of int, dict or None, default=None
+        Per feature -1 (decreasing), 0 (none) or 1 (increasing) constraint on
+        the prediction; a dict maps feature indices or names to constraints.
+        Regression and binary classification only.
+    interaction_cst : {'pairwise', 'no_interactions'}, list of sets or None, default=None
+        Groups of feature indices allowed to interact: every path of a tree
+        uses features from one group only. Features in no group form one more
+        group together.
+    importance_type : {'gain', 'split'}, default='gain'
+        What ``feature_importances_`` sums per feature: split gains or the
+        number of splits.
     n_threads : int or None, default=None
         OpenMP threads the kernels use; None means all available cores (as
         limited by ``OMP_NUM_THREADS`` or threadpoolctl).

@@ -14,9 +14,9 @@ class _Node:
     """A node while the tree grows."""
 
     __slots__ = ("node_id", "depth", "sum_gradients", "sum_hessians", "count",
-                 "histogram", "split", "left", "right")
+                 "histogram", "split", "left", "right", "groups")
 
-    def __init__(self, node_id, depth, sum_gradients, sum_hessians, count):
+    def __init__(self, node_id, depth, sum_gradients, sum_hessians, count, groups=None):
         self.node_id = node_id
         self.depth = depth
         self.sum_gradients = sum_gradients
@@ -25,6 +25,7 @@ class _Node:
         self.histogram = None
         self.split = None
         self.left = self.right = None
+        self.groups = groups  # interaction groups still allowed on this path
 
 
 class TreeGrower:
@@ -51,6 +52,9 @@ class TreeGrower:
         Shrinkage applied to the leaf values.
     feature_sampler : FeatureSampler or None
         Draws the features a tree, and each of its nodes, may split on.
+    interaction_groups : list of sets of int, or None
+        Interaction constraints: a node may split only on features of the
+        groups that contain every feature used above it.
     n_threads : int
     """
 
@@ -58,7 +62,7 @@ class TreeGrower:
                  grow_policy="lossguide", max_leaf_nodes=31, max_depth=None,
                  min_samples_leaf=20, min_child_weight=1e-3, min_gain_to_split=0.0,
                  l1_regularization=0.0, l2_regularization=0.0, learning_rate=1.0,
-                 feature_sampler=None, n_threads=1):
+                 feature_sampler=None, interaction_groups=None, n_threads=1):
         self.data = data
         self.bin_thresholds = bin_thresholds
         self.n_bins_non_missing = n_bins_non_missing
@@ -72,6 +76,7 @@ class TreeGrower:
         self.l2_regularization = l2_regularization
         self.learning_rate = learning_rate
         self.feature_sampler = feature_sampler
+        self.interaction_groups = interaction_groups
         self.n_threads = n_threads
 
     def _may_split(self, node):
@@ -80,10 +85,14 @@ class TreeGrower:
         return (node.count >= 2 * self.min_samples_leaf
                 and node.sum_hessians >= 2 * self.min_child_weight)
 
-    def _feature_mask(self):
-        if self.feature_sampler is None:
-            return _ALL_FEATURES
-        mask = self.feature_sampler.node_mask(self._tree_mask)
+    def _feature_mask(self, node):
+        mask = (None if self.feature_sampler is None
+                else self.feature_sampler.node_mask(self._tree_mask))
+        if node.groups is not None:
+            allowed = np.zeros(self.data.n_features, dtype=np.uint8)
+            for g in node.groups:
+                allowed[list(self.interaction_groups[g])] = 1
+            mask = allowed if mask is None else mask & allowed
         return _ALL_FEATURES if mask is None else mask
 
     def _find_split(self, node, histogram):
@@ -91,7 +100,7 @@ class TreeGrower:
             histogram, self.n_bins_non_missing, node.sum_gradients,
             node.sum_hessians, node.count, self.l1_regularization,
             self.l2_regularization, self.min_gain_to_split, self.min_child_weight,
-            self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(),
+            self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(node),
             self.n_threads)
         if split["feature_idx"] < 0:
             self.data.release(histogram)
@@ -103,9 +112,13 @@ class TreeGrower:
 
     def _child(self, parent, side):
         s = parent.split
+        groups = parent.groups
+        if groups is not None:  # keep the groups that allow the split feature
+            f = int(s["feature_idx"])
+            groups = [g for g in groups if f in self.interaction_groups[g]]
         node = _Node(len(self._nodes), parent.depth + 1,
                      float(s["sum_gradients_" + side]), float(s["sum_hessians_" + side]),
-                     int(s["n_samples_" + side]))
+                     int(s["n_samples_" + side]), groups)
         self._nodes.append(node)
         return node
 
@@ -122,7 +135,9 @@ class TreeGrower:
         hist = data.node_histogram(0)
         totals = hist[0]  # every row falls in one bin of feature 0
         root = _Node(0, 0, float(totals["sum_gradients"].sum()),
-                     float(totals["sum_hessians"].sum()), int(totals["count"].sum()))
+                     float(totals["sum_hessians"].sum()), int(totals["count"].sum()),
+                     None if self.interaction_groups is None
+                     else list(range(len(self.interaction_groups))))
         self._nodes = [root]
         if self._may_split(root):
             self._find_split(root, hist)

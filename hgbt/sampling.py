@@ -104,9 +104,12 @@ class RowSampler:
 
     Notes
     -----
-    GOSS score ties are broken deterministically: a larger score first, then
-    the lower row index. Scores are computed in float64 (the product of two
-    float32 values is exact in float64), so ties are real ties.
+    GOSS rows tied at the top-``n_top`` threshold are chosen uniformly at
+    random (from ``rng``, so still reproducible): taking the first rows would
+    bias the sample when many scores tie (e.g. absolute error, where every
+    |g h| is the same) and the data are sorted. Scores are computed in float64
+    (the product of two float32 values is exact in float64), so ties are real
+    ties.
 
     If ``int(goss_top_rate * n) + int(goss_other_rate * n)`` is 0 (tiny
     ``n``), one top row is kept so a round is never empty.
@@ -228,7 +231,7 @@ class RowSampler:
         return score
 
     def _top_mask(self, score):
-        """Mask of the ``n_top`` largest scores; ties go to the lower row index."""
+        """Mask of the ``n_top`` largest scores; ties at the threshold drawn at random."""
         n, n_top = score.size, self.n_top
         if n_top >= n:
             return np.ones(n, dtype=bool)
@@ -239,7 +242,7 @@ class RowSampler:
         top = score > threshold
         n_missing = n_top - int(np.count_nonzero(top))  # >= 1 by construction
         ties = np.flatnonzero(score == threshold)
-        top[ties[:n_missing]] = True
+        top[self.rng.choice(ties, n_missing, replace=False)] = True
         return top
 
     def _sample_goss(self, gradients, hessians):
@@ -253,6 +256,7 @@ class RowSampler:
         drawn_mask[rest[self.rng.choice(rest.size, self.n_other, replace=False,
                                         shuffle=False)]] = True
         drawn = np.flatnonzero(drawn_mask)  # sorted: friendlier gather/scatter
+        self.reweighted_rows = drawn
         factor = G_H_DTYPE(self.other_weight)
         gradients[:, drawn] *= factor
         hessians[:, drawn] *= factor

@@ -279,3 +279,25 @@ def test_validation_scored_like_training_rows():
     loss.gradients(y, raw_before_last_tree, *loss.allocate(len(y)), 1)  # last round's delta_
     val = loss.reweighted(None).loss(y_val, m._raw_predict(X_val))
     np.testing.assert_allclose(m.validation_score_[-1], -val, rtol=1e-9)
+
+
+def test_goss_leaf_refit_uses_goss_weights(task, monkeypatch):
+    # Non-smooth losses re-fit leaves from their rows: GOSS's up-weighted rows
+    # must weigh (n - n_top) / n_other there too, as they do in the gradients.
+    from hgbt import losses
+    X, y, _, _ = task
+    seen = []
+    original = losses.AbsoluteError.refit_leaf
+
+    def spy(self, y_leaf, raw_leaf, weight):
+        seen.append(weight)
+        return original(self, y_leaf, raw_leaf, weight)
+
+    monkeypatch.setattr(losses.AbsoluteError, "refit_leaf", spy)
+    HistGBDTRegressor(loss="absolute_error", data_sample_strategy="goss", max_iter=2,
+                      goss_top_rate=0.2, goss_other_rate=0.1, early_stopping=False,
+                      random_state=0).fit(X, y)
+    weights = np.concatenate(seen)
+    factor = (len(y) - int(0.2 * len(y))) / int(0.1 * len(y))
+    assert set(np.round(np.unique(weights), 9)) == {1.0, round(factor, 9)}
+    assert np.isclose(np.mean(weights == 1.0), 2 / 3, atol=0.01)  # top 20% vs other 10%
