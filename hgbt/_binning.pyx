@@ -2,7 +2,7 @@
 from cython cimport floating
 from cython.parallel cimport prange
 
-from ._types cimport X_DTYPE_C, X_BINNED_DTYPE_C
+from ._types cimport X_DTYPE_C, X_BINNED_DTYPE_C, BITSET_WORD_C
 
 # Rows per parallel block: a block of a row-major X stays in cache while
 # every feature of it is binned.
@@ -63,3 +63,47 @@ def map_to_bins(
             for i in range(start, stop):
                 binned[i, f] = _find_bin(
                     X[i, f], &thresholds[f, 0], n_thresholds[f], missing_bin)
+
+
+def map_categories_to_bins(
+    const floating[:, :] X,
+    const Py_ssize_t[::1] features,
+    const BITSET_WORD_C[:, ::1] known,
+    X_BINNED_DTYPE_C missing_bin,
+    X_BINNED_DTYPE_C[::1, :] binned,
+    int n_threads,
+):
+    """Bin categorical columns: a known code is its own bin, the rest missing.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float32 or float64
+    features : ndarray of intp
+        The categorical columns to bin.
+    known : ndarray of shape (len(features), 8), uint32
+        Per listed feature, the bitset of the codes known at fit time.
+    missing_bin : int
+        Code given to NaN and to any value that is not a known code
+        (negative, non-integer, 256 or more, or unseen at fit time).
+    binned : ndarray of shape (n_samples, n_features), uint8, F-ordered
+        Output; only the listed columns are written.
+    n_threads : int
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_cat = features.shape[0]
+    cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef Py_ssize_t block, i, k, f, start, stop
+    cdef double x
+    cdef unsigned int code
+    for block in prange(n_blocks, nogil=True, schedule='static',
+                        num_threads=n_threads):
+        start = block * ROW_BLOCK
+        stop = min(start + ROW_BLOCK, n_samples)
+        for k in range(n_cat):
+            f = features[k]
+            for i in range(start, stop):
+                x = X[i, f]
+                binned[i, f] = missing_bin
+                if x >= 0.0 and x < 256.0:
+                    code = <unsigned int> x
+                    if <double> code == x and (known[k, code >> 5] >> (code & 31)) & 1:
+                        binned[i, f] = <X_BINNED_DTYPE_C> code

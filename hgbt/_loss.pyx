@@ -17,6 +17,14 @@ from libc.stdlib cimport free, malloc
 
 from ._types cimport G_H_DTYPE_C, Y_DTYPE_C
 
+# Rows below which a kernel runs on one thread: waking a team costs more
+# than the work, and far more when the cores are oversubscribed.
+DEF MIN_PARALLEL_ROWS = 16384
+
+
+cdef inline int _threads_for(Py_ssize_t n, int n_threads) noexcept nogil:
+    return n_threads if n >= MIN_PARALLEL_ROWS else 1
+
 
 cdef struct grad_hess:
     double gradient
@@ -133,11 +141,11 @@ def squared_error_gradients(
     cdef Py_ssize_t i
     cdef bint weighted = sample_weight.shape[0] > 0
     if weighted:
-        for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
             gradients[i] = sample_weight[i] * (raw_prediction[i] - y_true[i])
             hessians[i] = sample_weight[i]
     else:
-        for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+        for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
             gradients[i] = raw_prediction[i] - y_true[i]
         if hessians.shape[0] == n:
             hessians[:] = 1
@@ -158,7 +166,7 @@ def absolute_error_gradients(
     cdef double w
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef bint per_row = hessians.shape[0] == n
-    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
         w = sample_weight[i] if weighted else 1.0
         gradients[i] = w * _sign(raw_prediction[i] - y_true[i])
         if per_row:
@@ -181,7 +189,7 @@ def quantile_gradients(
     cdef double w
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef bint per_row = hessians.shape[0] == n
-    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
         w = sample_weight[i] if weighted else 1.0
         if y_true[i] < raw_prediction[i]:
             gradients[i] = w * (1.0 - quantile)
@@ -207,7 +215,7 @@ def huber_gradients(
     cdef double w
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef bint per_row = hessians.shape[0] == n
-    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
         w = sample_weight[i] if weighted else 1.0
         gradients[i] = w * _clip(raw_prediction[i] - y_true[i], delta)
         if per_row:
@@ -255,7 +263,7 @@ def smooth_gradients(
     cdef double w
     cdef grad_hess gh
     cdef bint weighted = sample_weight.shape[0] > 0
-    for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
         w = sample_weight[i] if weighted else 1.0
         gh = _smooth(kind, y_true[i], raw_prediction[i], power)
         gradients[i] = w * gh.gradient
@@ -287,7 +295,7 @@ def multinomial_log_loss_gradients(
     cdef double w, max_raw, sum_exp, p
     cdef double* exps = NULL  # per-thread scratch: exp(raw_k - max) of the current row
     cdef bint weighted = sample_weight.shape[0] > 0
-    with nogil, parallel(num_threads=n_threads):
+    with nogil, parallel(num_threads=_threads_for(n, n_threads)):
         exps = <double*> malloc(n_classes * sizeof(double))
         for i in prange(n, schedule='static'):
             w = sample_weight[i] if weighted else 1.0

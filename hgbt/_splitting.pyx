@@ -5,12 +5,25 @@ missing values (the missing bin) sent right, then sent left. Features are
 scanned in parallel into per-feature results, then reduced in feature order,
 so ties resolve to the lowest feature, lowest bin, missing-right first,
 whatever the number of threads.
+
+Categorical features (bin = category code) split on a set of categories:
+with at most ``max_cat_to_onehot`` categories present in the node, each
+category alone against the rest; otherwise the node's categories are sorted
+by G / (H + cat_smooth) (ties: lower code first) and every prefix of that
+order is a candidate left set. Both scans try missing values right then left
+at each candidate, exactly like the bins of a numeric feature, and end with
+"every category left, missing right" when the node has missing values.
+Scanning prefixes from one end suffices: with missing on either side, a
+prefix-left split is the suffix-left split with its sides swapped, and the
+gain and constraints are symmetric. Every category with data takes part
+(cat_smooth shrinks the ratio of small ones towards 0); categories without
+data in the node go right.
 """
 from cython.parallel cimport prange
-from libc.math cimport INFINITY
+from libc.stdlib cimport qsort
 import numpy as np
 
-from ._types cimport hist_struct, split_info_struct
+from ._types cimport hist_struct, split_info_struct, BITSET_WORD_C
 from ._types import SPLIT_INFO_DTYPE
 
 # Below this many features x bins the scan runs without an OpenMP region.
@@ -24,6 +37,13 @@ cdef struct split_params:
     double min_child_weight
     unsigned int min_samples_leaf
     int missing_bin
+    unsigned int max_cat_to_onehot
+    double cat_smooth
+
+
+cdef struct cat_entry:
+    double ratio
+    unsigned int code
 
 
 cdef inline double soft_threshold(double g, double l1) noexcept nogil:
@@ -80,6 +100,106 @@ cdef inline void _consider(
         best.n_samples_right = n_right
 
 
+cdef inline void _reset(split_info_struct* best) noexcept nogil:
+    cdef int w
+    best.gain = 0.0  # only splits with positive gain are kept
+    best.feature_idx = -1
+    best.is_categorical = 0
+    for w in range(8):
+        best.cat_bitset[w] = 0
+
+
+cdef int _compare_categories(const void* a, const void* b) noexcept nogil:
+    # Increasing ratio, then increasing code: a total order, so the unstable
+    # qsort has a single possible result.
+    cdef const cat_entry* x = <const cat_entry*> a
+    cdef const cat_entry* y = <const cat_entry*> b
+    if x.ratio < y.ratio:
+        return -1
+    if x.ratio > y.ratio:
+        return 1
+    return (x.code > y.code) - (x.code < y.code)
+
+
+cdef void _scan_categorical(
+    const hist_struct* hist, int f, unsigned int n_bins_non_missing,
+    double g_total, double h_total, unsigned int n_total,
+    const split_params* p, split_info_struct* best,
+) noexcept nogil:
+    # Candidate i is: one-vs-rest, category cats[i] alone; sorted, the
+    # prefix cats[0..i]. As for numeric bins, each candidate is tried with
+    # missing right then missing left; the last one (every category) only
+    # with missing right and only when the node has missing values.
+    cdef cat_entry cats[256]
+    cdef unsigned int n_cats = 0, b, i, code
+    cdef const hist_struct* miss = &hist[p.missing_bin]
+    cdef bint has_missing = miss.count > 0
+    cdef bint one_vs_rest
+    cdef double g = 0.0, h = 0.0, denominator
+    cdef unsigned int n = 0
+    _reset(best)
+    for b in range(n_bins_non_missing):
+        if hist[b].count > 0:
+            cats[n_cats].code = b
+            denominator = hist[b].sum_hessians + p.cat_smooth
+            cats[n_cats].ratio = (hist[b].sum_gradients / denominator
+                                  if denominator > 0.0 else 0.0)
+            n_cats += 1
+    if n_cats == 0:
+        return
+    one_vs_rest = n_cats <= p.max_cat_to_onehot
+    if not one_vs_rest:
+        qsort(cats, n_cats, sizeof(cat_entry), _compare_categories)
+    for i in range(n_cats):
+        if one_vs_rest:
+            g = hist[cats[i].code].sum_gradients
+            h = hist[cats[i].code].sum_hessians
+            n = hist[cats[i].code].count
+        else:
+            g += hist[cats[i].code].sum_gradients
+            h += hist[cats[i].code].sum_hessians
+            n += hist[cats[i].code].count
+        if n_cats > 1 and (i + 1 < n_cats or one_vs_rest):
+            _consider(best, f, i, 0, g, h, n, g_total, h_total, n_total, p)
+            if has_missing:
+                _consider(best, f, i, 1, g + miss.sum_gradients,
+                          h + miss.sum_hessians, n + miss.count,
+                          g_total, h_total, n_total, p)
+    if has_missing:  # every category left, missing right
+        g = h = 0.0
+        n = 0
+        for i in range(n_cats):
+            g += hist[cats[i].code].sum_gradients
+            h += hist[cats[i].code].sum_hessians
+            n += hist[cats[i].code].count
+        _consider(best, f, n_cats, 0, g, h, n, g_total, h_total, n_total, p)
+    if best.feature_idx < 0:
+        return
+    # Candidate index -> set of codes.
+    i = best.bin_idx
+    if i == n_cats or not one_vs_rest:
+        for b in range(min(i + 1, n_cats)):
+            code = cats[b].code
+            best.cat_bitset[code >> 5] |= (<BITSET_WORD_C> 1) << (code & 31)
+    else:
+        code = cats[i].code
+        best.cat_bitset[code >> 5] |= (<BITSET_WORD_C> 1) << (code & 31)
+    best.bin_idx = 0
+    best.is_categorical = 1
+
+
+cdef inline void _scan_one(
+    const hist_struct* hist, int f, unsigned int n_bins_non_missing,
+    double g_total, double h_total, unsigned int n_total, bint categorical,
+    const split_params* p, split_info_struct* best,
+) noexcept nogil:
+    if categorical:
+        _scan_categorical(hist, f, n_bins_non_missing, g_total, h_total, n_total,
+                          p, best)
+    else:
+        _scan_feature(hist, f, n_bins_non_missing, g_total, h_total, n_total, p, best)
+
+
 cdef void _scan_feature(
     const hist_struct* hist, int f, unsigned int n_bins_non_missing,
     double g_total, double h_total, unsigned int n_total,
@@ -90,8 +210,7 @@ cdef void _scan_feature(
     cdef unsigned int n = 0
     cdef const hist_struct* miss = &hist[p.missing_bin]
     cdef bint has_missing = miss.count > 0
-    best.gain = 0.0  # only splits with positive gain are kept
-    best.feature_idx = -1
+    _reset(best)
     # One pass; at each bin b, left = value bins 0..b with missing values sent
     # right, then the same plus the missing bin (missing left), so ties keep
     # the documented order. b = last value bin with missing right separates
@@ -124,6 +243,9 @@ def find_node_split(
     int missing_bin,
     const unsigned char[::1] feature_mask,
     int n_threads,
+    is_categorical=None,
+    unsigned int max_cat_to_onehot=4,
+    double cat_smooth=10.0,
 ):
     """Best split of a node over all features.
 
@@ -141,15 +263,35 @@ def find_node_split(
         Features with a zero entry are not considered (column sampling,
         interaction constraints); an empty mask allows every feature.
     n_threads : int
+    is_categorical : ndarray of uint8, shape (n_features,), or None
+        Non-zero for categorical features (bin = category code), whose
+        splits send a set of categories left (see the module docstring).
+    max_cat_to_onehot : int
+        Up to this many categories with data in the node, one category
+        against the rest; above, a scan of the sorted categories.
+    cat_smooth : float
+        Added to the hessian sum of a category when ordering categories.
 
     Returns
     -------
     split : ndarray of shape (), SPLIT_INFO_DTYPE
         ``feature_idx == -1`` when no split has positive gain. Missing
-        values go to the child with more rows when the node has none.
+        values go to the child with more rows when the node has none. For a
+        categorical split ``is_categorical`` is 1, ``cat_bitset`` holds the
+        codes sent left and ``bin_idx`` is 0.
     """
     cdef int n_features = histograms.shape[0], f
     cdef bint masked = feature_mask.shape[0] > 0
+    cdef const unsigned char[::1] categorical
+    cdef bint any_categorical = False
+    if is_categorical is not None:
+        categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
+        if categorical.shape[0] != n_features:
+            raise ValueError(f"is_categorical has {categorical.shape[0]} entries, "
+                             f"expected {n_features}.")
+        any_categorical = np.any(is_categorical)
+    else:
+        categorical = np.zeros(0, dtype=np.uint8)
     cdef split_params p
     p.l1_regularization = l1_regularization
     p.l2_regularization = l2_regularization
@@ -157,6 +299,8 @@ def find_node_split(
     p.min_child_weight = min_child_weight
     p.min_samples_leaf = min_samples_leaf
     p.missing_bin = missing_bin
+    p.max_cat_to_onehot = max_cat_to_onehot
+    p.cat_smooth = cat_smooth
     per_feature = np.empty(n_features, dtype=SPLIT_INFO_DTYPE)
     cdef split_info_struct[::1] res = per_feature
     best_arr = np.zeros((), dtype=SPLIT_INFO_DTYPE)
@@ -168,15 +312,17 @@ def find_node_split(
                 if masked and not feature_mask[f]:
                     res[f].feature_idx = -1
                     continue
-                _scan_feature(&histograms[f, 0], f, n_bins_non_missing[f],
-                              sum_gradients, sum_hessians, n_samples, &p, &res[f])
+                _scan_one(&histograms[f, 0], f, n_bins_non_missing[f],
+                          sum_gradients, sum_hessians, n_samples,
+                          any_categorical and categorical[f], &p, &res[f])
         else:
             for f in prange(n_features, schedule='static', num_threads=n_threads):
                 if masked and not feature_mask[f]:
                     res[f].feature_idx = -1
                     continue
-                _scan_feature(&histograms[f, 0], f, n_bins_non_missing[f],
-                              sum_gradients, sum_hessians, n_samples, &p, &res[f])
+                _scan_one(&histograms[f, 0], f, n_bins_non_missing[f],
+                          sum_gradients, sum_hessians, n_samples,
+                          any_categorical and categorical[f], &p, &res[f])
         best.gain = 0.0
         best.feature_idx = -1
         for f in range(n_features):

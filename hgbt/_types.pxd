@@ -5,6 +5,7 @@ ctypedef unsigned char X_BINNED_DTYPE_C  # bin codes (uint8)
 ctypedef float G_H_DTYPE_C             # gradients and hessians (float32)
 ctypedef double Y_DTYPE_C              # targets, raw predictions, leaf values
 ctypedef unsigned int SIZE_C           # row indices and counts (uint32)
+ctypedef unsigned int BITSET_WORD_C    # one 32-bit word of a 256-bit category set
 
 # One histogram bin. Packed so the NumPy mirror is exactly this layout.
 cdef packed struct hist_struct:
@@ -25,6 +26,10 @@ cdef packed struct node_struct:
     unsigned int depth
     unsigned char is_leaf
     X_BINNED_DTYPE_C bin_threshold
+    # Categorical split: the left set is cat_bitsets[bitset_idx] of the tree
+    # (a code goes left iff its bit is set); num_threshold/bin_threshold unused.
+    unsigned char is_categorical
+    unsigned int bitset_idx
 
 # Best split of one node (or one feature while scanning).
 cdef struct split_info_struct:
@@ -38,3 +43,6 @@ cdef struct split_info_struct:
     double sum_gradients_right
     double sum_hessians_right
     unsigned int n_samples_right
+    # Categorical split: bins (= category codes) sent left; bin_idx is 0.
+    unsigned char is_categorical
+    BITSET_WORD_C cat_bitset[8]

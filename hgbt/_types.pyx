@@ -8,6 +8,10 @@ X_BINNED_DTYPE = np.uint8
 G_H_DTYPE = np.float32
 Y_DTYPE = np.float64
 SIZE_DTYPE = np.uint32
+# A set of category codes 0..255: 8 words of 32 bits, code c is bit c % 32 of
+# word c // 32.
+BITSET_DTYPE = np.uint32
+BITSET_WORDS = 8
 
 HISTOGRAM_DTYPE = np.dtype([
     ("sum_gradients", np.float64),
@@ -27,6 +31,8 @@ NODE_DTYPE = np.dtype([
     ("depth", np.uint32),
     ("is_leaf", np.uint8),
     ("bin_threshold", np.uint8),
+    ("is_categorical", np.uint8),
+    ("bitset_idx", np.uint32),
 ])
 
 SPLIT_INFO_DTYPE = np.dtype([
@@ -40,6 +46,8 @@ SPLIT_INFO_DTYPE = np.dtype([
     ("sum_gradients_right", np.float64),
     ("sum_hessians_right", np.float64),
     ("n_samples_right", np.uint32),
+    ("is_categorical", np.uint8),
+    ("cat_bitset", np.uint32, (8,)),
 ], align=True)
 
 # The kernels reinterpret these arrays as the C structs: sizes must agree.

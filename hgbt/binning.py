@@ -4,11 +4,59 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._binning import map_to_bins
-from ._types import X_BINNED_DTYPE, X_DTYPE
+from ._binning import map_categories_to_bins, map_to_bins
+from ._types import BITSET_DTYPE, BITSET_WORDS, X_BINNED_DTYPE, X_DTYPE
 
 # Rows used to compute quantile thresholds (LightGBM and scikit-learn use the same).
 DEFAULT_SUBSAMPLE = 200_000
+
+# Category codes of a categorical feature are 0 .. MAX_CATEGORIES - 1: each is
+# its own bin, and the missing bin (at most 255) stays above them.
+MAX_CATEGORIES = 255
+
+ENCODER_HINT = ("encode the feature with sklearn.preprocessing.OrdinalEncoder (grouping "
+                "rare categories, e.g. max_categories=255), use "
+                "sklearn.preprocessing.TargetEncoder for high cardinality, or treat it "
+                "as numeric")
+
+
+def category_codes(column, feature=0):
+    """Sorted distinct category codes of a categorical column (NaN ignored).
+
+    Codes must be integers (any float dtype holding them is fine) in
+    ``[0, MAX_CATEGORIES)``; anything else raises ``ValueError``.
+    """
+    column = np.asarray(column, dtype=X_DTYPE)
+    values = column[~np.isnan(column)]
+    if values.size == 0:
+        return np.empty(0, dtype=np.intp)
+    with np.errstate(invalid="ignore"):
+        bad = (values < 0) | (values != np.floor(values))
+    if bad.any():
+        raise ValueError(
+            f"Categorical feature {feature} has the value {values[bad][0]!r}: category "
+            "codes must be non-negative integers (NaN for missing); "
+            f"{ENCODER_HINT}.")
+    if values.max() >= MAX_CATEGORIES:
+        raise ValueError(
+            f"Categorical feature {feature} has the code {values.max()!r}: codes must be "
+            f"below {MAX_CATEGORIES} (at most {MAX_CATEGORIES} categories); "
+            f"{ENCODER_HINT}.")
+    return np.flatnonzero(np.bincount(values.astype(np.intp), minlength=1))
+
+
+def codes_to_bitset(codes):
+    """A 256-bit set (8 uint32 words) of integer codes 0..255."""
+    bitset = np.zeros(BITSET_WORDS, dtype=BITSET_DTYPE)
+    codes = np.asarray(codes, dtype=np.intp)
+    np.bitwise_or.at(bitset, codes >> 5, (np.uint32(1) << (codes & 31)).astype(BITSET_DTYPE))
+    return bitset
+
+
+def bitset_to_codes(bitset):
+    """Sorted codes whose bit is set in a 256-bit set (8 uint32 words)."""
+    bits = np.unpackbits(np.asarray(bitset, dtype="<u4").view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits)
 
 
 def _midpoints(distinct):
@@ -180,7 +228,13 @@ class BinMapper:
     """Learn per-feature bin thresholds and map raw values to uint8 codes.
 
     Codes ``0 .. n_bins_non_missing_[f] - 1`` are value bins; NaN gets code
-    ``missing_bin == max_bins``. ±inf are ordinary extreme values.
+    ``missing_bin``. ±inf are ordinary extreme values.
+
+    A categorical feature has no thresholds: its values are category codes
+    (integers 0..254) and each code seen at fit time is its own bin (bin =
+    code), ``n_bins_non_missing_[f]`` is the largest one plus 1, and NaN and
+    codes not seen at fit time go to the missing bin. ``missing_bin`` is
+    ``max_bins``, or above the largest category code if that is larger.
 
     Parameters
     ----------
@@ -192,14 +246,40 @@ class BinMapper:
         Seed of the row subsample.
     n_threads : int, default=1
         Threads used by :meth:`transform`.
+    is_categorical : array-like of bool of shape (n_features,) or None
+        Categorical features (None: none).
+
+    Attributes
+    ----------
+    bin_thresholds_ : list of ndarray
+        Per feature, the raw value of each bin's upper edge (empty for
+        categorical features).
+    n_bins_non_missing_ : ndarray of uint32
+    missing_bin : int
+    is_categorical_ : ndarray of bool of shape (n_features,)
+    categories_ : list
+        Per feature, None, or for a categorical feature the sorted codes seen
+        at fit time.
+    known_cat_bitsets_ : ndarray of shape (n_features, 8), uint32
+        The same codes as 256-bit sets (zeros for numeric features).
     """
 
     def __init__(self, max_bins=255, subsample=DEFAULT_SUBSAMPLE,
-                 random_state=None, n_threads=1):
+                 random_state=None, n_threads=1, is_categorical=None):
         self.max_bins = max_bins
         self.subsample = subsample
         self.random_state = random_state
         self.n_threads = n_threads
+        self.is_categorical = is_categorical
+
+    def _categorical_mask(self, n_features):
+        if self.is_categorical is None:
+            return np.zeros(n_features, dtype=bool)
+        mask = np.asarray(self.is_categorical, dtype=bool)
+        if mask.shape != (n_features,):
+            raise ValueError(f"is_categorical has shape {mask.shape}, expected "
+                             f"({n_features},).")
+        return mask
 
     def sample_rows(self, n_samples):
         """Sorted row indices used for thresholds, or None for all rows.
@@ -217,31 +297,58 @@ class BinMapper:
         ``sample_weight`` (n_samples,), finite and non-negative, weights the
         quantiles (see :func:`find_thresholds`). The row subsample stays
         uniform and seeded (:meth:`sample_rows`); the weights of the drawn
-        rows are then used.
+        rows are then used. The categories of categorical features are those
+        of all rows of ``X``.
         """
         if not 2 <= self.max_bins <= 255:
             raise ValueError(f"max_bins must be in [2, 255], got {self.max_bins}.")
         sample_weight = _check_weight(sample_weight, X.shape[0])
+        categories = {f: category_codes(X[:, f], f)
+                      for f in np.flatnonzero(self._categorical_mask(X.shape[1]))}
         rows = self.sample_rows(X.shape[0])
         sample = X if rows is None else X[rows]
         if sample_weight is not None and rows is not None:
             sample_weight = sample_weight[rows]
-        return self.fit_sample(sample, sample_weight)
+        return self.fit_sample(sample, sample_weight, categories)
 
-    def fit_sample(self, sample, sample_weight=None):
+    def fit_sample(self, sample, sample_weight=None, categories=None):
         """Compute thresholds from an already drawn row sample.
 
         ``sample_weight`` holds the weights of the rows of ``sample``.
+        ``categories`` maps categorical features to their sorted codes
+        (default: the codes in ``sample``).
         """
         sample_weight = _check_weight(sample_weight, sample.shape[0])
+        n_features = sample.shape[1]
+        is_categorical = self._categorical_mask(n_features)
+        categories = {} if categories is None else dict(categories)
+        for f in np.flatnonzero(is_categorical):
+            if f not in categories:
+                categories[f] = category_codes(sample[:, f], f)
+        numeric = [f for f in range(n_features) if not is_categorical[f]]
         # NumPy's sorts release the GIL: features are processed in threads.
-        columns = (sample[:, f] for f in range(sample.shape[1]))
         with ThreadPoolExecutor(max_workers=max(1, self.n_threads)) as pool:
-            self.bin_thresholds_ = list(pool.map(
-                lambda c: _find_thresholds(c, self.max_bins, sample_weight), columns))
-        self.n_bins_non_missing_ = np.array(
-            [t.size + 1 for t in self.bin_thresholds_], dtype=np.uint32)
-        self.missing_bin = self.max_bins
+            thresholds = list(pool.map(
+                lambda f: _find_thresholds(sample[:, f], self.max_bins, sample_weight),
+                numeric))
+        self.bin_thresholds_ = [np.empty(0, dtype=X_DTYPE) for _ in range(n_features)]
+        for f, t in zip(numeric, thresholds):
+            self.bin_thresholds_[f] = t
+        self.is_categorical_ = is_categorical
+        self.categories_ = [np.asarray(categories[f], dtype=np.intp)
+                            if is_categorical[f] else None for f in range(n_features)]
+        self.known_cat_bitsets_ = np.zeros((n_features, BITSET_WORDS), dtype=BITSET_DTYPE)
+        n_bins = []
+        for f in range(n_features):
+            if is_categorical[f]:
+                codes = self.categories_[f]
+                self.known_cat_bitsets_[f] = codes_to_bitset(codes)
+                n_bins.append(int(codes[-1]) + 1 if codes.size else 1)
+            else:
+                n_bins.append(self.bin_thresholds_[f].size + 1)
+        self.n_bins_non_missing_ = np.array(n_bins, dtype=np.uint32)
+        # Category codes are bins: the missing bin must stay above them.
+        self.missing_bin = max(self.max_bins, int(self.n_bins_non_missing_.max(initial=0)))
         return self
 
     def transform(self, X):
@@ -257,4 +364,9 @@ class BinMapper:
             n_thresholds[f] = t.size
         binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         map_to_bins(X, padded, n_thresholds, self.missing_bin, binned, self.n_threads)
+        categorical = np.flatnonzero(getattr(self, "is_categorical_", ()))
+        if categorical.size:
+            map_categories_to_bins(X, categorical.astype(np.intp),
+                                   self.known_cat_bitsets_[categorical], self.missing_bin,
+                                   binned, self.n_threads)
         return binned

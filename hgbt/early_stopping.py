@@ -1,4 +1,6 @@
 """Early stopping: validation split, scores per round, the stopping rule."""
+import warnings
+
 import numpy as np
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
@@ -59,6 +61,9 @@ class Scorer:
         """
         if self._scorer is None:
             return -loss.loss(y_encoded, raw_prediction)
-        if sample_weight is None:
-            return float(self._scorer(self.estimator, X, y))
-        return float(self._scorer(self.estimator, X, y, sample_weight=sample_weight))
+        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+        with warnings.catch_warnings():
+            # X is the validated ndarray of a fit on a DataFrame: not the user's input.
+            warnings.filterwarnings("ignore", message="X does not have valid feature names",
+                                    category=UserWarning)
+            return float(self._scorer(self.estimator, X, y, **kwargs))

@@ -8,14 +8,15 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
 
 from ._openmp import effective_n_threads
-from ._predictor import predict_binned_add
 from ._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
 from .binning import BinMapper
+from .categorical import validate_X
 from .early_stopping import Scorer, should_stop, split_validation
 from .grower import TreeGrower
+from .persistence import pickle_state, save_model, unpickle_state
 from .sampling import FeatureSampler, RowSampler
 from .training_data import LocalTrainingData
 
@@ -76,8 +77,9 @@ class BaseHistGBDT(BaseEstimator):
     # ---------------------------------------------------------------- input
     def _validate_X(self, X, reset):
         # ±inf are ordinary values and NaN is missing: no finiteness check on X.
-        return validate_data(self, X, reset=reset, dtype=[X_DTYPE, np.float32],
-                             ensure_all_finite=False)
+        # Categorical columns become float codes (categorical.py).
+        return validate_X(self, X, reset, dtype=[X_DTYPE, np.float32],
+                          ensure_all_finite=False)
 
     def _validate_weight(self, sample_weight, X):
         if sample_weight is None:
@@ -87,6 +89,36 @@ class BaseHistGBDT(BaseEstimator):
 
     def _is_fitted(self):
         return hasattr(self, "_predictors")
+
+    # ---------------------------------------------- importances, persistence
+    @property
+    def feature_importances_(self):
+        """Per feature: share of the total split gain (``importance_type='gain'``)
+        or of the number of splits ('split') over all trees; all zeros without
+        any split. Shape (n_features_in_,)."""
+        check_is_fitted(self)
+        if self.importance_type not in ("gain", "split"):
+            raise ValueError(f"importance_type must be 'gain' or 'split', got "
+                             f"{self.importance_type!r}.")
+        totals = np.zeros(self.n_features_in_)
+        for tree in itertools.chain.from_iterable(self._predictors):
+            split = tree.nodes[tree.nodes["is_leaf"] == 0]
+            totals += np.bincount(split["feature_idx"], minlength=self.n_features_in_,
+                                  weights=split["gain"] if self.importance_type == "gain"
+                                  else None)
+        total = totals.sum()
+        return totals / total if total > 0 else totals
+
+    def save_model(self, path):
+        """Save the fitted model as JSON (``doc/model-format.md``); see
+        :func:`hgbt.load_model`. A callable loss or scoring cannot be saved."""
+        save_model(self, path)
+
+    def __getstate__(self):
+        return pickle_state(super().__getstate__())  # records the hgbt version
+
+    def __setstate__(self, state):
+        super().__setstate__(unpickle_state(self, state))  # warns on another version
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
@@ -115,8 +147,10 @@ class BaseHistGBDT(BaseEstimator):
         self._validate_params()
         warm = self.warm_start and self._is_fitted()
         X = self._validate_X(X, reset=not warm)
-        X, y = validate_data(self, X, y, reset=False, dtype=None,
-                             ensure_all_finite=False, y_numeric=not self._stratify)
+        # check_X_y, not validate_data: X is an ndarray now, and a second
+        # feature-name check would warn that it has none.
+        X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False,
+                         y_numeric=not self._stratify, estimator=self)
         y = self._encode_y(y, reset=not warm)
         sample_weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
         if (X_val is None) != (y_val is None):
@@ -154,7 +188,8 @@ class BaseHistGBDT(BaseEstimator):
 
         if not warm:
             self._bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
-                                         n_threads=n_threads)
+                                         n_threads=n_threads,
+                                         is_categorical=self.is_categorical_)
             self._bin_mapper.fit(X_train, sample_weight=w_train)
         X_binned = self._bin_mapper.transform(X_train)
         self._fit_rounds(X_train, X_binned, y_train, w_train, X_val, y_val, w_val,
@@ -193,7 +228,7 @@ class BaseHistGBDT(BaseEstimator):
                                  np.random.default_rng(self._seed))
         gradients, hessians = loss.allocate_buffers(
             n_samples, full_hessian=row_sampler.active and row_sampler.needs_full_hessian)
-        data = LocalTrainingData(X_binned, self._bin_mapper.max_bins + 1, n_threads)
+        data = LocalTrainingData(X_binned, self._bin_mapper.missing_bin + 1, n_threads)
         scorer = None
         if early_stopping or (self.verbose and not self._custom_loss()):
             scorer = Scorer(self, self.scoring if early_stopping else "loss", self._seed)
@@ -255,7 +290,11 @@ class BaseHistGBDT(BaseEstimator):
             l1_regularization=self.l1_regularization,
             l2_regularization=self.l2_regularization, learning_rate=self.learning_rate,
             feature_sampler=feature_sampler,
-            interaction_groups=self._interaction_groups_, n_threads=n_threads)
+            interaction_groups=self._interaction_groups_,
+            is_categorical=self._bin_mapper.is_categorical_,
+            known_cat_bitsets=self._bin_mapper.known_cat_bitsets_,
+            max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
+            n_threads=n_threads)
         tree = grower.grow()
         leaves = grower.leaf_ids()
         if loss.needs_leaf_refit:
@@ -268,8 +307,8 @@ class BaseHistGBDT(BaseEstimator):
                     y[leaf_rows], raw[leaf_rows], w)
         data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
         if unsampled is not None and unsampled.size:
-            predict_binned_add(tree.nodes, X_binned, unsampled, self._bin_mapper.missing_bin,
-                               raw, n_threads)
+            tree.predict_binned_add(X_binned, unsampled, self._bin_mapper.missing_bin,
+                                    raw, n_threads)
         return tree
 
     def _record_scores(self, scorer, loss, raw, X_score, y_score, y_encoded, w_score,
@@ -301,8 +340,8 @@ class BaseHistGBDT(BaseEstimator):
                 if X_binned is not None:
                     if all_rows is None:
                         all_rows = np.arange(X_binned.shape[0], dtype=SIZE_DTYPE)
-                    predict_binned_add(tree.nodes, X_binned, all_rows,
-                                       self._bin_mapper.missing_bin, out[k], n_threads)
+                    tree.predict_binned_add(X_binned, all_rows,
+                                            self._bin_mapper.missing_bin, out[k], n_threads)
                 else:
                     tree.predict_add(X, out[k], n_threads)
         return out
@@ -467,6 +506,13 @@ COMMON_ATTRIBUTES_DOC = """\
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features seen during fit, when they are all strings.
+    is_categorical_ : ndarray of bool of shape (n_features_in_,) or None
+        Categorical features; None when there are none.
+    categorical_categories_ : list or None
+        Per feature: None (numeric), or for a categorical feature the
+        categories whose positions are its codes (DataFrame categories;
+        mapped by value at prediction, unseen ones as missing), or the
+        integer codes seen during fit. None without categorical features.
     n_iter_ : int
         Number of boosting rounds fitted (fewer than ``max_iter`` after
         early stopping).

@@ -4,7 +4,7 @@ import heapq
 import numpy as np
 
 from ._splitting import find_node_split
-from ._types import NODE_DTYPE
+from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
 from .predictor import TreePredictor
 
 _ALL_FEATURES = np.empty(0, dtype=np.uint8)
@@ -55,6 +55,15 @@ class TreeGrower:
     interaction_groups : list of sets of int, or None
         Interaction constraints: a node may split only on features of the
         groups that contain every feature used above it.
+    is_categorical : array-like of bool of shape (n_features,) or None
+        Categorical features (bin = category code): split on category sets.
+    known_cat_bitsets : ndarray of shape (n_features, 8), uint32, or None
+        Per categorical feature, the codes seen at fit time. In the tree's
+        bitsets every other code takes the missing direction, so categories
+        unseen at fit time follow missing values.
+    max_cat_to_onehot : int
+    cat_smooth : float
+        Categorical split search (see ``_splitting``).
     n_threads : int
     """
 
@@ -62,7 +71,9 @@ class TreeGrower:
                  grow_policy="lossguide", max_leaf_nodes=31, max_depth=None,
                  min_samples_leaf=20, min_child_weight=1e-3, min_gain_to_split=0.0,
                  l1_regularization=0.0, l2_regularization=0.0, learning_rate=1.0,
-                 feature_sampler=None, interaction_groups=None, n_threads=1):
+                 feature_sampler=None, interaction_groups=None, is_categorical=None,
+                 known_cat_bitsets=None, max_cat_to_onehot=4, cat_smooth=10.0,
+                 n_threads=1):
         self.data = data
         self.bin_thresholds = bin_thresholds
         self.n_bins_non_missing = n_bins_non_missing
@@ -77,6 +88,11 @@ class TreeGrower:
         self.learning_rate = learning_rate
         self.feature_sampler = feature_sampler
         self.interaction_groups = interaction_groups
+        self.is_categorical = (None if is_categorical is None or not np.any(is_categorical)
+                               else np.asarray(is_categorical, dtype=np.uint8))
+        self.known_cat_bitsets = known_cat_bitsets
+        self.max_cat_to_onehot = max_cat_to_onehot
+        self.cat_smooth = cat_smooth
         self.n_threads = n_threads
 
     def _may_split(self, node):
@@ -101,7 +117,7 @@ class TreeGrower:
             node.sum_hessians, node.count, self.l1_regularization,
             self.l2_regularization, self.min_gain_to_split, self.min_child_weight,
             self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(node),
-            self.n_threads)
+            self.n_threads, self.is_categorical, self.max_cat_to_onehot, self.cat_smooth)
         if split["feature_idx"] < 0:
             self.data.release(histogram)
             return
@@ -152,7 +168,8 @@ class TreeGrower:
             node.left, node.right = left, right
             data.split(node.node_id, left.node_id, right.node_id,
                        int(s["feature_idx"]), int(s["bin_idx"]),
-                       bool(s["missing_go_to_left"]))
+                       bool(s["missing_go_to_left"]),
+                       s["cat_bitset"] if s["is_categorical"] else None)
             n_leaves += 1
             parent_hist, node.histogram = node.histogram, None
             more = self.max_leaf_nodes is None or n_leaves < self.max_leaf_nodes
@@ -185,6 +202,7 @@ class TreeGrower:
 
     def _to_predictor(self):
         nodes = np.zeros(len(self._nodes), dtype=NODE_DTYPE)
+        bitsets = []
         for node in self._nodes:
             rec = nodes[node.node_id]
             rec["value"] = self._value(node)
@@ -195,16 +213,26 @@ class TreeGrower:
                 continue
             s = node.split
             f, b = int(s["feature_idx"]), int(s["bin_idx"])
-            thresholds = self.bin_thresholds[f]
             rec["feature_idx"] = f
-            rec["bin_threshold"] = b
-            # The last value bin as threshold separates values from missing.
-            rec["num_threshold"] = thresholds[b] if b < thresholds.size else np.inf
             rec["missing_go_to_left"] = s["missing_go_to_left"]
+            if s["is_categorical"]:
+                rec["is_categorical"] = 1
+                rec["bitset_idx"] = len(bitsets)
+                rec["num_threshold"] = np.nan
+                bitset = s["cat_bitset"].copy()
+                if s["missing_go_to_left"] and self.known_cat_bitsets is not None:
+                    bitset |= ~self.known_cat_bitsets[f]  # unseen codes: as missing
+                bitsets.append(bitset)
+            else:
+                thresholds = self.bin_thresholds[f]
+                rec["bin_threshold"] = b
+                # The last value bin as threshold separates values from missing.
+                rec["num_threshold"] = thresholds[b] if b < thresholds.size else np.inf
             rec["gain"] = s["gain"]
             rec["left"] = node.left.node_id
             rec["right"] = node.right.node_id
-        return TreePredictor(nodes)
+        return TreePredictor(nodes, np.array(bitsets, dtype=BITSET_DTYPE).reshape(
+            -1, BITSET_WORDS))
 
     def leaf_ids(self):
         """Ids of the leaves of the last grown tree."""

@@ -1,8 +1,8 @@
 """A fitted tree as a flat node array, and its prediction on raw values."""
 import numpy as np
 
-from ._predictor import predict_add
-from ._types import Y_DTYPE
+from ._predictor import predict_add, predict_binned_add
+from ._types import BITSET_DTYPE, BITSET_WORDS, Y_DTYPE
 
 
 class TreePredictor:
@@ -11,10 +11,24 @@ class TreePredictor:
     Parameters
     ----------
     nodes : ndarray of NODE_DTYPE
+    cat_bitsets : ndarray of shape (n_bitsets, 8), uint32, or None
+        Left sets of the categorical nodes: node ``i`` with
+        ``is_categorical`` sends code ``c`` left iff bit ``c % 32`` of
+        ``cat_bitsets[bitset_idx[i], c // 32]`` is set.
     """
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, cat_bitsets=None):
         self.nodes = nodes
+        if cat_bitsets is None:
+            cat_bitsets = np.zeros((0, BITSET_WORDS), dtype=BITSET_DTYPE)
+        cat_bitsets = np.ascontiguousarray(cat_bitsets, dtype=BITSET_DTYPE)
+        categorical = (nodes["is_categorical"] != 0) & (nodes["is_leaf"] == 0)
+        if cat_bitsets.ndim != 2 or cat_bitsets.shape[1] != BITSET_WORDS or (
+                categorical.any()
+                and nodes["bitset_idx"][categorical].max() >= cat_bitsets.shape[0]):
+            raise ValueError("cat_bitsets must have shape (n, 8) with a row for every "
+                             "categorical node's bitset_idx.")
+        self.cat_bitsets = cat_bitsets
 
     @property
     def n_leaves(self):
@@ -30,9 +44,15 @@ class TreePredictor:
 
     def predict_add(self, X, out, n_threads=1):
         """Add this tree's prediction on raw ``X`` to ``out`` (float64, in place)."""
-        predict_add(self.nodes, X, out, n_threads)
+        predict_add(self.nodes, X, out, n_threads, getattr(self, "cat_bitsets", None))
         return out
 
     def predict(self, X, n_threads=1):
         """This tree's prediction on raw ``X`` of shape (n_samples, n_features)."""
         return self.predict_add(X, np.zeros(X.shape[0], dtype=Y_DTYPE), n_threads)
+
+    def predict_binned_add(self, X_binned, rows, missing_bin, out, n_threads=1):
+        """Add this tree's prediction on the bins of ``rows`` to ``out[rows]``."""
+        predict_binned_add(self.nodes, X_binned, rows, missing_bin, out, n_threads,
+                           getattr(self, "cat_bitsets", None))
+        return out

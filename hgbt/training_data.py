@@ -9,6 +9,7 @@ import numpy as np
 
 from ._histogram import build_histogram, build_histogram_root, subtract_histograms
 from ._partition import partition_rows
+from ._partition_categorical import partition_rows_bitset
 from ._predictor import add_leaf_values
 from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
 
@@ -91,12 +92,26 @@ class LocalTrainingData:
         subtract_histograms(parent_histogram, child_histogram, out)
         return out
 
-    def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left):
-        """Partition a node's rows into two new nodes; returns the left count."""
+    def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left,
+              cat_bitset=None):
+        """Partition a node's rows into two new nodes; returns the left count.
+
+        Numeric split: bins ``<= bin_idx`` go left. Categorical split
+        (``cat_bitset``, 8 uint32 words): bins whose bit is set go left.
+        Missing values go left when ``missing_go_to_left``.
+        """
         start, stop = self._ranges[node_id]
-        n_left = partition_rows(self._rows[start:stop], self._buffer, self.X_binned,
-                                feature_idx, bin_idx, self.n_bins - 1,
-                                missing_go_to_left, self.n_threads)
+        if cat_bitset is None:
+            n_left = partition_rows(self._rows[start:stop], self._buffer, self.X_binned,
+                                    feature_idx, bin_idx, self.n_bins - 1,
+                                    missing_go_to_left, self.n_threads)
+        else:
+            goes_left = np.unpackbits(np.ascontiguousarray(cat_bitset, dtype="<u4").view(np.uint8),
+                                      bitorder="little")
+            goes_left[self.n_bins - 1] = bool(missing_go_to_left)
+            n_left = partition_rows_bitset(self._rows[start:stop], self._buffer,
+                                           self.X_binned, feature_idx, goes_left,
+                                           self.n_threads)
         for node in (left_id, right_id):
             if node >= len(self._ranges):
                 self._ranges.extend([None] * (node + 1 - len(self._ranges)))

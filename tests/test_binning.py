@@ -701,3 +701,32 @@ def test_invalid_sample_weight():
             BinMapper(max_bins=8).fit_sample(X, bad)
         with pytest.raises(ValueError):
             find_thresholds(X[:, 0], 8, bad)
+
+
+# ---------------------------------------------------------------------------
+# categorical features (more in test_categorical.py)
+
+def test_categorical_features_leave_numeric_binning_unchanged():
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(3000, 4)), 2)
+    X[:, 1] = rng.integers(0, 90, 3000)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    w = rng.uniform(0.1, 3.0, 3000)
+    plain = BinMapper(max_bins=32, subsample=1000, random_state=0).fit(X, sample_weight=w)
+    mixed = BinMapper(max_bins=32, subsample=1000, random_state=0,
+                      is_categorical=[False, True, False, False]).fit(X, sample_weight=w)
+    for f in (0, 2, 3):
+        np.testing.assert_array_equal(mixed.bin_thresholds_[f], plain.bin_thresholds_[f])
+        assert mixed.n_bins_non_missing_[f] == plain.n_bins_non_missing_[f]
+    assert mixed.missing_bin == 90  # codes 0..89 are bins 0..89
+    binned_plain, binned_mixed = plain.transform(X), mixed.transform(X)
+    for f in (0, 2, 3):
+        np.testing.assert_array_equal(
+            np.where(binned_mixed[:, f] == 90, 32, binned_mixed[:, f]), binned_plain[:, f])
+    col = X[:, 1]
+    np.testing.assert_array_equal(binned_mixed[:, 1], np.where(np.isnan(col), 90, col))
+    assert mixed.categories_[0] is None and mixed.is_categorical_.tolist() == [
+        False, True, False, False]
+    np.testing.assert_array_equal(mixed.known_cat_bitsets_[[0, 2, 3]], 0)
+    with pytest.raises(ValueError, match="is_categorical"):
+        BinMapper(is_categorical=[True]).fit(X)

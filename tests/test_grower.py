@@ -424,3 +424,89 @@ def test_n_threads_bit_identical():
             assert results[0][0] == results[1][0]
             assert results[0][1] == results[1][1]
             assert results[0][2] == results[1][2]
+
+
+# ---------------------------------------------------------------------------
+# categorical features
+
+def route_binned_categorical(nodes, bitsets, X_binned, missing_bin):
+    """node -> rows, with bitset routing at categorical nodes."""
+    rows_of = {0: np.arange(X_binned.shape[0])}
+    for i in range(nodes.size):
+        if nodes["is_leaf"][i]:
+            continue
+        rows = rows_of[i]
+        codes = X_binned[rows, nodes["feature_idx"][i]].astype(np.intp)
+        if nodes["is_categorical"][i]:
+            bits = bitsets[nodes["bitset_idx"][i]]
+            in_set = ((bits[codes >> 5] >> (codes & 31).astype(np.uint32)) & 1) == 1
+        else:
+            in_set = codes <= nodes["bin_threshold"][i]
+        left = np.where(codes == missing_bin, bool(nodes["missing_go_to_left"][i]), in_set)
+        rows_of[int(nodes["left"][i])] = rows[left]
+        rows_of[int(nodes["right"][i])] = rows[~left]
+    return rows_of
+
+
+@pytest.mark.parametrize("max_cat_to_onehot", [4, 255])
+def test_categorical_tree_routes_values_and_gains(max_cat_to_onehot):
+    rng = np.random.default_rng(max_cat_to_onehot)
+    n = 4000
+    X = np.column_stack([rng.integers(0, 40, n), rng.integers(0, 3, n),
+                         rng.normal(size=n)]).astype(np.float64)
+    X[X[:, 0] == 13, 0] = 14  # code 13 unknown
+    X[rng.random(n) < 0.1, 0] = np.nan
+    effect = rng.normal(size=40) * 2
+    signal = np.where(np.isnan(X[:, 0]), 1.0, effect[np.nan_to_num(X[:, 0]).astype(int)])
+    g = (rng.normal(size=n) - signal - X[:, 1]).astype(G_H_DTYPE)
+    h = rng.uniform(0.5, 1.5, size=n).astype(G_H_DTYPE)
+    is_cat = np.array([True, True, False])
+    mapper = BinMapper(is_categorical=is_cat, subsample=None).fit(X)
+    X_binned = mapper.transform(X)
+    trees = []
+    for n_threads in (1, 2):
+        data = LocalTrainingData(X_binned, mapper.missing_bin + 1, n_threads)
+        data.start_tree(g, h)
+        grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                            min_samples_leaf=10, learning_rate=1.0, is_categorical=is_cat,
+                            known_cat_bitsets=mapper.known_cat_bitsets_,
+                            max_cat_to_onehot=max_cat_to_onehot, n_threads=n_threads)
+        trees.append((grower.grow(), grower, data))
+    (tree, grower, data), (tree2, _, _) = trees
+    assert tree.nodes.tobytes() == tree2.nodes.tobytes()
+    assert tree.cat_bitsets.tobytes() == tree2.cat_bitsets.tobytes()
+    nodes, bitsets = tree.nodes, tree.cat_bitsets
+    categorical = np.flatnonzero(nodes["is_categorical"] == 1)
+    assert categorical.size > 0
+    assert np.array_equal(np.sort(nodes["bitset_idx"][categorical]),
+                          np.arange(bitsets.shape[0]))
+    rows_of = route_binned_categorical(nodes, bitsets, X_binned, mapper.missing_bin)
+    for i in range(nodes.size):
+        rows = rows_of[i]
+        assert nodes["count"][i] == rows.size
+        G, H = sums(rows, g, h)
+        np.testing.assert_allclose(nodes["value"][i], -G / H, rtol=1e-6)
+        if nodes["is_leaf"][i]:
+            np.testing.assert_array_equal(np.sort(data.node_rows(i)), rows)
+            continue
+        GL, HL = sums(rows_of[nodes["left"][i]], g, h)
+        GR, HR = sums(rows_of[nodes["right"][i]], g, h)
+        np.testing.assert_allclose(nodes["gain"][i],
+                                   0.5 * (GL ** 2 / HL + GR ** 2 / HR - G ** 2 / H),
+                                   rtol=1e-6)
+        if nodes["is_categorical"][i]:
+            f = nodes["feature_idx"][i]
+            assert is_cat[f]
+            bits = np.unpackbits(bitsets[nodes["bitset_idx"][i]].view(np.uint8),
+                                 bitorder="little").astype(bool)
+            known = np.zeros(256, dtype=bool)
+            known[mapper.categories_[f]] = True
+            # unknown codes (13, >= 40 / >= 3) take the missing direction
+            assert np.all(bits[~known] == bool(nodes["missing_go_to_left"][i]))
+            present = np.unique(X_binned[rows, f])
+            assert np.all(np.isin(np.flatnonzero(bits & known), present))
+    # raw-value prediction routes like the bins
+    expected = np.zeros(n)
+    for k in np.flatnonzero(nodes["is_leaf"]):
+        expected[rows_of[k]] = nodes["value"][k]
+    np.testing.assert_array_equal(tree.predict(X), expected)

@@ -85,7 +85,7 @@ def test_predict_add_matches_python_traversal(seed, dtype, order):
 
 def test_threshold_equality_goes_left_and_nan_follows_flag():
     nodes = np.zeros(3, dtype=NODE_DTYPE)
-    nodes[0] = (0.0, 10, 1, 0.5, 1, 1, 2, 1.0, 0, 0, 0)
+    nodes[0] = (0.0, 10, 1, 0.5, 1, 1, 2, 1.0, 0, 0, 0, 0, 0)  # a numeric node
     nodes[1]["value"], nodes[1]["is_leaf"] = -1.0, 1
     nodes[2]["value"], nodes[2]["is_leaf"] = 2.0, 1
     X = np.array([[9.0, 0.5], [9.0, np.nextafter(0.5, 1)], [9.0, np.nan],
@@ -200,3 +200,19 @@ def test_add_leaf_values_empty_leaves():
     add_leaf_values(out, rows, np.array([2, 0], dtype=SIZE_DTYPE),
                     np.array([2, 5], dtype=SIZE_DTYPE), np.array([100.0, 1.5]), 1)
     np.testing.assert_array_equal(out, np.full(5, 1.5))
+
+
+def test_numeric_trees_need_no_bitsets():
+    rng = np.random.default_rng(14)
+    X = random_X(rng, 3000, 4)
+    nodes = random_tree(rng, 4, X)
+    pred = TreePredictor(nodes)
+    assert pred.cat_bitsets.shape == (0, 8)
+    expected = np.array([traverse(nodes, x) for x in X])
+    for bitsets in (None, pred.cat_bitsets, np.zeros((3, 8), np.uint32)):
+        for n_threads in (1, 2):
+            out = np.zeros(3000)
+            predict_add(nodes, X, out, n_threads, bitsets)
+            np.testing.assert_array_equal(out, expected)
+    with pytest.raises(ValueError, match="8 columns"):
+        predict_add(nodes, X, np.zeros(3000), 1, np.zeros((2, 4), np.uint32))

@@ -1,0 +1,112 @@
+"""Kernel: split a node's rows on a categorical feature (a set of bins).
+
+Same scheme as ``_partition.partition_rows`` (stable, so the result does not
+depend on the number of threads; chunks partitioned in parallel, then merged
+in order), but a row goes left when ``goes_left[bin]`` is non-zero: a
+256-entry lookup table holding the left set of category codes and, at the
+missing bin, the missing direction.
+"""
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
+
+from ._types cimport X_BINNED_DTYPE_C, SIZE_C
+
+# Rows per thread below which one thread partitions alone.
+DEF MIN_ROWS_PER_THREAD = 16384
+
+
+cdef SIZE_C _partition_chunk(
+    SIZE_C* rows, SIZE_C* buf, SIZE_C n, const X_BINNED_DTYPE_C* col,
+    const unsigned char* goes_left,
+) noexcept nogil:
+    # Lefts to buf[0..), rights to buf[n-1] downward; branch-free.
+    cdef SIZE_C i, n_left = 0, n_right = 0, r, left
+    for i in range(n):
+        r = rows[i]
+        left = goes_left[col[r]] != 0
+        buf[n_left] = r
+        buf[n - 1 - n_right] = r
+        n_left += left
+        n_right += 1 - left
+    return n_left
+
+
+cdef void _merge_chunk(
+    SIZE_C* dst_left, SIZE_C* dst_right, const SIZE_C* buf, SIZE_C n, SIZE_C n_left,
+) noexcept nogil:
+    cdef SIZE_C i
+    for i in range(n_left):
+        dst_left[i] = buf[i]
+    for i in range(n - n_left):
+        dst_right[i] = buf[n - 1 - i]
+
+
+def partition_rows_bitset(
+    SIZE_C[::1] rows,
+    SIZE_C[::1] buffer,
+    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    int feature_idx,
+    const unsigned char[::1] goes_left,
+    int n_threads,
+):
+    """Stable in-place partition of ``rows`` by a bin lookup table.
+
+    A row goes left when ``goes_left[X_binned[row, feature_idx]]`` is
+    non-zero. ``goes_left`` has 256 entries; ``buffer`` at least
+    ``len(rows)`` entries of scratch space.
+
+    Returns
+    -------
+    n_left : int
+        Rows ``rows[:n_left]`` are the left child, the rest the right one.
+    """
+    cdef SIZE_C n = rows.shape[0]
+    cdef int n_chunks = n_threads if n_threads > 0 else 1
+    cdef int t, i
+    cdef SIZE_C chunk, start, size, n_left = 0, left_pos, right_pos
+    cdef SIZE_C* counts
+    cdef const X_BINNED_DTYPE_C* col
+    cdef const unsigned char* table
+    if goes_left.shape[0] != 256:
+        raise ValueError(f"goes_left must have 256 entries, got {goes_left.shape[0]}.")
+    if buffer.shape[0] < n:
+        raise ValueError("buffer is smaller than rows.")
+    if n == 0:
+        return 0
+    col = &X_binned[0, feature_idx]
+    table = &goes_left[0]
+    if n < <SIZE_C>MIN_ROWS_PER_THREAD * 2:
+        n_chunks = 1
+    elif n // MIN_ROWS_PER_THREAD < <SIZE_C>n_chunks:
+        n_chunks = n // MIN_ROWS_PER_THREAD
+    if n_chunks == 1:
+        with nogil:
+            n_left = _partition_chunk(&rows[0], &buffer[0], n, col, table)
+            _merge_chunk(&rows[0], &rows[n_left], &buffer[0], n, n_left)
+        return n_left
+
+    chunk = (n + n_chunks - 1) // n_chunks
+    counts = <SIZE_C*> malloc(n_chunks * sizeof(SIZE_C))
+    if counts == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
+                start = t * chunk
+                size = min(chunk, n - start)
+                counts[t] = _partition_chunk(&rows[start], &buffer[start], size, col,
+                                             table)
+            for t in range(n_chunks):
+                n_left = n_left + counts[t]
+            for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
+                start = t * chunk
+                size = min(chunk, n - start)
+                left_pos = 0
+                for i in range(t):
+                    left_pos = left_pos + counts[i]
+                right_pos = n_left + t * chunk - left_pos
+                _merge_chunk(&rows[left_pos], &rows[right_pos], &buffer[start],
+                             size, counts[t])
+    finally:
+        free(counts)
+    return n_left

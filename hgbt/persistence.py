@@ -1,0 +1,760 @@
+"""Model persistence: the hgbt version in pickles, and the JSON model format.
+
+Pickles (``pickle``, ``joblib``) record the hgbt version that wrote them;
+unpickling under another version warns with :class:`InconsistentVersionWarning`.
+
+``estimator.save_model(path)`` / :func:`load_model` use a documented,
+versioned JSON format (``doc/model-format.md``) that holds everything
+``predict`` and ``warm_start`` need. Floats are written with ``repr`` (exact
+for every finite double); ``nan`` / ``inf`` / ``-inf`` are written as those
+strings. Every field of the node array is written, whatever fields
+``NODE_DTYPE`` has. Loading validates the file completely (structure, types,
+and the trees: child indices in range, feature indices below the number of
+features, every node reached exactly once from the root) before any kernel
+sees it, and reports problems as ``ValueError``.
+"""
+import inspect
+import json
+import math
+import os
+import warnings
+
+import numpy as np
+
+from ._types import NODE_DTYPE
+from .binning import BinMapper
+from .predictor import TreePredictor
+
+FORMAT = "hgbt-model"
+FORMAT_VERSION = 1
+
+ESTIMATORS = ("HistGBDTRegressor", "HistGBDTClassifier")
+
+# Fitted attributes written under their own keys of "fitted"; every other
+# instance attribute that is not a parameter goes to "fitted.attributes".
+_EXPLICIT_ATTRIBUTES = frozenset({
+    "n_features_in_", "feature_names_in_", "classes_", "n_iter_",
+    "n_trees_per_iteration_", "_baseline_prediction", "_bin_mapper", "_predictors",
+})
+_BIN_MAPPER_EXPLICIT = frozenset({"max_bins", "missing_bin", "bin_thresholds_"})
+# Node fields the loader needs to check a tree before the kernels walk it.
+_STRUCTURE_FIELDS = ("is_leaf", "left", "right", "feature_idx")
+
+_NONFINITE_NAMES = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def hgbt_version():
+    """The running hgbt version (read late: this module loads before it is set)."""
+    from . import __version__
+    return __version__
+
+
+# ------------------------------------------------------------------ pickle
+class InconsistentVersionWarning(UserWarning):
+    """An estimator is unpickled with another hgbt version than it was pickled with.
+
+    The hgbt counterpart of :class:`sklearn.exceptions.InconsistentVersionWarning`
+    (whose constructor names scikit-learn versions).
+
+    Parameters
+    ----------
+    estimator_name : str
+        Estimator class name.
+    current_hgbt_version : str
+        The running hgbt version.
+    original_hgbt_version : str
+        The hgbt version that pickled the estimator ('unknown' when the
+        pickle does not record one).
+    """
+
+    def __init__(self, *, estimator_name, current_hgbt_version, original_hgbt_version):
+        super().__init__(estimator_name, current_hgbt_version, original_hgbt_version)
+        self.estimator_name = estimator_name
+        self.current_hgbt_version = current_hgbt_version
+        self.original_hgbt_version = original_hgbt_version
+
+    def __str__(self):
+        return (f"Trying to unpickle estimator {self.estimator_name} from hgbt version "
+                f"{self.original_hgbt_version} when using hgbt version "
+                f"{self.current_hgbt_version}. This might lead to breaking code or invalid "
+                "results. Use at your own risk. The JSON format of save_model() / "
+                "hgbt.load_model() is versioned and checked on load "
+                "(doc/model-format.md).")
+
+
+def pickle_state(state):
+    """``__getstate__``: the state with the hgbt version added (a copy)."""
+    return dict(state, _hgbt_version=hgbt_version())
+
+
+def unpickle_state(estimator, state):
+    """``__setstate__``: pop the recorded hgbt version, warn if it differs."""
+    state = dict(state)
+    original = state.pop("_hgbt_version", "unknown")
+    current = hgbt_version()
+    if original != current:
+        warnings.warn(InconsistentVersionWarning(
+            estimator_name=type(estimator).__name__, current_hgbt_version=current,
+            original_hgbt_version=original), stacklevel=3)
+    return state
+
+
+# ------------------------------------------------------------- JSON values
+def _float_out(x):
+    return x if math.isfinite(x) else ("nan" if x != x else ("inf" if x > 0 else "-inf"))
+
+
+def _numeric_data(array):
+    """Nested lists of a bool / int / float array; non-finite floats as strings."""
+    data = array.tolist()
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        data = _map_nested(data, _float_out)
+    return data
+
+
+def _map_nested(data, fn):
+    if isinstance(data, list):
+        return [_map_nested(item, fn) for item in data]
+    return fn(data)
+
+
+def _encode_array(array, where):
+    kind = array.dtype.kind
+    if kind == "f" and array.dtype.itemsize > 8 or kind not in "biufUO":
+        raise ValueError(f"{where}: arrays of dtype {array.dtype} cannot be saved to JSON; "
+                         "pickle the model instead.")
+    if kind == "O":
+        data = [_encode(item, f"{where}[{i}]") for i, item in enumerate(array.ravel())]
+    else:
+        data = _numeric_data(array.ravel()) if kind in "biuf" else array.ravel().tolist()
+    return {"type": "ndarray", "dtype": array.dtype.str, "shape": list(array.shape),
+            "data": data}
+
+
+def _encode(value, where):
+    """A JSON value for ``value``; every JSON object written is a tagged value."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.ndarray):
+        return _encode_array(value, where)
+    if isinstance(value, np.generic):
+        encoded = _encode_array(np.asarray(value), where)
+        return {"type": "numpy_scalar", "dtype": encoded["dtype"],
+                "value": encoded["data"][0]}
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        out = _float_out(value)
+        return out if isinstance(out, float) else {"type": "float", "value": out}
+    if isinstance(value, list):
+        return [_encode(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, tuple):
+        return {"type": "tuple",
+                "items": [_encode(item, f"{where}[{i}]") for i, item in enumerate(value)]}
+    if isinstance(value, (set, frozenset)):
+        try:
+            items = sorted(value)
+        except TypeError:
+            items = list(value)
+        return {"type": "set", "items": [_encode(item, f"{where} item") for item in items]}
+    if isinstance(value, dict):
+        return {"type": "dict", "items": [
+            [_encode(k, f"{where} key"), _encode(v, f"{where}[{k!r}]")]
+            for k, v in value.items()]}
+    if isinstance(value, np.random.RandomState):
+        return {"type": "RandomState",
+                "state": _encode(value.get_state(legacy=True), where)}
+    if callable(value):
+        raise ValueError(f"{where}={value!r} is a callable, which cannot be saved to JSON; "
+                         "pickle the model instead (pickle or joblib).")
+    raise ValueError(f"{where}: a {type(value).__name__} cannot be saved to JSON; pickle "
+                     "the model instead (pickle or joblib).")
+
+
+def _fail(where, problem):
+    raise ValueError(f"Invalid hgbt model: {where}: {problem}.")
+
+
+def _kind(value):
+    return type(value).__name__
+
+
+def _as_dict(value, where):
+    if not isinstance(value, dict):
+        _fail(where, f"expected a JSON object, got {_kind(value)}")
+    return value
+
+
+def _as_list(value, where, length=None):
+    if not isinstance(value, list):
+        _fail(where, f"expected a JSON array, got {_kind(value)}")
+    if length is not None and len(value) != length:
+        _fail(where, f"expected {length} entries, got {len(value)}")
+    return value
+
+
+def _get(mapping, key, where):
+    if key not in mapping:
+        _fail(where, f"missing key {key!r}")
+    return mapping[key]
+
+
+def _as_int(value, where, low=None, high=None):
+    if not isinstance(value, int) or isinstance(value, bool):
+        _fail(where, f"expected an integer, got {_kind(value)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        _fail(where, f"{value} is out of range [{low}, {high}]")
+    return value
+
+
+def _float_in(value, where):
+    if isinstance(value, str):
+        if value not in _NONFINITE_NAMES:
+            _fail(where, f"{value!r} is not a number ('nan', 'inf' and '-inf' are the only "
+                         "strings allowed for floats)")
+        return _NONFINITE_NAMES[value]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(where, f"expected a number, got {_kind(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        _fail(where, f"{value} is too large for a float")
+
+
+def _flatten(data, shape, where):
+    """Flat list of the leaves of nested lists of the given shape."""
+    if not shape:
+        return [data]
+    if not isinstance(data, list) or len(data) != shape[0]:
+        _fail(where, f"expected nested arrays of shape {tuple(shape)}")
+    if len(shape) == 1:
+        if any(isinstance(item, list) for item in data):
+            _fail(where, f"expected nested arrays of shape {tuple(shape)}")
+        return data
+    out = []
+    for item in data:
+        out.extend(_flatten(item, shape[1:], where))
+    return out
+
+
+def _numeric_array(data, dtype, shape, where):
+    """An array of ``dtype`` (bool / int / float) from nested JSON lists."""
+    shape = tuple(shape)
+    flat = _flatten(data, shape, where)
+    kind = dtype.kind
+    if kind == "f":
+        try:
+            values = np.array(flat, dtype=np.float64) if all(
+                type(x) is float or type(x) is int for x in flat) else None
+        except (OverflowError, ValueError):
+            values = None
+        if values is None:
+            values = np.array([_float_in(x, where) for x in flat], dtype=np.float64)
+        if dtype.itemsize < 8:
+            with np.errstate(over="ignore"):
+                cast = values.astype(dtype)
+            finite = np.isfinite(values)
+            if np.any(cast[finite].astype(np.float64) != values[finite]):
+                _fail(where, f"values are not exactly representable as {dtype}")
+            return cast.reshape(shape)
+        return values.astype(dtype).reshape(shape)
+    if kind == "b":
+        if not all(type(x) is bool for x in flat):
+            _fail(where, "expected booleans")
+        return np.array(flat, dtype=dtype).reshape(shape)
+    if kind in "iu":
+        if not all(type(x) is int for x in flat):
+            _fail(where, "expected integers")
+        info = np.iinfo(dtype)
+        if flat and (min(flat) < info.min or max(flat) > info.max):
+            _fail(where, f"integers out of the range of {dtype}")
+        return np.array(flat, dtype=dtype).reshape(shape)
+    _fail(where, f"unsupported dtype {dtype}")
+
+
+def _decode_dtype(text, where, kinds="biufUO"):
+    if not isinstance(text, str):
+        _fail(where, f"dtype must be a string, got {_kind(text)}")
+    try:
+        dtype = np.dtype(text)
+    except (TypeError, ValueError):
+        _fail(where, f"unknown dtype {text!r}")
+    if dtype.kind not in kinds or dtype.fields is not None or dtype.subdtype is not None \
+            or (dtype.kind == "f" and dtype.itemsize > 8):
+        _fail(where, f"unsupported dtype {text!r}")
+    return dtype
+
+
+def _decode_array(value, where):
+    dtype = _decode_dtype(_get(value, "dtype", where), f"{where}.dtype")
+    shape = _as_list(_get(value, "shape", where), f"{where}.shape")
+    for n in shape:
+        _as_int(n, f"{where}.shape", low=0)
+    size = math.prod(shape)
+    data = _as_list(_get(value, "data", where), f"{where}.data", length=size)
+    if dtype.kind == "O":
+        out = np.empty(size, dtype=object)
+        for i, item in enumerate(data):
+            out[i] = _decode(item, f"{where}.data[{i}]")
+        return out.reshape(shape)
+    if dtype.kind == "U":
+        width = dtype.itemsize // 4
+        if not all(isinstance(s, str) and len(s) <= width for s in data):
+            _fail(f"{where}.data", f"expected strings of at most {width} characters")
+        return np.array(data, dtype=dtype).reshape(shape)
+    return _numeric_array(data, dtype, [size], f"{where}.data").reshape(shape)
+
+
+def _decode(value, where):
+    """Inverse of :func:`_encode`."""
+    if value is None or isinstance(value, (bool, str, int, float)):
+        return value
+    if isinstance(value, list):
+        return [_decode(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    value = _as_dict(value, where)
+    tag = _get(value, "type", where)
+    if tag == "float":
+        text = _get(value, "value", where)
+        if not isinstance(text, str):
+            _fail(where, "a tagged float holds 'nan', 'inf' or '-inf'")
+        return _float_in(text, where)
+    if tag == "ndarray":
+        return _decode_array(value, where)
+    if tag == "numpy_scalar":
+        array = _decode_array({"dtype": _get(value, "dtype", where), "shape": [1],
+                               "data": [_get(value, "value", where)]}, where)
+        return array[0]
+    if tag in ("tuple", "set"):
+        items = [_decode(item, f"{where}[{i}]") for i, item in
+                 enumerate(_as_list(_get(value, "items", where), f"{where}.items"))]
+        if tag == "tuple":
+            return tuple(items)
+        try:
+            return set(items)
+        except TypeError:
+            _fail(where, "set items must be hashable")
+    if tag == "dict":
+        out = {}
+        for i, pair in enumerate(_as_list(_get(value, "items", where), f"{where}.items")):
+            key, item = _as_list(pair, f"{where}.items[{i}]", length=2)
+            key = _decode(key, f"{where}.items[{i}]")
+            item = _decode(item, f"{where}[{key!r}]")
+            try:
+                out[key] = item
+            except TypeError:
+                _fail(where, "dict keys must be hashable")
+        return out
+    if tag == "RandomState":
+        state = _decode(_get(value, "state", where), f"{where}.state")
+        rs = np.random.RandomState()
+        try:
+            rs.set_state(state)
+        except (TypeError, ValueError, IndexError):
+            _fail(where, "invalid RandomState state")
+        return rs
+    _fail(where, f"unknown value type {tag!r}")
+
+
+def _encode_attributes(obj, skip, where):
+    return {name: _encode(value, f"{where}.{name}")
+            for name, value in vars(obj).items() if name not in skip}
+
+
+def _decode_attributes(value, cls, reserved, where):
+    """Instance attributes (names checked: no dunder, nothing the class defines)."""
+    out = {}
+    for name, item in _as_dict(value, where).items():
+        if (not name.isidentifier() or name.startswith("__") or name in reserved
+                or hasattr(cls, name)):
+            _fail(where, f"attribute name {name!r} is not allowed")
+        out[name] = _decode(item, f"{where}.{name}")
+    return out
+
+
+# ------------------------------------------------------------------- trees
+def _node_dtype_description(dtype):
+    return [[name, dtype.fields[name][0].base.str, list(dtype.fields[name][0].shape)]
+            for name in dtype.names]
+
+
+def _encode_tree(tree):
+    nodes = tree.nodes
+    out = {"n_nodes": int(nodes.shape[0]),
+           "nodes": {name: _numeric_data(nodes[name]) for name in nodes.dtype.names}}
+    extra = _encode_attributes(tree, {"nodes"}, "tree")
+    if extra:
+        out["attributes"] = extra
+    return out
+
+
+def _check_node_dtype(description, where):
+    """The file's node fields must be this hgbt's ``NODE_DTYPE`` fields."""
+    description = _as_list(description, where)
+    fields = {}
+    for i, entry in enumerate(description):
+        name, dtype, shape = _as_list(entry, f"{where}[{i}]", length=3)
+        if not isinstance(name, str):
+            _fail(f"{where}[{i}]", "field name must be a string")
+        kind_of = _decode_dtype(dtype, f"{where}[{i}]", kinds="biuf").kind
+        fields[name] = (kind_of, tuple(_as_list(shape, f"{where}[{i}]")))
+    ours = {name: (NODE_DTYPE.fields[name][0].base.kind, NODE_DTYPE.fields[name][0].shape)
+            for name in NODE_DTYPE.names}
+    if set(fields) != set(ours):
+        missing, unknown = sorted(set(ours) - set(fields)), sorted(set(fields) - set(ours))
+        _fail(where, f"node fields differ from this hgbt's (missing {missing}, unknown "
+                     f"{unknown}); it was saved by an incompatible hgbt version")
+    for name, (kind, shape) in fields.items():
+        if (kind, shape) != ours[name] and not (kind in "iu" and ours[name][0] in "iu"
+                                                 and shape == ours[name][1]):
+            _fail(where, f"node field {name!r} has kind {kind!r} and shape {shape}, this "
+                         f"hgbt expects {ours[name]}")
+
+
+def _decode_tree(value, n_features, where):
+    value = _as_dict(value, where)
+    n_nodes = _as_int(_get(value, "n_nodes", where), f"{where}.n_nodes", low=1,
+                      high=np.iinfo(np.uint32).max)
+    fields = _as_dict(_get(value, "nodes", where), f"{where}.nodes")
+    unknown = set(fields) - set(NODE_DTYPE.names)
+    if unknown:
+        _fail(f"{where}.nodes", f"unknown node fields {sorted(unknown)}")
+    columns = {}
+    for name in NODE_DTYPE.names:
+        field = NODE_DTYPE.fields[name][0]
+        columns[name] = _numeric_array(_get(fields, name, f"{where}.nodes"), field.base,
+                                       (n_nodes,) + field.shape, f"{where}.nodes.{name}")
+    nodes = np.zeros(n_nodes, dtype=NODE_DTYPE)
+    for name, column in columns.items():
+        nodes[name] = column
+    check_tree(nodes, n_features, where)
+    attributes = {}
+    if "attributes" in value:
+        attributes = _decode_attributes(value["attributes"], TreePredictor, {"nodes"},
+                                        f"{where}.attributes")
+    # The constructor checks what it is given (e.g. categorical bitsets);
+    # attributes it does not take are set afterwards, as unpickling would.
+    accepted = inspect.signature(TreePredictor).parameters
+    kwargs = {name: attributes.pop(name) for name in list(attributes) if name in accepted}
+    try:
+        tree = TreePredictor(nodes, **kwargs)
+    except (TypeError, ValueError) as exc:
+        _fail(where, f"not a valid tree: {exc}")
+    tree.__dict__.update(attributes)
+    _check_bitsets(tree, where)
+    return tree
+
+
+def _check_bitsets(tree, where):
+    """Categorical split nodes index a row of the tree's ``cat_bitsets``."""
+    nodes = tree.nodes
+    if not {"is_categorical", "bitset_idx"} <= set(nodes.dtype.names):
+        return
+    categorical = (nodes["is_categorical"] != 0) & (nodes["is_leaf"] == 0)
+    if not categorical.any():
+        return
+    bitsets = getattr(tree, "cat_bitsets", None)
+    if not (isinstance(bitsets, np.ndarray) and bitsets.ndim == 2 and bitsets.shape[1] == 8
+            and bitsets.dtype == np.uint32):
+        _fail(where, "categorical splits need cat_bitsets of shape (n, 8), uint32")
+    if nodes["bitset_idx"][categorical].max() >= bitsets.shape[0]:
+        _fail(where, f"bitset index out of range ({bitsets.shape[0]} bitsets)")
+
+
+def check_tree(nodes, n_features, where="tree"):
+    """Raise ValueError unless ``nodes`` is a tree the prediction kernels may walk.
+
+    Split nodes must have child indices in range and a feature index below
+    ``n_features``; node 0 is the root, and every node is reached from it
+    exactly once (no cycle, no shared child, no orphan).
+    """
+    n = nodes.shape[0]
+    if n == 0:
+        _fail(where, "a tree has at least one node")
+    internal = np.flatnonzero(nodes["is_leaf"] == 0)
+    left = nodes["left"][internal].astype(np.int64)
+    right = nodes["right"][internal].astype(np.int64)
+    bad = internal[(left >= n) | (right >= n) | (left < 0) | (right < 0)]
+    if bad.size:
+        _fail(where, f"child index out of range at node {int(bad[0])} ({n} nodes)")
+    features = nodes["feature_idx"][internal].astype(np.int64)
+    bad = internal[(features < 0) | (features >= n_features)]
+    if bad.size:
+        _fail(where, f"feature index {int(nodes['feature_idx'][bad[0]])} at node "
+                     f"{int(bad[0])} is out of range for {n_features} features")
+    parents = np.bincount(np.concatenate([left, right]), minlength=n)
+    if parents[0]:
+        _fail(where, "the root (node 0) is the child of a node: the tree has a cycle")
+    if np.any(parents > 1):
+        _fail(where, f"node {int(np.argmax(parents > 1))} has more than one parent "
+                     "(cycle or shared subtree)")
+    # Every node has at most one parent and the root none: walking from the
+    # root visits a tree. Nodes it never reaches (an orphan cycle) are corrupt.
+    reached = np.zeros(n, dtype=bool)
+    reached[0] = True
+    is_internal = nodes["is_leaf"] == 0
+    frontier = np.array([0])
+    while frontier.size:
+        frontier = frontier[is_internal[frontier]]
+        children = np.concatenate([nodes["left"][frontier], nodes["right"][frontier]])
+        children = children.astype(np.int64)
+        reached[children] = True
+        frontier = children
+    if not reached.all():
+        _fail(where, f"node {int(np.argmin(reached))} is not reachable from the root")
+
+
+# ------------------------------------------------------------------- model
+def model_to_dict(estimator):
+    """The JSON document (as Python objects) of a fitted estimator."""
+    from sklearn.utils.validation import check_is_fitted
+
+    name = type(estimator).__name__
+    if name not in ESTIMATORS:
+        raise TypeError(f"save_model supports {ESTIMATORS}, not {name}.")
+    check_is_fitted(estimator)
+    params = estimator.get_params(deep=False)
+    for key, value in params.items():
+        if callable(value) and not isinstance(value, np.random.RandomState):
+            what = ("a custom objective (callable loss)" if key == "loss"
+                    else f"a callable {key}")
+            raise ValueError(f"{name} with {what} cannot be saved to JSON: the format "
+                             "holds no code. Pickle the model instead (pickle or joblib), "
+                             f"or save it with a built-in {key}.")
+    encoded_params = {key: _encode(value, f"params.{key}") for key, value in params.items()}
+
+    bin_mapper = estimator._bin_mapper
+    n_features = int(estimator.n_features_in_)
+    names = getattr(estimator, "feature_names_in_", None)
+    classes = getattr(estimator, "classes_", None)
+    fitted = {
+        "n_features_in_": n_features,
+        "feature_names_in_": None if names is None else [str(s) for s in names],
+        "classes_": None if classes is None else _encode(np.asarray(classes), "classes_"),
+        "n_iter_": int(estimator.n_iter_),
+        "n_trees_per_iteration_": int(estimator.n_trees_per_iteration_),
+        "baseline": _numeric_data(np.asarray(estimator._baseline_prediction,
+                                             dtype=np.float64)),
+        "bin_mapper": {
+            "max_bins": int(bin_mapper.max_bins),
+            "missing_bin": int(bin_mapper.missing_bin),
+            "bin_thresholds": [_numeric_data(np.asarray(t, dtype=np.float64))
+                               for t in bin_mapper.bin_thresholds_],
+            "attributes": _encode_attributes(bin_mapper, _BIN_MAPPER_EXPLICIT,
+                                             "bin_mapper"),
+        },
+        "node_dtype": _node_dtype_description(NODE_DTYPE),
+        "trees": [[_encode_tree(tree) for tree in trees]
+                  for trees in estimator._predictors],
+        "attributes": _encode_attributes(estimator, _EXPLICIT_ATTRIBUTES | set(params),
+                                         "estimator"),
+    }
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "hgbt_version": hgbt_version(),
+        "estimator": name,
+        "params": encoded_params,
+        "fitted": fitted,
+    }
+
+
+def save_model(estimator, path):
+    """Write a fitted estimator to ``path`` as JSON (see ``doc/model-format.md``).
+
+    The document is built completely before the file is opened, so an
+    estimator that cannot be saved (e.g. a callable loss) leaves no file.
+    """
+    text = json.dumps(model_to_dict(estimator), allow_nan=False, separators=(",", ":"))
+    with open(os.fspath(path), "w", encoding="utf-8") as f:
+        f.write(text)
+        f.write("\n")
+
+
+def _reject_constant(name):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def load_model(path):
+    """Load an estimator written by ``save_model``.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    estimator : HistGBDTRegressor or HistGBDTClassifier
+        Fitted; its predictions are bit-identical to the saved estimator's.
+
+    Raises
+    ------
+    ValueError
+        If the file is not valid JSON (e.g. truncated), not an hgbt model,
+        of a newer ``format_version``, or inconsistent (e.g. a tree with a
+        child index out of range).
+    """
+    with open(os.fspath(path), "rb") as f:
+        raw = f.read()
+    try:
+        document = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{os.fspath(path)!r} is not a valid hgbt model file: not valid "
+                         f"JSON (truncated or corrupt?): {exc}") from None
+    return model_from_dict(document)
+
+
+def model_from_dict(document):
+    """Rebuild an estimator from a document of :func:`model_to_dict` (validated)."""
+    try:
+        return _model_from_dict(document)
+    except RecursionError:
+        raise ValueError("Invalid hgbt model: values nested too deeply.") from None
+    except ValueError:
+        raise
+    except Exception as exc:  # a corrupt document must never escape as anything else
+        raise ValueError(f"Invalid hgbt model: {type(exc).__name__}: {exc}") from exc
+
+
+def _model_from_dict(document):
+    document = _as_dict(document, "document")
+    fmt = document.get("format")
+    if fmt != FORMAT:
+        _fail("format", f"expected {FORMAT!r}, got {fmt!r} (not an hgbt model file)")
+    version = _get(document, "format_version", "document")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        _fail("format_version", f"expected a positive integer, got {version!r}")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"The model file has format_version {version}, newer than the versions this "
+            f"hgbt ({hgbt_version()}) reads (up to {FORMAT_VERSION}); it was written by "
+            f"hgbt {document.get('hgbt_version')!r}. Upgrade hgbt to load it.")
+    name = _get(document, "estimator", "document")
+    if name not in ESTIMATORS:
+        _fail("estimator", f"expected one of {ESTIMATORS}, got {name!r}")
+    from .classifier import HistGBDTClassifier
+    from .regressor import HistGBDTRegressor
+    cls = HistGBDTRegressor if name == "HistGBDTRegressor" else HistGBDTClassifier
+
+    params = {key: _decode(value, f"params.{key}") for key, value in
+              _as_dict(_get(document, "params", "document"), "params").items()}
+    estimator = cls()
+    unknown = set(params) - set(estimator.get_params(deep=False))
+    if unknown:
+        _fail("params", f"unknown parameters {sorted(unknown)} for {name}")
+    estimator.set_params(**params)
+    try:
+        estimator._validate_params()
+    except ValueError as exc:
+        _fail("params", str(exc))
+
+    fitted = _as_dict(_get(document, "fitted", "document"), "fitted")
+    n_features = _as_int(_get(fitted, "n_features_in_", "fitted"), "fitted.n_features_in_",
+                         low=1)
+    names = _get(fitted, "feature_names_in_", "fitted")
+    if names is not None:
+        names = _as_list(names, "fitted.feature_names_in_", length=n_features)
+        if not all(isinstance(s, str) for s in names):
+            _fail("fitted.feature_names_in_", "feature names must be strings")
+        names = np.asarray(names, dtype=object)
+
+    classes = _get(fitted, "classes_", "fitted")
+    if cls is HistGBDTClassifier:
+        classes = _decode(classes, "fitted.classes_")
+        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size < 2:
+            _fail("fitted.classes_", "expected an array of at least two class labels")
+        try:
+            ordered = np.array_equal(np.unique(classes), classes)
+        except TypeError:
+            ordered = False
+        if not ordered:
+            _fail("fitted.classes_", "class labels must be sorted and distinct")
+    elif classes is not None:
+        _fail("fitted.classes_", "a regressor has no classes")
+
+    k_trees = _as_int(_get(fitted, "n_trees_per_iteration_", "fitted"),
+                      "fitted.n_trees_per_iteration_", low=1)
+    if cls is HistGBDTClassifier:
+        expected = 1 if classes.size == 2 else classes.size
+    else:
+        expected = 1
+    if k_trees != expected:
+        _fail("fitted.n_trees_per_iteration_", f"expected {expected}, got {k_trees}")
+    n_iter = _as_int(_get(fitted, "n_iter_", "fitted"), "fitted.n_iter_", low=0)
+    baseline = _numeric_array(_get(fitted, "baseline", "fitted"), np.dtype(np.float64),
+                              (k_trees,), "fitted.baseline")
+
+    bin_mapper = _decode_bin_mapper(_get(fitted, "bin_mapper", "fitted"), n_features)
+    _check_node_dtype(_get(fitted, "node_dtype", "fitted"), "fitted.node_dtype")
+    trees = _as_list(_get(fitted, "trees", "fitted"), "fitted.trees", length=n_iter)
+    predictors = []
+    for i, round_trees in enumerate(trees):
+        round_trees = _as_list(round_trees, f"fitted.trees[{i}]", length=k_trees)
+        predictors.append([_decode_tree(tree, n_features, f"fitted.trees[{i}][{k}]")
+                           for k, tree in enumerate(round_trees)])
+
+    attributes = _decode_attributes(
+        _get(fitted, "attributes", "fitted"), cls,
+        _EXPLICIT_ATTRIBUTES | set(params), "fitted.attributes")
+    estimator.__dict__.update(attributes)
+    estimator.n_features_in_ = n_features
+    if names is not None:
+        estimator.feature_names_in_ = names
+    if cls is HistGBDTClassifier:
+        estimator.classes_ = classes
+    estimator.n_iter_ = n_iter
+    estimator.n_trees_per_iteration_ = k_trees
+    estimator._baseline_prediction = baseline
+    estimator._bin_mapper = bin_mapper
+    estimator._predictors = predictors
+    return estimator
+
+
+def _decode_bin_mapper(value, n_features):
+    where = "fitted.bin_mapper"
+    value = _as_dict(value, where)
+    max_bins = _as_int(_get(value, "max_bins", where), f"{where}.max_bins", low=2, high=255)
+    missing_bin = _as_int(_get(value, "missing_bin", where), f"{where}.missing_bin",
+                          low=max_bins, high=255)
+    thresholds = _as_list(_get(value, "bin_thresholds", where), f"{where}.bin_thresholds",
+                          length=n_features)
+    decoded = []
+    for f, t in enumerate(thresholds):
+        w = f"{where}.bin_thresholds[{f}]"
+        t = _as_list(t, w)
+        if len(t) > max_bins - 1:
+            _fail(w, f"{len(t)} thresholds, at most max_bins - 1 = {max_bins - 1}")
+        t = _numeric_array(t, np.dtype(np.float64), (len(t),), w)
+        if np.any(np.isnan(t)) or np.any(np.diff(t) <= 0):
+            _fail(w, "thresholds must be strictly increasing numbers")
+        decoded.append(t)
+    mapper = object.__new__(BinMapper)
+    mapper.__dict__.update(_decode_attributes(
+        _get(value, "attributes", where), BinMapper, _BIN_MAPPER_EXPLICIT,
+        f"{where}.attributes"))
+    mapper.max_bins = max_bins
+    mapper.missing_bin = missing_bin
+    mapper.bin_thresholds_ = decoded
+    # Arrays the binning and split kernels index (when this version has them).
+    where = f"{where}.attributes"
+    categorical = getattr(mapper, "is_categorical_", None)
+    if categorical is not None:
+        if not (isinstance(categorical, np.ndarray) and categorical.dtype == bool
+                and categorical.shape == (n_features,)):
+            _fail(f"{where}.is_categorical_", f"expected {n_features} booleans")
+    else:
+        categorical = np.zeros(n_features, dtype=bool)
+    n_bins = getattr(mapper, "n_bins_non_missing_", None)
+    if n_bins is not None:
+        numeric = ~categorical
+        expected = np.array([t.size + 1 for t in decoded])
+        if not (isinstance(n_bins, np.ndarray) and n_bins.dtype.kind == "u"
+                and n_bins.shape == (n_features,)
+                and np.all((n_bins >= 1) & (n_bins <= missing_bin))
+                and np.array_equal(n_bins[numeric], expected[numeric])):
+            _fail(f"{where}.n_bins_non_missing_",
+                  "does not match the thresholds and the missing bin")
+    known = getattr(mapper, "known_cat_bitsets_", None)
+    if known is not None and not (isinstance(known, np.ndarray) and known.dtype == np.uint32
+                                  and known.shape == (n_features, 8)):
+        _fail(f"{where}.known_cat_bitsets_", f"expected shape ({n_features}, 8), uint32")
+    return mapper
