@@ -20,6 +20,7 @@ gain and constraints are symmetric. Every category with data takes part
 data in the node go right.
 """
 from cython.parallel cimport prange
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport qsort
 import numpy as np
 
@@ -39,6 +40,12 @@ cdef struct split_params:
     int missing_bin
     unsigned int max_cat_to_onehot
     double cat_smooth
+    # Monotonic constraints: per feature -1/0/1 (NULL: none), and the bounds
+    # the node's children values must stay within.
+    const signed char* monotonic_cst
+    bint bounded
+    double lower_bound
+    double upper_bound
 
 
 cdef struct cat_entry:
@@ -72,6 +79,50 @@ cdef inline double split_gain(
                   - _score(g_parent, h_parent, l1, l2)) - gamma
 
 
+cdef inline double bounded_value(
+    double g, double h, double l1, double l2, double lower, double upper,
+) noexcept nogil:
+    """Newton value -T(G)/(H+lambda) clipped into [lower, upper]."""
+    cdef double v = 0.0
+    if h + l2 > 0.0:
+        v = -soft_threshold(g, l1) / (h + l2)
+    if v < lower:
+        return lower
+    if v > upper:
+        return upper
+    return v
+
+
+def leaf_value(double g, double h, double l1, double l2, double lower, double upper):
+    """The (unshrunk) leaf value the split search assumes: see bounded_value."""
+    return bounded_value(g, h, l1, l2, lower, upper)
+
+
+cdef inline double _reduction(double g, double h, double v, double l1, double l2) noexcept nogil:
+    # Decrease of the regularised objective G v + a|v| + (H + l) v^2 / 2 at
+    # value v; at the Newton value it is T(G)^2 / (2 (H + l)).
+    return -(g * v + l1 * fabs(v) + 0.5 * (h + l2) * v * v)
+
+
+cdef inline double _constrained_gain(
+    double g_left, double h_left, double g_right, double h_right,
+    double g_total, double h_total, signed char cst, const split_params* p,
+) noexcept nogil:
+    # Gain with child values clipped to the node's bounds; -inf if the
+    # values break the monotonic constraint of the split feature.
+    cdef double l1 = p.l1_regularization, l2 = p.l2_regularization
+    cdef double v_left = bounded_value(g_left, h_left, l1, l2, p.lower_bound, p.upper_bound)
+    cdef double v_right = bounded_value(g_right, h_right, l1, l2, p.lower_bound,
+                                        p.upper_bound)
+    cdef double v_parent = bounded_value(g_total, h_total, l1, l2, p.lower_bound,
+                                         p.upper_bound)
+    if (cst > 0 and v_left > v_right) or (cst < 0 and v_left < v_right):
+        return -INFINITY
+    return (_reduction(g_left, h_left, v_left, l1, l2)
+            + _reduction(g_right, h_right, v_right, l1, l2)
+            - _reduction(g_total, h_total, v_parent, l1, l2)) - p.min_gain_to_split
+
+
 cdef inline void _consider(
     split_info_struct* best, int f, unsigned int b, unsigned char missing_left,
     double g_left, double h_left, unsigned int n_left,
@@ -81,12 +132,17 @@ cdef inline void _consider(
     cdef double g_right = g_total - g_left, h_right = h_total - h_left
     cdef unsigned int n_right = n_total - n_left
     cdef double gain
+    cdef signed char cst = 0 if p.monotonic_cst == NULL else p.monotonic_cst[f]
     if n_left < p.min_samples_leaf or n_right < p.min_samples_leaf:
         return
     if h_left < p.min_child_weight or h_right < p.min_child_weight:
         return
-    gain = split_gain(g_left, h_left, g_right, h_right, g_total, h_total,
-                      p.l1_regularization, p.l2_regularization, p.min_gain_to_split)
+    if cst == 0 and not p.bounded:
+        gain = split_gain(g_left, h_left, g_right, h_right, g_total, h_total,
+                          p.l1_regularization, p.l2_regularization, p.min_gain_to_split)
+    else:
+        gain = _constrained_gain(g_left, h_left, g_right, h_right, g_total, h_total,
+                                 cst, p)
     if gain > best.gain:
         best.gain = gain
         best.feature_idx = f
@@ -246,6 +302,9 @@ def find_node_split(
     is_categorical=None,
     unsigned int max_cat_to_onehot=4,
     double cat_smooth=10.0,
+    monotonic_cst=None,
+    double lower_bound=-INFINITY,
+    double upper_bound=INFINITY,
 ):
     """Best split of a node over all features.
 
@@ -271,6 +330,13 @@ def find_node_split(
         against the rest; above, a scan of the sorted categories.
     cat_smooth : float
         Added to the hessian sum of a category when ordering categories.
+    monotonic_cst : ndarray of int8, shape (n_features,), or None
+        -1 / 0 / 1 per feature: a split on a constrained feature is kept only
+        if its (bounded) child values are in that order.
+    lower_bound, upper_bound : float
+        Bounds of the node's child values (monotonic constraints above it).
+        With bounds or a constrained feature, child values are clipped into
+        them and the gain is the objective decrease at the clipped values.
 
     Returns
     -------
@@ -292,7 +358,18 @@ def find_node_split(
         any_categorical = np.any(is_categorical)
     else:
         categorical = np.zeros(0, dtype=np.uint8)
+    cdef const signed char[::1] monotonic
     cdef split_params p
+    p.monotonic_cst = NULL
+    if monotonic_cst is not None:
+        monotonic = np.ascontiguousarray(monotonic_cst, dtype=np.int8)
+        if monotonic.shape[0] != n_features:
+            raise ValueError(f"monotonic_cst has {monotonic.shape[0]} entries, "
+                             f"expected {n_features}.")
+        p.monotonic_cst = &monotonic[0]
+    p.bounded = lower_bound > -INFINITY or upper_bound < INFINITY
+    p.lower_bound = lower_bound
+    p.upper_bound = upper_bound
     p.l1_regularization = l1_regularization
     p.l2_regularization = l2_regularization
     p.min_gain_to_split = min_gain_to_split

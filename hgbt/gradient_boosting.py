@@ -159,6 +159,7 @@ class BaseHistGBDT(BaseEstimator):
             raise ValueError("sample_weight_val was given without X_val and y_val.")
         n_threads = effective_n_threads(self.n_threads)
         self._interaction_groups_ = interaction_groups(self.interaction_cst, X.shape[1])
+        self._monotonic_cst_ = self._check_monotonic_cst(X.shape[1])
 
         if not warm:
             rng = check_random_state(self.random_state)
@@ -195,6 +196,40 @@ class BaseHistGBDT(BaseEstimator):
         self._fit_rounds(X_train, X_binned, y_train, w_train, X_val, y_val, w_val,
                          early_stopping, warm, n_threads)
         return self
+
+    def _check_monotonic_cst(self, n_features):
+        """``monotonic_cst`` as an int8 array of -1/0/1, or None if unconstrained."""
+        cst = self.monotonic_cst
+        if cst is None:
+            return None
+        if isinstance(cst, dict):
+            out = np.zeros(n_features, dtype=np.int64)
+            names = getattr(self, "feature_names_in_", None)
+            for key, value in cst.items():
+                if isinstance(key, str) and names is not None and key in names:
+                    key = int(np.flatnonzero(names == key)[0])
+                if not (isinstance(key, Integral) and not isinstance(key, bool)
+                        and 0 <= key < n_features):
+                    raise ValueError(f"monotonic_cst: {key!r} is neither a feature index "
+                                     f"in [0, {n_features - 1}] nor a feature name.")
+                out[key] = value if value in (-1, 0, 1) else 2
+        else:
+            out = np.asarray(cst)
+            if out.shape != (n_features,):
+                raise ValueError(f"monotonic_cst has {out.size} entries; X has "
+                                 f"{n_features} features.")
+        if not np.isin(out, (-1, 0, 1)).all():
+            raise ValueError("monotonic_cst values must be -1 (decreasing), 0 or 1 "
+                             f"(increasing), got {cst!r}.")
+        if not np.any(out):
+            return None
+        if self._stratify and len(self.classes_) > 2:
+            raise ValueError("monotonic_cst is not supported for multiclass "
+                             "classification (only regression and binary).")
+        is_cat = getattr(self, "is_categorical_", None)
+        if is_cat is not None and np.any(out[np.asarray(is_cat, dtype=bool)]):
+            raise ValueError("monotonic_cst cannot constrain a categorical feature.")
+        return out.astype(np.int8)
 
     def _early_stopping_enabled(self, n_samples, has_val):
         if self.early_stopping == "auto":
@@ -294,7 +329,7 @@ class BaseHistGBDT(BaseEstimator):
             is_categorical=self._bin_mapper.is_categorical_,
             known_cat_bitsets=self._bin_mapper.known_cat_bitsets_,
             max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
-            n_threads=n_threads)
+            monotonic_cst=self._monotonic_cst_, n_threads=n_threads)
         tree = grower.grow()
         leaves = grower.leaf_ids()
         if loss.needs_leaf_refit:
@@ -303,8 +338,8 @@ class BaseHistGBDT(BaseEstimator):
             for leaf in leaves:
                 leaf_rows = data.node_rows(leaf)
                 w = None if refit_weight is None else refit_weight[leaf_rows]
-                tree.nodes["value"][leaf] = self.learning_rate * loss.refit_leaf(
-                    y[leaf_rows], raw[leaf_rows], w)
+                tree.nodes["value"][leaf] = self.learning_rate * grower.clip_leaf_value(
+                    leaf, loss.refit_leaf(y[leaf_rows], raw[leaf_rows], w))
         data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
         if unsampled is not None and unsampled.size:
             tree.predict_binned_add(X_binned, unsampled, self._bin_mapper.missing_bin,

@@ -3,7 +3,7 @@ import heapq
 
 import numpy as np
 
-from ._splitting import find_node_split
+from ._splitting import find_node_split, leaf_value
 from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
 from .predictor import TreePredictor
 
@@ -14,7 +14,7 @@ class _Node:
     """A node while the tree grows."""
 
     __slots__ = ("node_id", "depth", "sum_gradients", "sum_hessians", "count",
-                 "histogram", "split", "left", "right", "groups")
+                 "histogram", "split", "left", "right", "groups", "lower", "upper")
 
     def __init__(self, node_id, depth, sum_gradients, sum_hessians, count, groups=None):
         self.node_id = node_id
@@ -26,6 +26,8 @@ class _Node:
         self.split = None
         self.left = self.right = None
         self.groups = groups  # interaction groups still allowed on this path
+        # Bounds of the node's value (unshrunk) under monotonic constraints.
+        self.lower, self.upper = -np.inf, np.inf
 
 
 class TreeGrower:
@@ -64,6 +66,11 @@ class TreeGrower:
     max_cat_to_onehot : int
     cat_smooth : float
         Categorical split search (see ``_splitting``).
+    monotonic_cst : ndarray of int8 of shape (n_features,) or None
+        -1 / 0 / 1 per feature. A split on a constrained feature must order
+        its children's values accordingly, and the children's subtrees are
+        bounded on either side of the midpoint of the two values, so the
+        whole tree is monotone in that feature.
     n_threads : int
     """
 
@@ -73,7 +80,7 @@ class TreeGrower:
                  l1_regularization=0.0, l2_regularization=0.0, learning_rate=1.0,
                  feature_sampler=None, interaction_groups=None, is_categorical=None,
                  known_cat_bitsets=None, max_cat_to_onehot=4, cat_smooth=10.0,
-                 n_threads=1):
+                 monotonic_cst=None, n_threads=1):
         self.data = data
         self.bin_thresholds = bin_thresholds
         self.n_bins_non_missing = n_bins_non_missing
@@ -93,6 +100,8 @@ class TreeGrower:
         self.known_cat_bitsets = known_cat_bitsets
         self.max_cat_to_onehot = max_cat_to_onehot
         self.cat_smooth = cat_smooth
+        self.monotonic_cst = (None if monotonic_cst is None or not np.any(monotonic_cst)
+                              else np.asarray(monotonic_cst, dtype=np.int8))
         self.n_threads = n_threads
 
     def _may_split(self, node):
@@ -117,7 +126,8 @@ class TreeGrower:
             node.sum_hessians, node.count, self.l1_regularization,
             self.l2_regularization, self.min_gain_to_split, self.min_child_weight,
             self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(node),
-            self.n_threads, self.is_categorical, self.max_cat_to_onehot, self.cat_smooth)
+            self.n_threads, self.is_categorical, self.max_cat_to_onehot, self.cat_smooth,
+            self.monotonic_cst, node.lower, node.upper)
         if split["feature_idx"] < 0:
             self.data.release(histogram)
             return
@@ -165,6 +175,7 @@ class TreeGrower:
             _, _, node = heapq.heappop(self._heap)
             s = node.split
             left, right = self._child(node, "left"), self._child(node, "right")
+            self._bound_children(node, left, right)
             node.left, node.right = left, right
             data.split(node.node_id, left.node_id, right.node_id,
                        int(s["feature_idx"]), int(s["bin_idx"]),
@@ -191,14 +202,32 @@ class TreeGrower:
         self._heap = []
         return self._to_predictor()
 
+    def _unshrunk_value(self, node):
+        # Newton value -T(G)/(H + lambda), clipped to the node's bounds.
+        return leaf_value(node.sum_gradients, node.sum_hessians, self.l1_regularization,
+                          self.l2_regularization, node.lower, node.upper)
+
+    def _bound_children(self, parent, left, right):
+        left.lower = right.lower = parent.lower
+        left.upper = right.upper = parent.upper
+        if self.monotonic_cst is None:
+            return
+        cst = self.monotonic_cst[int(parent.split["feature_idx"])]
+        if cst == 0:
+            return
+        mid = 0.5 * (self._unshrunk_value(left) + self._unshrunk_value(right))
+        if cst > 0:
+            left.upper = right.lower = mid
+        else:
+            left.lower = right.upper = mid
+
+    def clip_leaf_value(self, node_id, value):
+        """Clip a re-fitted (unshrunk) leaf value into the leaf's bounds."""
+        node = self._nodes[node_id]
+        return min(max(value, node.lower), node.upper)
+
     def _value(self, node):
-        # Newton step -T(G) / (H + lambda), T the L1 soft-threshold.
-        denominator = node.sum_hessians + self.l2_regularization
-        if denominator <= 0:
-            return 0.0
-        g = node.sum_gradients
-        g = np.sign(g) * max(abs(g) - self.l1_regularization, 0.0)
-        return -self.learning_rate * float(g) / denominator
+        return self.learning_rate * self._unshrunk_value(node)
 
     def _to_predictor(self):
         nodes = np.zeros(len(self._nodes), dtype=NODE_DTYPE)

@@ -83,3 +83,101 @@ def test_groups_normalised():
         interaction_groups([{0, "a"}], 3)
     with pytest.raises(ValueError, match="interaction_cst"):
         interaction_groups([0, 1], 3)
+
+
+# ------------------------------------------------------------------ monotonic
+def _monotone_violation(model, X, feature, sign, predict):
+    """Largest violation of monotonicity along ``feature`` on random grids."""
+    rng = np.random.default_rng(1)
+    base = X[rng.choice(len(X), 200, replace=False)]
+    lo, hi = np.nanmin(X[:, feature]), np.nanmax(X[:, feature])
+    grid = np.linspace(lo - 1, hi + 1, 60)
+    worst = 0.0
+    for row in base:
+        Xg = np.repeat(row[None, :], grid.size, axis=0)
+        Xg[:, feature] = grid
+        steps = sign * np.diff(predict(model, Xg))
+        worst = max(worst, -steps.min())
+    return worst
+
+
+@pytest.fixture(scope="module")
+def mono_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 4))
+    # increasing in x0, decreasing in x1 overall, but locally wiggly with noise
+    y = (X[:, 0] + np.sin(3 * X[:, 0]) - X[:, 1] + 0.5 * np.cos(4 * X[:, 1])
+         + X[:, 2] * X[:, 3] + 0.5 * rng.normal(size=6000))
+    return X, y
+
+
+def _predict(model, X):
+    if hasattr(model, "predict_proba"):
+        return model.decision_function(X)
+    return model.predict(X)
+
+
+@pytest.mark.parametrize("grow_policy", ["lossguide", "depthwise"])
+def test_regression_predictions_monotone(mono_data, grow_policy):
+    X, y = mono_data
+    cst = [1, -1, 0, 0]
+    m = HistGBDTRegressor(max_iter=60, monotonic_cst=cst, grow_policy=grow_policy,
+                          max_depth=6 if grow_policy == "depthwise" else None,
+                          early_stopping=False, random_state=0).fit(X, y)
+    assert _monotone_violation(m, X, 0, 1, _predict) == 0.0
+    assert _monotone_violation(m, X, 1, -1, _predict) == 0.0
+    assert m.score(X, y) > 0.5
+
+
+def test_unconstrained_model_is_not_monotone(mono_data):
+    # The check above has teeth: the wiggles make a free model non-monotone.
+    X, y = mono_data
+    m = HistGBDTRegressor(max_iter=60, early_stopping=False, random_state=0).fit(X, y)
+    assert _monotone_violation(m, X, 0, 1, _predict) > 0
+
+
+def test_binary_predictions_monotone_and_dict_spec(mono_data):
+    X, y = mono_data
+    labels = (y > np.median(y)).astype(int)
+    m = HistGBDTClassifier(max_iter=40, monotonic_cst={0: 1, 1: -1},
+                           early_stopping=False, random_state=0).fit(X, labels)
+    assert _monotone_violation(m, X, 0, 1, _predict) == 0.0
+    assert _monotone_violation(m, X, 1, -1, _predict) == 0.0
+
+
+@pytest.mark.parametrize("loss", ["absolute_error", "poisson"])
+def test_monotone_with_other_losses(mono_data, loss):
+    X, y = mono_data
+    target = np.exp(0.3 * y) if loss == "poisson" else y
+    m = HistGBDTRegressor(loss=loss, max_iter=40, monotonic_cst=[1, -1, 0, 0],
+                          early_stopping=False, random_state=0).fit(X, target)
+    assert _monotone_violation(m, X, 0, 1, _predict) == 0.0
+
+
+def test_monotonic_cst_validation(mono_data):
+    X, y = mono_data
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        HistGBDTRegressor(monotonic_cst=[1, 0]).fit(X, y)          # wrong length
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        HistGBDTRegressor(monotonic_cst=[2, 0, 0, 0]).fit(X, y)    # bad value
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        HistGBDTRegressor(monotonic_cst={9: 1}).fit(X, y)          # bad key
+    multi = (y > 0).astype(int) + (y > 1)
+    with pytest.raises(ValueError, match="multiclass"):
+        HistGBDTClassifier(monotonic_cst=[1, 0, 0, 0]).fit(X, multi)
+
+
+def test_monotone_with_missing_values(mono_data):
+    X, y = mono_data
+    X = X.copy()
+    X[np.random.default_rng(3).random(len(X)) < 0.1, 0] = np.nan
+    m = HistGBDTRegressor(max_iter=40, monotonic_cst=[1, -1, 0, 0],
+                          early_stopping=False, random_state=0).fit(X, y)
+    assert _monotone_violation(m, np.nan_to_num(X), 0, 1, _predict) == 0.0
+
+
+def test_monotonic_cst_rejects_categorical():
+    X = np.column_stack([np.arange(200) % 5, np.linspace(0, 1, 200)])
+    y = X[:, 1] + (X[:, 0] == 2)
+    with pytest.raises(ValueError, match="categorical"):
+        HistGBDTRegressor(monotonic_cst=[1, 0], categorical_features=[0]).fit(X, y)
