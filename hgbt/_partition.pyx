@@ -8,6 +8,7 @@ merged in order.
 """
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
+import numpy as np
 
 from ._types cimport X_BINNED_DTYPE_C, SIZE_C
 
@@ -17,21 +18,15 @@ DEF MIN_ROWS_PER_THREAD = 16384
 
 cdef SIZE_C _partition_chunk(
     SIZE_C* rows, SIZE_C* buf, SIZE_C n, const X_BINNED_DTYPE_C* col,
-    X_BINNED_DTYPE_C bin_threshold, X_BINNED_DTYPE_C missing_bin,
-    unsigned char missing_go_to_left,
+    const unsigned char* goes_left,
 ) noexcept nogil:
     # Lefts to buf[0..), rights to buf[n-1] downward. Returns the left count.
     # Branch-free: each row is written at both ends and only the matching
-    # counter advances (the left/right test is unpredictable). The missing
-    # bin is above every value bin, so `b <= bin_threshold` is false for it.
-    cdef SIZE_C i, n_left = 0, n_right = 0, r
-    cdef X_BINNED_DTYPE_C b
-    cdef SIZE_C left
-    cdef SIZE_C missing_left = missing_go_to_left != 0
+    # counter advances (the left/right test is unpredictable).
+    cdef SIZE_C i, n_left = 0, n_right = 0, r, left
     for i in range(n):
         r = rows[i]
-        b = col[r]
-        left = (b <= bin_threshold) | ((b == missing_bin) & missing_left)
+        left = goes_left[col[r]]
         buf[n_left] = r
         buf[n - 1 - n_right] = r
         n_left += left
@@ -61,7 +56,7 @@ def partition_rows(
     bint missing_go_to_left,
     int n_threads,
 ):
-    """Stable in-place partition of ``rows`` (one node's slice).
+    """Stable in-place partition of ``rows`` (one node's slice) on a threshold.
 
     A row goes left when its bin is ``<= bin_threshold``, or when it is
     missing and ``missing_go_to_left``. ``buffer`` has at least
@@ -72,12 +67,42 @@ def partition_rows(
     n_left : int
         Rows ``rows[:n_left]`` are the left child, the rest the right one.
     """
+    goes_left = np.zeros(256, dtype=np.uint8)
+    goes_left[:bin_threshold + 1] = 1
+    goes_left[missing_bin] = missing_go_to_left
+    return partition_rows_by_table(rows, buffer, X_binned, feature_idx, goes_left,
+                                   n_threads)
+
+
+def partition_rows_by_table(
+    SIZE_C[::1] rows,
+    SIZE_C[::1] buffer,
+    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    int feature_idx,
+    const unsigned char[::1] goes_left,
+    int n_threads,
+):
+    """Stable in-place partition of ``rows`` by a 256-entry bin lookup table.
+
+    A row goes left when ``goes_left[X_binned[row, feature_idx]]`` is 1
+    (entries must be 0 or 1). Numeric splits use a threshold table,
+    categorical ones their category set with the missing direction at the
+    missing bin.
+
+    Returns
+    -------
+    n_left : int
+        Rows ``rows[:n_left]`` are the left child, the rest the right one.
+    """
+
     cdef SIZE_C n = rows.shape[0]
     cdef int n_chunks = n_threads if n_threads > 0 else 1
     cdef int t, i
     cdef SIZE_C chunk, start, size, n_left = 0, left_pos, right_pos
     cdef SIZE_C* counts
     cdef const X_BINNED_DTYPE_C* col
+    if goes_left.shape[0] != 256:
+        raise ValueError(f"goes_left must have 256 entries, got {goes_left.shape[0]}.")
     if n == 0:
         return 0
     col = &X_binned[0, feature_idx]
@@ -87,8 +112,7 @@ def partition_rows(
         n_chunks = n // MIN_ROWS_PER_THREAD
     if n_chunks == 1:
         with nogil:
-            n_left = _partition_chunk(&rows[0], &buffer[0], n, col, bin_threshold,
-                                      missing_bin, missing_go_to_left)
+            n_left = _partition_chunk(&rows[0], &buffer[0], n, col, &goes_left[0])
             _merge_chunk(&rows[0], &rows[n_left], &buffer[0], n, n_left)
         return n_left
 
@@ -102,8 +126,7 @@ def partition_rows(
                 start = t * chunk
                 size = min(chunk, n - start)
                 counts[t] = _partition_chunk(&rows[start], &buffer[start], size, col,
-                                             bin_threshold, missing_bin,
-                                             missing_go_to_left)
+                                             &goes_left[0])
             for t in range(n_chunks):
                 n_left = n_left + counts[t]
             for t in prange(n_chunks, schedule='static', num_threads=n_chunks):

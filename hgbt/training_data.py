@@ -8,8 +8,7 @@ them) can replace it without touching the grower.
 import numpy as np
 
 from ._histogram import build_histogram, build_histogram_root, subtract_histograms
-from ._partition import partition_rows
-from ._partition_categorical import partition_rows_bitset
+from ._partition import partition_rows, partition_rows_by_table
 from ._predictor import add_leaf_values
 from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
 
@@ -109,9 +108,9 @@ class LocalTrainingData:
             goes_left = np.unpackbits(np.ascontiguousarray(cat_bitset, dtype="<u4").view(np.uint8),
                                       bitorder="little")
             goes_left[self.n_bins - 1] = bool(missing_go_to_left)
-            n_left = partition_rows_bitset(self._rows[start:stop], self._buffer,
-                                           self.X_binned, feature_idx, goes_left,
-                                           self.n_threads)
+            n_left = partition_rows_by_table(self._rows[start:stop], self._buffer,
+                                             self.X_binned, feature_idx, goes_left,
+                                             self.n_threads)
         for node in (left_id, right_id):
             if node >= len(self._ranges):
                 self._ranges.extend([None] * (node + 1 - len(self._ranges)))

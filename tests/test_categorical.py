@@ -8,7 +8,7 @@ import pytest
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt._partition_categorical import partition_rows_bitset
+from hgbt._partition import partition_rows_by_table
 from hgbt._predictor import predict_add, predict_binned_add
 from hgbt._splitting import find_node_split
 from hgbt._types import HISTOGRAM_DTYPE, NODE_DTYPE, SIZE_DTYPE
@@ -335,25 +335,25 @@ def test_bitset_helpers_round_trip():
 
 @pytest.mark.parametrize("n_threads", [1, 2, 4])
 @pytest.mark.parametrize("n_rows", [0, 1, 1000, 70_000])
-def test_partition_rows_bitset_is_stable_partition(n_threads, n_rows):
+def test_partition_rows_by_table_is_stable_partition(n_threads, n_rows):
     rng = np.random.default_rng(n_rows)
     X = np.asfortranarray(rng.integers(0, 256, size=(max(n_rows, 1) * 2, 3)).astype(np.uint8))
     rows_in = np.sort(rng.choice(X.shape[0], n_rows, replace=False)).astype(SIZE_DTYPE)
     goes_left = (rng.random(256) < 0.4).astype(np.uint8)
     rows = rows_in.copy()
     buffer = np.empty(max(n_rows, 1), dtype=SIZE_DTYPE)
-    n_left = partition_rows_bitset(rows, buffer, X, 1, goes_left, n_threads)
+    n_left = partition_rows_by_table(rows, buffer, X, 1, goes_left, n_threads)
     left = goes_left[X[rows_in, 1]].astype(bool)
     assert n_left == left.sum()
     np.testing.assert_array_equal(rows[:n_left], rows_in[left])
     np.testing.assert_array_equal(rows[n_left:], rows_in[~left])
 
 
-def test_partition_rows_bitset_checks_table():
+def test_partition_rows_by_table_checks_table():
     X = np.zeros((4, 1), dtype=np.uint8, order="F")
     rows = np.arange(4, dtype=SIZE_DTYPE)
     with pytest.raises(ValueError, match="256"):
-        partition_rows_bitset(rows, rows.copy(), X, 0, np.zeros(255, np.uint8), 1)
+        partition_rows_by_table(rows, rows.copy(), X, 0, np.zeros(255, np.uint8), 1)
 
 
 # ---------------------------------------------------------------------------
