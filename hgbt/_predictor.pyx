@@ -103,6 +103,9 @@ def add_leaf_values(
     cdef Py_ssize_t n_leaves = leaf_values.shape[0], k
     cdef SIZE_C i
     cdef Y_DTYPE_C v
+    # One thread for small trees' worth of rows: no team to wake.
+    if rows.shape[0] < MIN_PARALLEL_ROWS * 8:
+        n_threads = 1
     for k in prange(n_leaves, nogil=True, schedule='dynamic',
                     num_threads=n_threads):
         v = leaf_values[k]
