@@ -43,6 +43,8 @@ cdef struct split_params:
     # Monotonic constraints: per feature -1/0/1 (NULL: none), and the bounds
     # the node's children values must stay within.
     const signed char* monotonic_cst
+    # T(G)^2 / (H + lambda) of the node itself, the same for every candidate.
+    double parent_score
     bint bounded
     double lower_bound
     double upper_bound
@@ -68,15 +70,6 @@ cdef inline double _score(double g, double h, double l1, double l2) noexcept nog
         return 0.0
     g = soft_threshold(g, l1)
     return g * g / (h + l2)
-
-
-cdef inline double split_gain(
-    double g_left, double h_left, double g_right, double h_right,
-    double g_parent, double h_parent, double l1, double l2, double gamma,
-) noexcept nogil:
-    """0.5 [T(G_L)^2/(H_L+l) + T(G_R)^2/(H_R+l) - T(G_P)^2/(H_P+l)] - gamma."""
-    return 0.5 * (_score(g_left, h_left, l1, l2) + _score(g_right, h_right, l1, l2)
-                  - _score(g_parent, h_parent, l1, l2)) - gamma
 
 
 cdef inline double bounded_value(
@@ -138,8 +131,12 @@ cdef inline void _consider(
     if h_left < p.min_child_weight or h_right < p.min_child_weight:
         return
     if cst == 0 and not p.bounded:
-        gain = split_gain(g_left, h_left, g_right, h_right, g_total, h_total,
-                          p.l1_regularization, p.l2_regularization, p.min_gain_to_split)
+        # 0.5 [T(G_L)^2/(H_L+l) + T(G_R)^2/(H_R+l) - T(G)^2/(H+l)] - gamma, the
+        # parent term computed once per node.
+        gain = 0.5 * (_score(g_left, h_left, p.l1_regularization, p.l2_regularization)
+                      + _score(g_right, h_right, p.l1_regularization,
+                               p.l2_regularization)
+                      - p.parent_score) - p.min_gain_to_split
     else:
         gain = _constrained_gain(g_left, h_left, g_right, h_right, g_total, h_total,
                                  cst, p)
@@ -372,6 +369,8 @@ def find_node_split(
     p.upper_bound = upper_bound
     p.l1_regularization = l1_regularization
     p.l2_regularization = l2_regularization
+    p.parent_score = _score(sum_gradients, sum_hessians, l1_regularization,
+                            l2_regularization)
     p.min_gain_to_split = min_gain_to_split
     p.min_child_weight = min_child_weight
     p.min_samples_leaf = min_samples_leaf

@@ -9,6 +9,7 @@ an explicit ``n_threads``.
 import json
 import os
 import subprocess
+import tempfile
 import sys
 import textwrap
 import threading
@@ -485,9 +486,11 @@ _COUNT_SCRIPT = textwrap.dedent("""
 
 
 def _count_threads_in_fresh_process(n_threads, limit):
+    # Run outside the source tree so the installed package is the one imported.
     out = subprocess.run([sys.executable, "-c", _COUNT_SCRIPT,
                           json.dumps([n_threads, limit])],
-                         capture_output=True, text=True, timeout=300, check=True)
+                         capture_output=True, text=True, timeout=300, check=True,
+                         cwd=tempfile.gettempdir())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
