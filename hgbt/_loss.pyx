@@ -123,101 +123,55 @@ cdef inline grad_hess _binary(double y, double raw) noexcept nogil:
 
 # ---------------------------------------------------------------- kernels
 
-def squared_error_gradients(
+# Kinds of losses served by unit_hessian_gradients (see losses.py).
+SQUARED_ERROR, ABSOLUTE_ERROR, QUANTILE, HUBER = 0, 1, 2, 3
+
+
+cdef inline double _unit_hessian_gradient(
+    int kind, double y, double raw, double param,
+) noexcept nogil:
+    # The kind is the same for every row: this branch is always predicted.
+    if kind == 0:
+        return raw - y
+    if kind == 1:
+        return _sign(raw - y)
+    if kind == 2:
+        return (1.0 - param) if y < raw else -param
+    return _clip(raw - y, param)
+
+
+def unit_hessian_gradients(
+    int kind,
     const Y_DTYPE_C[::1] y_true,
     const Y_DTYPE_C[::1] raw_prediction,
     const Y_DTYPE_C[::1] sample_weight,
     G_H_DTYPE_C[::1] gradients,
     G_H_DTYPE_C[::1] hessians,
+    double param,
     int n_threads,
 ):
-    """Half squared error: g = w (raw - y), h = w.
+    """Gradients of the losses whose hessian is the row weight w.
 
-    With no ``sample_weight`` (length 0) the hessian is the constant 1: a
-    length-1 ``hessians`` is left as it is, a per-row one is filled with 1.
+    - SQUARED_ERROR (half): g = w (raw - y), h = w (exact).
+    - ABSOLUTE_ERROR: g = w sign(raw - y) (0 on a tie), h = w (surrogate).
+    - QUANTILE (pinball, ``param`` = quantile): g = w (1{y < raw} - quantile).
+    - HUBER (``param`` = delta): g = w clip(raw - y, -delta, delta), h = w
+      (exact within delta, a surrogate outside).
+
+    Without ``sample_weight`` (length 0) w = 1: a length-1 ``hessians`` (the
+    constant-hessian case) is left as it is, a per-row one is filled.
     """
     cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
                                       gradients.shape[0], hessians.shape[0], True)
     cdef Py_ssize_t i
-    cdef bint weighted = sample_weight.shape[0] > 0
-    if weighted:
-        for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
-            gradients[i] = sample_weight[i] * (raw_prediction[i] - y_true[i])
-            hessians[i] = sample_weight[i]
-    else:
-        for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
-            gradients[i] = raw_prediction[i] - y_true[i]
-        if hessians.shape[0] == n:
-            hessians[:] = 1
-
-
-def absolute_error_gradients(
-    const Y_DTYPE_C[::1] y_true,
-    const Y_DTYPE_C[::1] raw_prediction,
-    const Y_DTYPE_C[::1] sample_weight,
-    G_H_DTYPE_C[::1] gradients,
-    G_H_DTYPE_C[::1] hessians,
-    int n_threads,
-):
-    """Absolute error: g = w sign(raw - y) (0 on a tie), h = w (surrogate)."""
-    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], True)
-    cdef Py_ssize_t i
     cdef double w
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef bint per_row = hessians.shape[0] == n
-    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
+    for i in prange(n, nogil=True, schedule='static',
+                    num_threads=_threads_for(n, n_threads)):
         w = sample_weight[i] if weighted else 1.0
-        gradients[i] = w * _sign(raw_prediction[i] - y_true[i])
-        if per_row:
-            hessians[i] = w
-
-
-def quantile_gradients(
-    const Y_DTYPE_C[::1] y_true,
-    const Y_DTYPE_C[::1] raw_prediction,
-    const Y_DTYPE_C[::1] sample_weight,
-    G_H_DTYPE_C[::1] gradients,
-    G_H_DTYPE_C[::1] hessians,
-    double quantile,
-    int n_threads,
-):
-    """Pinball loss: g = w (1{y < raw} - quantile), h = w (surrogate)."""
-    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], True)
-    cdef Py_ssize_t i
-    cdef double w
-    cdef bint weighted = sample_weight.shape[0] > 0
-    cdef bint per_row = hessians.shape[0] == n
-    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
-        w = sample_weight[i] if weighted else 1.0
-        if y_true[i] < raw_prediction[i]:
-            gradients[i] = w * (1.0 - quantile)
-        else:
-            gradients[i] = -w * quantile
-        if per_row:
-            hessians[i] = w
-
-
-def huber_gradients(
-    const Y_DTYPE_C[::1] y_true,
-    const Y_DTYPE_C[::1] raw_prediction,
-    const Y_DTYPE_C[::1] sample_weight,
-    G_H_DTYPE_C[::1] gradients,
-    G_H_DTYPE_C[::1] hessians,
-    double delta,
-    int n_threads,
-):
-    """Huber: g = w clip(raw - y, -delta, delta), h = w (surrogate outside delta)."""
-    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], True)
-    cdef Py_ssize_t i
-    cdef double w
-    cdef bint weighted = sample_weight.shape[0] > 0
-    cdef bint per_row = hessians.shape[0] == n
-    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
-        w = sample_weight[i] if weighted else 1.0
-        gradients[i] = w * _clip(raw_prediction[i] - y_true[i], delta)
+        gradients[i] = w * _unit_hessian_gradient(kind, y_true[i], raw_prediction[i],
+                                                  param)
         if per_row:
             hessians[i] = w
 
@@ -263,7 +217,8 @@ def smooth_gradients(
     cdef double w
     cdef grad_hess gh
     cdef bint weighted = sample_weight.shape[0] > 0
-    for i in prange(n, nogil=True, schedule='static', num_threads=_threads_for(n, n_threads)):
+    for i in prange(n, nogil=True, schedule='static',
+                    num_threads=_threads_for(n, n_threads)):
         w = sample_weight[i] if weighted else 1.0
         gh = _smooth(kind, y_true[i], raw_prediction[i], power)
         gradients[i] = w * gh.gradient

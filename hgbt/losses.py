@@ -41,12 +41,13 @@ import numpy as np
 from scipy.special import expit, logsumexp, softmax, xlogy
 
 from ._loss import (
-    absolute_error_gradients,
-    huber_gradients,
     multinomial_log_loss_gradients,
-    quantile_gradients,
-    squared_error_gradients,
     smooth_gradients,
+    unit_hessian_gradients,
+    SQUARED_ERROR,
+    ABSOLUTE_ERROR,
+    QUANTILE,
+    HUBER,
     POISSON,
     GAMMA,
     TWEEDIE,
@@ -154,8 +155,8 @@ class SquaredError(BaseLoss):
         return np.array([np.average(y, weights=self.sample_weight)], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        squared_error_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                                hessians[0], n_threads)
+        unit_hessian_gradients(SQUARED_ERROR, y, raw_prediction[0], self._weights(),
+                               gradients[0], hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return float(np.average(0.5 * (y - raw_prediction[0]) ** 2,
@@ -263,8 +264,8 @@ class AbsoluteError(BaseLoss):
         return np.array([weighted_quantile(y, self.sample_weight, 0.5)], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        absolute_error_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                                 hessians[0], n_threads)
+        unit_hessian_gradients(ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
+                               gradients[0], hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(np.abs(y - raw_prediction[0]), self.sample_weight)
@@ -304,8 +305,8 @@ class QuantileLoss(BaseLoss):
                         dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        quantile_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                           hessians[0], self.quantile, n_threads)
+        unit_hessian_gradients(QUANTILE, y, raw_prediction[0], self._weights(),
+                               gradients[0], hessians[0], self.quantile, n_threads)
 
     def loss(self, y, raw_prediction):
         diff = y - raw_prediction[0]
@@ -364,8 +365,8 @@ class HuberLoss(BaseLoss):
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         if self.delta is None:
             self.delta_ = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
-        huber_gradients(y, raw_prediction[0], self._weights(), gradients[0],
-                        hessians[0], self.delta_, n_threads)
+        unit_hessian_gradients(HUBER, y, raw_prediction[0], self._weights(),
+                               gradients[0], hessians[0], self.delta_, n_threads)
 
     def loss(self, y, raw_prediction):
         delta = self.delta_
