@@ -301,3 +301,23 @@ def test_goss_leaf_refit_uses_goss_weights(task, monkeypatch):
     factor = (len(y) - int(0.2 * len(y))) / int(0.1 * len(y))
     assert set(np.round(np.unique(weights), 9)) == {1.0, round(factor, 9)}
     assert np.isclose(np.mean(weights == 1.0), 2 / 3, atol=0.01)  # top 20% vs other 10%
+
+
+@pytest.mark.parametrize("params", [
+    dict(data_sample_strategy="goss", colsample_bynode=0.7),
+    dict(subsample=0.6, colsample_bytree=0.8, monotonic_cst=[1, 0, 0, 0, 0, 0]),
+    dict(categorical_features=[5], max_cat_to_onehot=2),
+])
+def test_classifier_bit_identical_across_thread_counts(params):
+    # Large enough for the parallel paths (histograms, partition, prediction).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40_000, 6))
+    X[:, 5] = rng.integers(0, 12, size=40_000)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (X[:, 0] + np.sin(3 * np.nan_to_num(X[:, 1])) + (X[:, 5] % 3 == 0)
+         + rng.normal(size=40_000) > 0.5).astype(int)
+    fit = lambda n: HistGBDTClassifier(max_iter=15, early_stopping=False, random_state=0,
+                                       n_threads=n, **params).fit(X, y)
+    a, b = fit(1), fit(2)
+    assert _same_model(a, b)
+    assert np.array_equal(a.predict_proba(X), b.predict_proba(X))
