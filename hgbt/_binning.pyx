@@ -29,6 +29,19 @@ cdef inline X_BINNED_DTYPE_C _find_bin(
     return <X_BINNED_DTYPE_C>((base - thresholds) + (base[0] < x))
 
 
+cdef inline X_BINNED_DTYPE_C _category_bin(
+    double x, const BITSET_WORD_C* known, X_BINNED_DTYPE_C missing_bin,
+) noexcept nogil:
+    # A known code is its own bin; NaN, negative, non-integer, >= 256 and
+    # unseen codes are missing.
+    cdef unsigned int code
+    if x >= 0.0 and x < 256.0:
+        code = <unsigned int> x
+        if <double> code == x and (known[code >> 5] >> (code & 31)) & 1:
+            return <X_BINNED_DTYPE_C> code
+    return missing_bin
+
+
 def map_to_bins(
     const floating[:, :] X,
     const X_DTYPE_C[:, ::1] thresholds,
@@ -36,8 +49,10 @@ def map_to_bins(
     X_BINNED_DTYPE_C missing_bin,
     X_BINNED_DTYPE_C[::1, :] binned,
     int n_threads,
+    const unsigned char[::1] is_categorical=None,
+    const BITSET_WORD_C[:, ::1] known=None,
 ):
-    """Bin every value of ``X`` into the Fortran-ordered ``binned``.
+    """Bin every value of ``X`` into the Fortran-ordered ``binned``, in one pass.
 
     Parameters
     ----------
@@ -47,63 +62,34 @@ def map_to_bins(
         ``n_thresholds[f]`` entries.
     n_thresholds : ndarray of shape (n_features,), int32
     missing_bin : int
-        Code given to NaN.
+        Code given to NaN (and to unknown category codes).
     binned : ndarray of shape (n_samples, n_features), uint8, F-ordered
         Output.
     n_threads : int
+    is_categorical : ndarray of shape (n_features,), uint8, or None
+        Categorical features: a code is its own bin when its bit is set in
+        ``known``, otherwise (negative, non-integer, 256 or more, unseen)
+        it is missing.
+    known : ndarray of shape (n_features, 8), uint32, or None
+        Per feature, the bitset of the category codes known at fit time.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, f, start, stop
+    cdef bint any_categorical = is_categorical is not None
+    if any_categorical and (is_categorical.shape[0] != n_features or known is None
+                            or known.shape[0] != n_features or known.shape[1] != 8):
+        raise ValueError("is_categorical needs one entry per feature and known a "
+                         "(n_features, 8) bitset array.")
     for block in prange(n_blocks, nogil=True, schedule='static',
                         num_threads=n_threads):
         start = block * ROW_BLOCK
         stop = min(start + ROW_BLOCK, n_samples)
         for f in range(n_features):
-            for i in range(start, stop):
-                binned[i, f] = _find_bin(
-                    X[i, f], &thresholds[f, 0], n_thresholds[f], missing_bin)
-
-
-def map_categories_to_bins(
-    const floating[:, :] X,
-    const Py_ssize_t[::1] features,
-    const BITSET_WORD_C[:, ::1] known,
-    X_BINNED_DTYPE_C missing_bin,
-    X_BINNED_DTYPE_C[::1, :] binned,
-    int n_threads,
-):
-    """Bin categorical columns: a known code is its own bin, the rest missing.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features), float32 or float64
-    features : ndarray of intp
-        The categorical columns to bin.
-    known : ndarray of shape (len(features), 8), uint32
-        Per listed feature, the bitset of the codes known at fit time.
-    missing_bin : int
-        Code given to NaN and to any value that is not a known code
-        (negative, non-integer, 256 or more, or unseen at fit time).
-    binned : ndarray of shape (n_samples, n_features), uint8, F-ordered
-        Output; only the listed columns are written.
-    n_threads : int
-    """
-    cdef Py_ssize_t n_samples = X.shape[0], n_cat = features.shape[0]
-    cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
-    cdef Py_ssize_t block, i, k, f, start, stop
-    cdef double x
-    cdef unsigned int code
-    for block in prange(n_blocks, nogil=True, schedule='static',
-                        num_threads=n_threads):
-        start = block * ROW_BLOCK
-        stop = min(start + ROW_BLOCK, n_samples)
-        for k in range(n_cat):
-            f = features[k]
-            for i in range(start, stop):
-                x = X[i, f]
-                binned[i, f] = missing_bin
-                if x >= 0.0 and x < 256.0:
-                    code = <unsigned int> x
-                    if <double> code == x and (known[k, code >> 5] >> (code & 31)) & 1:
-                        binned[i, f] = <X_BINNED_DTYPE_C> code
+            if any_categorical and is_categorical[f]:
+                for i in range(start, stop):
+                    binned[i, f] = _category_bin(X[i, f], &known[f, 0], missing_bin)
+            else:
+                for i in range(start, stop):
+                    binned[i, f] = _find_bin(
+                        X[i, f], &thresholds[f, 0], n_thresholds[f], missing_bin)

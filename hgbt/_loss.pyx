@@ -123,24 +123,37 @@ cdef inline grad_hess _binary(double y, double raw) noexcept nogil:
 
 # ---------------------------------------------------------------- kernels
 
-# Kinds of losses served by unit_hessian_gradients (see losses.py).
+# Kinds of per-row losses served by row_gradients (see losses.py). The first
+# four have the row weight as hessian (exact for squared error, a surrogate
+# for the others), so their hessian may be a constant.
 SQUARED_ERROR, ABSOLUTE_ERROR, QUANTILE, HUBER = 0, 1, 2, 3
+POISSON, GAMMA, TWEEDIE, BINARY_LOG_LOSS = 4, 5, 6, 7
 
 
-cdef inline double _unit_hessian_gradient(
-    int kind, double y, double raw, double param,
-) noexcept nogil:
+cdef inline grad_hess _row(int kind, double y, double raw, double param) noexcept nogil:
     # The kind is the same for every row: this branch is always predicted.
+    cdef grad_hess out
+    out.hessian = 1.0
     if kind == 0:
-        return raw - y
-    if kind == 1:
-        return _sign(raw - y)
-    if kind == 2:
-        return (1.0 - param) if y < raw else -param
-    return _clip(raw - y, param)
+        out.gradient = raw - y
+    elif kind == 1:
+        out.gradient = _sign(raw - y)
+    elif kind == 2:
+        out.gradient = (1.0 - param) if y < raw else -param
+    elif kind == 3:
+        out.gradient = _clip(raw - y, param)
+    elif kind == 4:
+        return _poisson(y, raw)
+    elif kind == 5:
+        return _gamma(y, raw)
+    elif kind == 6:
+        return _tweedie(y, raw, param)
+    else:
+        return _binary(y, raw)
+    return out
 
 
-def unit_hessian_gradients(
+def row_gradients(
     int kind,
     const Y_DTYPE_C[::1] y_true,
     const Y_DTYPE_C[::1] raw_prediction,
@@ -150,79 +163,38 @@ def unit_hessian_gradients(
     double param,
     int n_threads,
 ):
-    """Gradients of the losses whose hessian is the row weight w.
+    """Gradients and hessians of a single-output loss, row by row.
 
     - SQUARED_ERROR (half): g = w (raw - y), h = w (exact).
     - ABSOLUTE_ERROR: g = w sign(raw - y) (0 on a tie), h = w (surrogate).
     - QUANTILE (pinball, ``param`` = quantile): g = w (1{y < raw} - quantile).
     - HUBER (``param`` = delta): g = w clip(raw - y, -delta, delta), h = w
       (exact within delta, a surrogate outside).
+    - POISSON, log link: g = w (exp(raw) - y), h = w exp(raw).
+    - GAMMA, log link: g = w (1 - y exp(-raw)), h = w y exp(-raw).
+    - TWEEDIE (1 <= ``param`` = power <= 2), log link, mu = exp(raw):
+      g = w (mu^(2-p) - y mu^(1-p)), h = w ((2-p) mu^(2-p) + (p-1) y mu^(1-p)).
+    - BINARY_LOG_LOSS on log-odds: g = w (p - y), h = w p (1 - p), p = sigmoid(raw).
 
-    Without ``sample_weight`` (length 0) w = 1: a length-1 ``hessians`` (the
-    constant-hessian case) is left as it is, a per-row one is filled.
+    Without ``sample_weight`` (length 0) w = 1. For the first four kinds a
+    length-1 ``hessians`` (constant hessian) is left as it is; otherwise
+    ``hessians`` must have one entry per row.
     """
     cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], True)
+                                      gradients.shape[0], hessians.shape[0],
+                                      kind <= HUBER)
     cdef Py_ssize_t i
     cdef double w
+    cdef grad_hess gh
     cdef bint weighted = sample_weight.shape[0] > 0
     cdef bint per_row = hessians.shape[0] == n
     for i in prange(n, nogil=True, schedule='static',
                     num_threads=_threads_for(n, n_threads)):
         w = sample_weight[i] if weighted else 1.0
-        gradients[i] = w * _unit_hessian_gradient(kind, y_true[i], raw_prediction[i],
-                                                  param)
-        if per_row:
-            hessians[i] = w
-
-
-# Kinds of smooth per-row losses served by smooth_gradients (see losses.py).
-POISSON, GAMMA, TWEEDIE, BINARY_LOG_LOSS = 0, 1, 2, 3
-
-
-cdef inline grad_hess _smooth(int kind, double y, double raw, double power) noexcept nogil:
-    # The kind is the same for every row: this branch is always predicted.
-    if kind == 0:
-        return _poisson(y, raw)
-    if kind == 1:
-        return _gamma(y, raw)
-    if kind == 2:
-        return _tweedie(y, raw, power)
-    return _binary(y, raw)
-
-
-def smooth_gradients(
-    int kind,
-    const Y_DTYPE_C[::1] y_true,
-    const Y_DTYPE_C[::1] raw_prediction,
-    const Y_DTYPE_C[::1] sample_weight,
-    G_H_DTYPE_C[::1] gradients,
-    G_H_DTYPE_C[::1] hessians,
-    double power,
-    int n_threads,
-):
-    """Gradients and hessians of a smooth loss with a per-row hessian.
-
-    - POISSON, log link: g = w (exp(raw) - y), h = w exp(raw).
-    - GAMMA, log link: g = w (1 - y exp(-raw)), h = w y exp(-raw).
-    - TWEEDIE (1 <= power <= 2), log link, mu = exp(raw):
-      g = w (mu^(2-p) - y mu^(1-p)), h = w ((2-p) mu^(2-p) + (p-1) y mu^(1-p)).
-    - BINARY_LOG_LOSS on log-odds: g = w (p - y), h = w p (1 - p), p = sigmoid(raw).
-
-    ``power`` is used by TWEEDIE only.
-    """
-    cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
-                                      gradients.shape[0], hessians.shape[0], False)
-    cdef Py_ssize_t i
-    cdef double w
-    cdef grad_hess gh
-    cdef bint weighted = sample_weight.shape[0] > 0
-    for i in prange(n, nogil=True, schedule='static',
-                    num_threads=_threads_for(n, n_threads)):
-        w = sample_weight[i] if weighted else 1.0
-        gh = _smooth(kind, y_true[i], raw_prediction[i], power)
+        gh = _row(kind, y_true[i], raw_prediction[i], param)
         gradients[i] = w * gh.gradient
-        hessians[i] = w * gh.hessian
+        if per_row:
+            hessians[i] = w * gh.hessian
 
 
 def multinomial_log_loss_gradients(

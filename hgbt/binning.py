@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._binning import map_categories_to_bins, map_to_bins
+from ._binning import map_to_bins
 from ._types import BITSET_DTYPE, BITSET_WORDS, X_BINNED_DTYPE, X_DTYPE
 
 # Rows used to compute quantile thresholds (LightGBM and scikit-learn use the same).
@@ -363,10 +363,11 @@ class BinMapper:
             padded[f, :t.size] = t
             n_thresholds[f] = t.size
         binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
-        map_to_bins(X, padded, n_thresholds, self.missing_bin, binned, self.n_threads)
-        categorical = np.flatnonzero(getattr(self, "is_categorical_", ()))
-        if categorical.size:
-            map_categories_to_bins(X, categorical.astype(np.intp),
-                                   self.known_cat_bitsets_[categorical], self.missing_bin,
-                                   binned, self.n_threads)
+        is_categorical = getattr(self, "is_categorical_", None)
+        if is_categorical is None or not np.any(is_categorical):
+            map_to_bins(X, padded, n_thresholds, self.missing_bin, binned, self.n_threads)
+        else:
+            map_to_bins(X, padded, n_thresholds, self.missing_bin, binned, self.n_threads,
+                        np.ascontiguousarray(is_categorical, dtype=np.uint8),
+                        np.ascontiguousarray(self.known_cat_bitsets_, dtype=BITSET_DTYPE))
         return binned

@@ -42,8 +42,7 @@ from scipy.special import expit, logsumexp, softmax, xlogy
 
 from ._loss import (
     multinomial_log_loss_gradients,
-    smooth_gradients,
-    unit_hessian_gradients,
+    row_gradients,
     SQUARED_ERROR,
     ABSOLUTE_ERROR,
     QUANTILE,
@@ -155,8 +154,8 @@ class SquaredError(BaseLoss):
         return np.array([np.average(y, weights=self.sample_weight)], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        unit_hessian_gradients(SQUARED_ERROR, y, raw_prediction[0], self._weights(),
-                               gradients[0], hessians[0], 0.0, n_threads)
+        row_gradients(SQUARED_ERROR, y, raw_prediction[0], self._weights(),
+                      gradients[0], hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return float(np.average(0.5 * (y - raw_prediction[0]) ** 2,
@@ -264,8 +263,8 @@ class AbsoluteError(BaseLoss):
         return np.array([weighted_quantile(y, self.sample_weight, 0.5)], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        unit_hessian_gradients(ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
-                               gradients[0], hessians[0], 0.0, n_threads)
+        row_gradients(ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
+                      gradients[0], hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(np.abs(y - raw_prediction[0]), self.sample_weight)
@@ -305,8 +304,8 @@ class QuantileLoss(BaseLoss):
                         dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        unit_hessian_gradients(QUANTILE, y, raw_prediction[0], self._weights(),
-                               gradients[0], hessians[0], self.quantile, n_threads)
+        row_gradients(QUANTILE, y, raw_prediction[0], self._weights(),
+                      gradients[0], hessians[0], self.quantile, n_threads)
 
     def loss(self, y, raw_prediction):
         diff = y - raw_prediction[0]
@@ -365,8 +364,8 @@ class HuberLoss(BaseLoss):
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         if self.delta is None:
             self.delta_ = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
-        unit_hessian_gradients(HUBER, y, raw_prediction[0], self._weights(),
-                               gradients[0], hessians[0], self.delta_, n_threads)
+        row_gradients(HUBER, y, raw_prediction[0], self._weights(),
+                      gradients[0], hessians[0], self.delta_, n_threads)
 
     def loss(self, y, raw_prediction):
         delta = self.delta_
@@ -450,8 +449,8 @@ class PoissonLoss(_LogLinkLoss):
         self._check_non_negative(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        smooth_gradients(POISSON, y, raw_prediction[0], self._weights(), gradients[0],
-                         hessians[0], 0.0, n_threads)
+        row_gradients(POISSON, y, raw_prediction[0], self._weights(), gradients[0],
+                      hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(_poisson_half_deviance(y, raw_prediction[0]), self.sample_weight)
@@ -470,8 +469,8 @@ class GammaLoss(_LogLinkLoss):
         self._check_positive(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        smooth_gradients(GAMMA, y, raw_prediction[0], self._weights(), gradients[0],
-                         hessians[0], 0.0, n_threads)
+        row_gradients(GAMMA, y, raw_prediction[0], self._weights(), gradients[0],
+                      hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(_gamma_half_deviance(y, raw_prediction[0]), self.sample_weight)
@@ -500,8 +499,8 @@ class TweedieLoss(_LogLinkLoss):
             self._check_positive(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        smooth_gradients(TWEEDIE, y, raw_prediction[0], self._weights(), gradients[0],
-                         hessians[0], self.power, n_threads)
+        row_gradients(TWEEDIE, y, raw_prediction[0], self._weights(), gradients[0],
+                      hessians[0], self.power, n_threads)
 
     def loss(self, y, raw_prediction):
         return _average(_tweedie_half_deviance(y, raw_prediction[0], self.power),
@@ -533,8 +532,8 @@ class BinaryLogLoss(BaseLoss):
         return np.array([logit], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        smooth_gradients(BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),
-                         gradients[0], hessians[0], 0.0, n_threads)
+        row_gradients(BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),
+                      gradients[0], hessians[0], 0.0, n_threads)
 
     def loss(self, y, raw_prediction):
         raw = raw_prediction[0]
