@@ -53,6 +53,7 @@ from ._loss import (
     BINARY_LOG_LOSS,
 )
 from ._types import G_H_DTYPE, Y_DTYPE
+from .exact import WeightedMean
 
 _NO_WEIGHT = np.empty(0, dtype=Y_DTYPE)
 
@@ -97,6 +98,21 @@ class BaseLoss:
 
     def baseline(self, y):
         """Loss-optimal constant raw prediction, shape (n_trees_per_iteration,)."""
+        return self.baseline_from_statistics(self.baseline_statistics(y))
+
+    def baseline_statistics(self, y):
+        """Mergeable statistics the baseline is computed from.
+
+        The statistics of row shards add up (``+``) to those of all rows,
+        exactly (:mod:`hgbt.exact`), so a distributed fit gets the local
+        baseline bit for bit. Losses whose baseline needs every row at once
+        (a median) raise NotImplementedError.
+        """
+        raise NotImplementedError(f"loss={self.name!r}: the baseline is not computed "
+                                  "from mergeable sums")
+
+    def baseline_from_statistics(self, statistics):
+        """The baseline from (merged) :meth:`baseline_statistics`."""
         raise NotImplementedError
 
     def allocate(self, n_samples):
@@ -122,9 +138,17 @@ class BaseLoss:
         """
         raise NotImplementedError
 
-    def loss(self, y, raw_prediction):
-        """Weighted mean of the per-row loss; ``raw_prediction`` is 2-D."""
+    def row_loss(self, y, raw_prediction):
+        """Unweighted loss of every row, shape (n_samples,); ``raw_prediction`` is 2-D."""
         raise NotImplementedError
+
+    def loss_statistics(self, y, raw_prediction):
+        """Mergeable statistics of :meth:`loss` (a :class:`~hgbt.exact.WeightedMean`)."""
+        return WeightedMean.of(self.row_loss(y, raw_prediction), self.sample_weight)
+
+    def loss(self, y, raw_prediction):
+        """Weighted mean of the per-row loss (exactly summed); ``raw_prediction`` is 2-D."""
+        return self.loss_statistics(y, raw_prediction).value()
 
     def inverse_link(self, raw_prediction):
         """Predictions on the target's scale from 2-D raw predictions.
@@ -150,16 +174,18 @@ class SquaredError(BaseLoss):
     name = "squared_error"
     hessian_is_constant_unweighted = True
 
-    def baseline(self, y):
-        return np.array([np.average(y, weights=self.sample_weight)], dtype=Y_DTYPE)
+    def baseline_statistics(self, y):
+        return WeightedMean.of(y, self.sample_weight)
+
+    def baseline_from_statistics(self, statistics):
+        return np.array([statistics.value()], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         row_gradients(SQUARED_ERROR, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
-    def loss(self, y, raw_prediction):
-        return float(np.average(0.5 * (y - raw_prediction[0]) ** 2,
-                                weights=self.sample_weight))
+    def row_loss(self, y, raw_prediction):
+        return 0.5 * (y - raw_prediction[0]) ** 2
 
     def inverse_link(self, raw_prediction):
         return raw_prediction[0]
@@ -173,10 +199,8 @@ _PROB_EPS = 1e-15
 
 
 def _average(values, weights):
-    """Weighted mean; unweighted when ``weights`` is None or sums to 0."""
-    if weights is None or not np.sum(weights) > 0:
-        return float(np.mean(values))
-    return float(np.average(values, weights=weights))
+    """Weighted mean, exactly summed; unweighted when ``weights`` is None or sums to 0."""
+    return WeightedMean.of(values, weights).value()
 
 
 def weighted_quantile(values, weights, quantile):
@@ -266,8 +290,8 @@ class AbsoluteError(BaseLoss):
         row_gradients(ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
-    def loss(self, y, raw_prediction):
-        return _average(np.abs(y - raw_prediction[0]), self.sample_weight)
+    def row_loss(self, y, raw_prediction):
+        return np.abs(y - raw_prediction[0])
 
     def inverse_link(self, raw_prediction):
         return raw_prediction[0]
@@ -307,11 +331,10 @@ class QuantileLoss(BaseLoss):
         row_gradients(QUANTILE, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], self.quantile, n_threads)
 
-    def loss(self, y, raw_prediction):
+    def row_loss(self, y, raw_prediction):
         diff = y - raw_prediction[0]
         q = self.quantile
-        return _average(np.where(diff >= 0, q * diff, (q - 1.0) * diff),
-                        self.sample_weight)
+        return np.where(diff >= 0, q * diff, (q - 1.0) * diff)
 
     def inverse_link(self, raw_prediction):
         return raw_prediction[0]
@@ -367,13 +390,12 @@ class HuberLoss(BaseLoss):
         row_gradients(HUBER, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], self.delta_, n_threads)
 
-    def loss(self, y, raw_prediction):
+    def row_loss(self, y, raw_prediction):
         delta = self.delta_
         if delta is None:
             delta = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
         r = np.abs(y - raw_prediction[0])
-        per_row = np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta))
-        return _average(per_row, self.sample_weight)
+        return np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta))
 
     def inverse_link(self, raw_prediction):
         return raw_prediction[0]
@@ -424,9 +446,12 @@ class _LogLinkLoss(BaseLoss):
         if np.any(y <= 0):
             raise ValueError(f"loss={self.name!r} requires strictly positive y")
 
-    def baseline(self, y):
+    def baseline_statistics(self, y):
+        return WeightedMean.of(y, self.sample_weight)
+
+    def baseline_from_statistics(self, statistics):
         # the weighted mean of y zeroes the summed gradient for every power
-        mean = _average(y, self.sample_weight)
+        mean = statistics.value()
         if not mean > 0:
             raise ValueError(f"loss={self.name!r} requires a strictly positive "
                              f"(weighted) mean of y, got {mean!r}")
@@ -452,8 +477,8 @@ class PoissonLoss(_LogLinkLoss):
         row_gradients(POISSON, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], 0.0, n_threads)
 
-    def loss(self, y, raw_prediction):
-        return _average(_poisson_half_deviance(y, raw_prediction[0]), self.sample_weight)
+    def row_loss(self, y, raw_prediction):
+        return _poisson_half_deviance(y, raw_prediction[0])
 
 
 class GammaLoss(_LogLinkLoss):
@@ -472,8 +497,8 @@ class GammaLoss(_LogLinkLoss):
         row_gradients(GAMMA, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], 0.0, n_threads)
 
-    def loss(self, y, raw_prediction):
-        return _average(_gamma_half_deviance(y, raw_prediction[0]), self.sample_weight)
+    def row_loss(self, y, raw_prediction):
+        return _gamma_half_deviance(y, raw_prediction[0])
 
 
 class TweedieLoss(_LogLinkLoss):
@@ -502,9 +527,8 @@ class TweedieLoss(_LogLinkLoss):
         row_gradients(TWEEDIE, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], self.power, n_threads)
 
-    def loss(self, y, raw_prediction):
-        return _average(_tweedie_half_deviance(y, raw_prediction[0], self.power),
-                        self.sample_weight)
+    def row_loss(self, y, raw_prediction):
+        return _tweedie_half_deviance(y, raw_prediction[0], self.power)
 
 
 # ---------------------------------------------------------- classification
@@ -525,8 +549,11 @@ class BinaryLogLoss(BaseLoss):
         if not np.all((y == 0) | (y == 1)):
             raise ValueError(f"loss={self.name!r} (binary) requires y in {{0, 1}}")
 
-    def baseline(self, y):
-        p = _average(y, self.sample_weight)
+    def baseline_statistics(self, y):
+        return WeightedMean.of(y, self.sample_weight)
+
+    def baseline_from_statistics(self, statistics):
+        p = statistics.value()
         # p and 1 - p each clipped to >= eps: symmetric, exact near 1 too
         logit = np.log(max(p, _PROB_EPS)) - np.log(max(1.0 - p, _PROB_EPS))
         return np.array([logit], dtype=Y_DTYPE)
@@ -535,9 +562,9 @@ class BinaryLogLoss(BaseLoss):
         row_gradients(BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
-    def loss(self, y, raw_prediction):
+    def row_loss(self, y, raw_prediction):
         raw = raw_prediction[0]
-        return _average(np.logaddexp(0.0, raw) - y * raw, self.sample_weight)
+        return np.logaddexp(0.0, raw) - y * raw
 
     def inverse_link(self, raw_prediction):
         raw = raw_prediction[0]
@@ -574,24 +601,23 @@ class MultinomialLogLoss(BaseLoss):
             raise ValueError(f"loss={self.name!r} (multinomial) requires y to hold class "
                              f"indices 0..{self.n_classes - 1}")
 
-    def baseline(self, y):
-        weights = self.sample_weight
-        if weights is not None and not np.sum(weights) > 0:
-            weights = None
-        counts = np.bincount(np.asarray(y, dtype=np.intp), weights=weights,
-                             minlength=self.n_classes)[:self.n_classes]
-        log_priors = np.log(np.clip(counts / counts.sum(), _PROB_EPS, 1.0))
+    def baseline_statistics(self, y):
+        # per class: the weighted share of rows of that class
+        return [WeightedMean.of(y == k, self.sample_weight) for k in range(self.n_classes)]
+
+    def baseline_from_statistics(self, statistics):
+        priors = np.array([share.value() for share in statistics])
+        log_priors = np.log(np.clip(priors, _PROB_EPS, 1.0))
         return (log_priors - log_priors.mean()).astype(Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         multinomial_log_loss_gradients(y, raw_prediction, self._weights(), gradients,
                                        hessians, n_threads)
 
-    def loss(self, y, raw_prediction):
+    def row_loss(self, y, raw_prediction):
         labels = np.asarray(y, dtype=np.intp)
         raw_true = raw_prediction[labels, np.arange(labels.shape[0])]
-        return _average(logsumexp(raw_prediction, axis=0) - raw_true,
-                        self.sample_weight)
+        return logsumexp(raw_prediction, axis=0) - raw_true
 
     def inverse_link(self, raw_prediction):
         return np.ascontiguousarray(softmax(raw_prediction, axis=0).T)
@@ -662,7 +688,7 @@ class CustomLoss(BaseLoss):
                                  f"({n_samples},) (a custom loss has per-row hessians)")
             out[:] = values
 
-    def loss(self, y, raw_prediction):
+    def row_loss(self, y, raw_prediction):
         raise ValueError("scoring='loss' needs a built-in loss: a custom loss (a "
                          "callable) gives gradients and hessians, not loss values")
 

@@ -7,10 +7,12 @@ them) can replace it without touching the grower.
 """
 import numpy as np
 
+from ._exact import snap_to_grid
 from ._histogram import build_histogram, build_histogram_root, subtract_histograms
 from ._partition import partition_rows, partition_rows_by_table
 from ._predictor import add_leaf_values
 from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+from .exact import grid_exponent
 
 
 class LocalTrainingData:
@@ -48,12 +50,22 @@ class LocalTrainingData:
     def n_features(self):
         return self.X_binned.shape[1]
 
-    def start_tree(self, gradients, hessians, rows=None):
+    def start_tree(self, gradients, hessians, rows=None, grid=None):
         """Begin a tree: ``rows`` (sorted; default all rows) in the root (node 0).
 
         ``gradients`` and ``hessians`` are 1-D over all rows; ``hessians`` of
-        length 1 is a constant hessian for every row.
+        length 1 is a constant hessian for every row. Both are snapped in
+        place to the grids of :mod:`hgbt.exact`, so that every histogram sum
+        is exact: ``grid`` gives the two grid exponents (a distributed fit
+        passes the ones agreed by all workers); by default they come from
+        these rows.
         """
+        if grid is None:
+            grid = (max_abs_grid(gradients, self.X_binned.shape[0]),
+                    max_abs_grid(hessians, self.X_binned.shape[0]))
+        for values, exponent in zip((gradients, hessians), grid):
+            if exponent is not None and values.shape[0] > 1:
+                snap_to_grid(values, exponent, self.n_threads)
         self._gradients = gradients
         self._hessians = hessians
         if rows is None:
@@ -131,3 +143,17 @@ class LocalTrainingData:
                         np.ascontiguousarray(ranges[:, 1]),
                         np.ascontiguousarray(leaf_values, dtype=np.float64),
                         self.n_threads)
+
+
+def max_abs(values):
+    """Largest ``|value|`` (0.0 for no values; NaN if any is NaN)."""
+    if values.shape[0] == 0:
+        return 0.0
+    return float(max(-values.min(), values.max()))
+
+
+def max_abs_grid(values, n_rows):
+    """Grid exponent of one array (None for a constant hessian: nothing to snap)."""
+    if values.shape[0] <= 1:
+        return None
+    return grid_exponent(max_abs(values), n_rows)

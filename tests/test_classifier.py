@@ -40,10 +40,14 @@ def test_binary_first_tree_matches_sklearn():
     X, y = load_breast_cancer(return_X_y=True)
     ours = HistGBDTClassifier(**{**SETTINGS, "max_iter": 1}).fit(X, y)
     theirs = HistGradientBoostingClassifier(**{**SETTINGS, "max_iter": 1}).fit(X, y)
+    # Gains agree to float32 precision (hgbt snaps gradients to an exact grid).
     splits = lambda nodes, scale: sorted(
-        (int(r["count"]), round(float(r["gain"]) * scale, 6)) for r in nodes if not r["is_leaf"])
-    assert splits(ours._predictors[0][0].nodes, 1.0) == splits(
-        theirs._predictors[0][0].nodes, 0.5)
+        (int(r["count"]), float(r["gain"]) * scale) for r in nodes if not r["is_leaf"])
+    ours_splits = splits(ours._predictors[0][0].nodes, 1.0)
+    theirs_splits = splits(theirs._predictors[0][0].nodes, 0.5)
+    assert [c for c, _ in ours_splits] == [c for c, _ in theirs_splits]
+    np.testing.assert_allclose([g for _, g in ours_splits], [g for _, g in theirs_splits],
+                               rtol=1e-6, atol=1e-9)  # pure nodes: float-noise gains
 
 
 def test_multiclass_has_one_tree_per_class_per_round():

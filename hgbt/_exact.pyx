@@ -1,0 +1,73 @@
+"""Kernels for sums that do not depend on the order of their terms.
+
+``snap_to_grid`` rounds float32 gradients or hessians to multiples of
+``2**-exponent``. Chosen as :func:`hgbt.exact.grid_exponent` does, every
+float64 sum of the snapped values is exact, so a histogram is the same
+whatever the order rows are added in: threads, Dask workers and the
+subtraction trick cannot change a model.
+
+``exact_accumulate`` adds float64 values without any rounding into integer
+counters per binary exponent (:class:`hgbt.exact.ExactSum` turns them into
+one correctly rounded float).
+"""
+from cython.parallel cimport prange
+from libc.math cimport frexp, isfinite, ldexp, rint
+from libc.stdint cimport uint64_t
+
+# Rows below which the snapping loop stays on one thread.
+DEF MIN_PARALLEL_ROWS = 16384
+# float64 m * 2**e with 0.5 <= |m| < 1 and -1073 <= e <= 1024: e + 1074 is a row.
+DEF EXPONENT_OFFSET = 1074
+DEF N_EXPONENTS = 2100
+DEF LOW_BITS = 26
+
+
+def snap_to_grid(float[::1] values, int exponent, int n_threads):
+    """Round ``values`` in place to the nearest multiple of ``2**-exponent``.
+
+    Scaling by a power of two and ``rint`` are exact in float64; the result
+    fits float32 exactly when ``|values| * 2**exponent <= 2**24``.
+    """
+    cdef Py_ssize_t i, n = values.shape[0]
+    cdef double up = ldexp(1.0, exponent), down = ldexp(1.0, -exponent)
+    cdef int threads = n_threads if n >= MIN_PARALLEL_ROWS else 1
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads):
+        values[i] = <float>(rint(<double>values[i] * up) * down)
+
+
+def exact_accumulate(const double[::1] values, const double[::1] weights,
+                     uint64_t[:, ::1] counters):
+    """Add ``values`` (times ``weights`` unless empty) into ``counters``.
+
+    ``counters`` has shape (2100, 4): per binary exponent, the high and low
+    26-bit halves of the 53-bit integer mantissas of positive and of negative
+    terms. Each term ``w * v`` is rounded once, as NumPy would; the adding is
+    exact (no overflow below 2**37 terms). Returns the sum of the non-finite
+    terms (0.0 when there are none); they are not counted.
+    """
+    cdef Py_ssize_t i, n = values.shape[0]
+    cdef bint weighted = weights.shape[0] > 0
+    cdef double v, m, special = 0.0
+    cdef int e, col
+    cdef uint64_t mantissa
+    if weighted and weights.shape[0] != n:
+        raise ValueError(f"weights has {weights.shape[0]} entries, values {n}.")
+    if counters.shape[0] != N_EXPONENTS or counters.shape[1] != 4:
+        raise ValueError(f"counters must have shape ({N_EXPONENTS}, 4).")
+    with nogil:
+        for i in range(n):
+            v = values[i] * weights[i] if weighted else values[i]
+            if not isfinite(v):
+                special += v
+                continue
+            if v == 0.0:
+                continue
+            m = frexp(v, &e)
+            col = 0
+            if m < 0:
+                m = -m
+                col = 2
+            mantissa = <uint64_t>(m * 9007199254740992.0)  # * 2**53, exact
+            counters[e + EXPONENT_OFFSET, col] += mantissa >> LOW_BITS
+            counters[e + EXPONENT_OFFSET, col + 1] += mantissa & ((1 << LOW_BITS) - 1)
+    return special

@@ -1,0 +1,121 @@
+"""Exact, mergeable sums: the same result however rows are ordered or split.
+
+Two tools make a model independent of thread count and of how rows are
+spread over Dask workers:
+
+* gradients and hessians are snapped to a power-of-two grid fine enough to
+  keep float32 precision (:func:`grid_exponent`, ``_exact.snap_to_grid``)
+  yet coarse enough that any float64 sum of them is exact;
+* the few float64 reductions outside histograms (baselines, loss values)
+  use :class:`ExactSum`, which adds without rounding and merges by ``+``.
+"""
+import math
+
+import numpy as np
+
+from ._exact import exact_accumulate
+
+# float32 mantissa: a snapped value is k * 2**-exponent with |k| <= 2**24.
+_FLOAT32_BITS = 24
+# float64 integers are exact up to 2**53; keep one bit for rounding.
+_FLOAT64_BITS = 52
+_MAX_EXPONENT = 126  # 2**-126 is float32's smallest normal number
+# ExactSum keeps value * 2**_SCALE_BITS as a Python int (an integer for any float64).
+_SCALE_BITS = 1127
+
+
+def grid_exponent(max_abs, n_rows):
+    """Exponent ``s`` of the grid ``2**-s`` for values with ``|v| <= max_abs``.
+
+    Snapped values fit float32 exactly, and ``n_rows`` of them sum exactly
+    in float64. Depends only on ``max_abs`` and ``n_rows``, so every worker
+    of a distributed fit agrees on it. Returns None when there is nothing to
+    snap (all zeros, or non-finite values).
+    """
+    max_abs = float(max_abs)
+    if not (math.isfinite(max_abs) and max_abs > 0):
+        return None
+    _, e_value = math.frexp(max_abs)  # max_abs < 2**e_value
+    bits = min(_FLOAT32_BITS, _FLOAT64_BITS - int(n_rows).bit_length())
+    return int(min(bits - e_value, _MAX_EXPONENT))
+
+
+class ExactSum:
+    """The exact sum of float64 values; ``a + b`` merges two sums.
+
+    ``float(s)`` is the correctly rounded sum (±inf or NaN when a term is).
+    """
+
+    __slots__ = ("scaled", "special")
+
+    def __init__(self, scaled=0, special=0.0):
+        self.scaled = scaled    # the exact sum times 2**1127, a Python int
+        self.special = special  # sum of the non-finite terms (0.0 if none)
+
+    @classmethod
+    def of(cls, values, weights=None):
+        """Sum of ``values`` (times ``weights``, each product rounded once)."""
+        values = np.ascontiguousarray(values, dtype=np.float64).ravel()
+        weights = (np.empty(0) if weights is None
+                   else np.ascontiguousarray(weights, dtype=np.float64).ravel())
+        counters = np.zeros((2100, 4), dtype=np.uint64)
+        special = exact_accumulate(values, weights, counters)
+        scaled = 0
+        for row in np.flatnonzero(counters.any(axis=1)):
+            pos_hi, pos_lo, neg_hi, neg_lo = (int(c) for c in counters[row])
+            scaled += (((pos_hi - neg_hi) << 26) + pos_lo - neg_lo) << int(row)
+        return cls(scaled, special)
+
+    @classmethod
+    def of_int(cls, n):
+        return cls(int(n) << _SCALE_BITS)
+
+    def __add__(self, other):
+        return ExactSum(self.scaled + other.scaled, self.special + other.special)
+
+    def __float__(self):
+        if self.special != 0.0 or math.isnan(self.special):
+            return float(self.special)
+        try:
+            return self.scaled / (1 << _SCALE_BITS)  # int division rounds correctly
+        except OverflowError:
+            return math.inf if self.scaled > 0 else -math.inf
+
+    def __repr__(self):
+        return f"ExactSum({float(self)!r})"
+
+
+class WeightedMean:
+    """Mergeable statistics of a weighted mean.
+
+    The mean is ``sum(w v) / sum(w)``, or the plain mean when unweighted or
+    when the weights sum to zero. Every part is an exact sum, so merging the
+    statistics of row shards gives the mean of all rows, bit for bit.
+    """
+
+    __slots__ = ("weighted", "weight", "plain", "count")
+
+    def __init__(self, weighted=None, weight=None, plain=None, count=0):
+        self.weighted = ExactSum() if weighted is None else weighted
+        self.weight = ExactSum() if weight is None else weight
+        self.plain = ExactSum() if plain is None else plain
+        self.count = count
+
+    @classmethod
+    def of(cls, values, weights=None):
+        values = np.asarray(values, dtype=np.float64)
+        plain = ExactSum.of(values)
+        if weights is None:
+            return cls(plain, ExactSum.of_int(values.size), plain, values.size)
+        return cls(ExactSum.of(values, weights), ExactSum.of(weights), plain, values.size)
+
+    def __add__(self, other):
+        return WeightedMean(self.weighted + other.weighted, self.weight + other.weight,
+                            self.plain + other.plain, self.count + other.count)
+
+    def value(self):
+        """The mean (NaN for no rows)."""
+        weight = float(self.weight)
+        if weight > 0:
+            return float(self.weighted) / weight
+        return float(self.plain) / self.count if self.count else math.nan

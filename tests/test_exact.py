@@ -1,0 +1,129 @@
+"""Exact sums and gradient grids (hgbt.exact, hgbt._exact) against math.fsum
+and brute force: results must not depend on the order or the split of rows."""
+import math
+
+import numpy as np
+import pytest
+
+from hgbt._exact import snap_to_grid
+from hgbt._histogram import build_histogram, build_histogram_root, subtract_histograms
+from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+from hgbt.exact import ExactSum, WeightedMean, grid_exponent
+from hgbt.training_data import LocalTrainingData
+
+
+def wide_values(n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n) * np.exp(rng.uniform(-200, 200, n))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_sum_is_correctly_rounded(seed):
+    x = wide_values(20_000, seed)
+    assert float(ExactSum.of(x)) == math.fsum(x)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_sum_merges_shards_in_any_order(seed):
+    x = wide_values(5_000, seed)
+    rng = np.random.default_rng(seed)
+    cuts = np.sort(rng.integers(0, x.size, 4))
+    shards = np.split(rng.permutation(x), cuts)
+    merged = ExactSum()
+    for shard in reversed(shards):
+        merged = merged + ExactSum.of(shard)
+    assert float(merged) == math.fsum(x)
+    assert merged.scaled == ExactSum.of(x).scaled
+
+
+def test_exact_sum_weights_round_each_product_once():
+    rng = np.random.default_rng(0)
+    v, w = rng.standard_normal(1000), rng.uniform(0, 3, 1000)
+    assert float(ExactSum.of(v, w)) == math.fsum(v * w)
+
+
+def test_exact_sum_extremes():
+    assert float(ExactSum.of([])) == 0.0
+    assert float(ExactSum.of([5e-324, 5e-324])) == 1e-323          # subnormals
+    assert float(ExactSum.of([1e308, 1e308, -1e308])) == 1e308      # no overflow midway
+    assert float(ExactSum.of([1e308, 1e308])) == math.inf           # overflow at the end
+    assert float(ExactSum.of([np.inf, 1.0])) == math.inf
+    assert math.isnan(float(ExactSum.of([np.inf, -np.inf])))
+    assert math.isnan(float(ExactSum.of([np.nan, 1.0])))
+    assert float(ExactSum.of([1e16, 1.0, -1e16])) == 1.0            # np.sum gives 0.0
+    assert float(ExactSum.of_int(7) + ExactSum.of([0.5])) == 7.5
+
+
+def test_weighted_mean():
+    rng = np.random.default_rng(1)
+    v, w = rng.standard_normal(999), rng.uniform(0, 2, 999)
+    assert WeightedMean.of(v, w).value() == pytest.approx(np.average(v, weights=w),
+                                                          rel=1e-15)
+    assert WeightedMean.of(v).value() == pytest.approx(np.mean(v), rel=1e-15)
+    whole = WeightedMean.of(v, w).value()
+    assert (WeightedMean.of(v[:400], w[:400]) + WeightedMean.of(v[400:], w[400:])).value() \
+        == whole
+    # weights summing to zero fall back to the plain mean
+    assert WeightedMean.of([1.0, 3.0], [0.0, 0.0]).value() == 2.0
+    assert math.isnan(WeightedMean.of([]).value())
+
+
+@pytest.mark.parametrize("n_rows", [1, 1000, 2**30, 2**40])
+@pytest.mark.parametrize("scale", [1e-30, 3e-3, 1.0, 7.5, 1e30])
+def test_grid_bounds(n_rows, scale):
+    s = grid_exponent(scale, n_rows)
+    k_max = scale * 2.0**s
+    assert k_max <= 2**24                      # snapped values fit float32
+    assert n_rows * (k_max + 0.5) <= 2**53     # and any sum of them is exact
+    assert k_max > 2**22 or n_rows * 2**24 > 2**52  # as fine as float32 allows
+    assert grid_exponent(0.0, n_rows) is None
+    assert grid_exponent(np.nan, n_rows) is None
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_snap_to_grid(n_threads):
+    rng = np.random.default_rng(2)
+    g = (rng.standard_normal(50_000) * 3).astype(G_H_DTYPE)
+    s = grid_exponent(np.abs(g).max(), g.size)
+    snapped = g.copy()
+    snap_to_grid(snapped, s, n_threads)
+    k = snapped.astype(np.float64) * 2.0**s
+    np.testing.assert_array_equal(k, np.rint(g.astype(np.float64) * 2.0**s))
+    assert np.abs(snapped - g).max() <= 2.0**(-s - 1)
+    one = g.copy()
+    snap_to_grid(one, s, 1)
+    np.testing.assert_array_equal(snapped, one)
+
+
+def test_snapped_histograms_do_not_depend_on_row_order_or_split():
+    # On the grid every float64 sum is exact: any row order, any sharding and
+    # the subtraction trick all give bit-identical histograms.
+    rng = np.random.default_rng(3)
+    n, n_features, n_bins = 30_000, 4, 32
+    X = np.asfortranarray(rng.integers(0, n_bins, (n, n_features), dtype=np.uint8))
+    g = (rng.standard_normal(n) * np.exp(rng.uniform(-8, 8, n))).astype(G_H_DTYPE)
+    h = rng.uniform(0.01, 5, n).astype(G_H_DTYPE)
+    data = LocalTrainingData(X, n_bins, 2)
+    data.start_tree(g, h)  # snaps g and h in place
+    assert np.all(g.astype(np.float64) * 2.0**grid_exponent(np.abs(g).max(), n) % 1 == 0)
+
+    def hist(rows):
+        out = np.empty((n_features, n_bins), dtype=HISTOGRAM_DTYPE)
+        build_histogram(X, np.ascontiguousarray(rows, dtype=SIZE_DTYPE), g, h,
+                        np.empty(n, G_H_DTYPE), np.empty(n, G_H_DTYPE), out, 2)
+        return out
+
+    root = np.empty((n_features, n_bins), dtype=HISTOGRAM_DTYPE)
+    build_histogram_root(X, g, h, root, 1)
+    reversed_rows = hist(np.arange(n)[::-1].copy())
+    assert root.tobytes() == reversed_rows.tobytes()
+    left = np.sort(rng.choice(n, n // 3, replace=False))
+    right = np.setdiff1d(np.arange(n), left)
+    sibling = np.empty_like(root)
+    subtract_histograms(root, hist(left), sibling)
+    assert sibling.tobytes() == hist(right).tobytes()
+    shards = hist(right[: n // 4]), hist(right[n // 4:])
+    summed = shards[0].copy()
+    for field in ("sum_gradients", "sum_hessians", "count"):
+        summed[field] = shards[0][field] + shards[1][field]
+    assert summed.tobytes() == sibling.tobytes()
