@@ -162,8 +162,7 @@ class BaseHistGBDT(BaseEstimator):
         self._monotonic_cst_ = self._check_monotonic_cst(X.shape[1])
 
         if not warm:
-            rng = check_random_state(self.random_state)
-            self._seed = int(rng.randint(np.iinfo(np.int32).max))
+            self._seed = self._new_seed()
         elif self.max_iter < self.n_iter_:
             raise ValueError(f"max_iter={self.max_iter} must be >= n_iter_={self.n_iter_} "
                              "when warm_start=True.")
@@ -196,6 +195,10 @@ class BaseHistGBDT(BaseEstimator):
         self._fit_rounds(X_train, X_binned, y_train, w_train, X_val, y_val, w_val,
                          early_stopping, warm, n_threads)
         return self
+
+    def _new_seed(self):
+        """The seed of every random draw of a fit, from ``random_state``."""
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
     def _check_monotonic_cst(self, n_features):
         """``monotonic_cst`` as an int8 array of -1/0/1, or None if unconstrained."""
@@ -318,18 +321,7 @@ class BaseHistGBDT(BaseEstimator):
         data.start_tree(gradients, hessians, rows)
         grower = TreeGrower(
             data, self._bin_mapper.bin_thresholds_, self._bin_mapper.n_bins_non_missing_,
-            grow_policy=self.grow_policy, max_leaf_nodes=self.max_leaf_nodes,
-            max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
-            min_child_weight=self.min_child_weight,
-            min_gain_to_split=self.min_gain_to_split,
-            l1_regularization=self.l1_regularization,
-            l2_regularization=self.l2_regularization, learning_rate=self.learning_rate,
-            feature_sampler=feature_sampler,
-            interaction_groups=self._interaction_groups_,
-            is_categorical=self._bin_mapper.is_categorical_,
-            known_cat_bitsets=self._bin_mapper.known_cat_bitsets_,
-            max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
-            monotonic_cst=self._monotonic_cst_, n_threads=n_threads)
+            feature_sampler=feature_sampler, n_threads=n_threads, **self._grower_params())
         tree = grower.grow()
         leaves = grower.leaf_ids()
         if loss.needs_leaf_refit:
@@ -345,6 +337,21 @@ class BaseHistGBDT(BaseEstimator):
             tree.predict_binned_add(X_binned, unsampled, self._bin_mapper.missing_bin,
                                     raw, n_threads)
         return tree
+
+    def _grower_params(self):
+        """The TreeGrower settings of this fit (shared with the Dask driver)."""
+        return dict(
+            grow_policy=self.grow_policy, max_leaf_nodes=self.max_leaf_nodes,
+            max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
+            min_child_weight=self.min_child_weight,
+            min_gain_to_split=self.min_gain_to_split,
+            l1_regularization=self.l1_regularization,
+            l2_regularization=self.l2_regularization, learning_rate=self.learning_rate,
+            interaction_groups=self._interaction_groups_,
+            is_categorical=self._bin_mapper.is_categorical_,
+            known_cat_bitsets=self._bin_mapper.known_cat_bitsets_,
+            max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
+            monotonic_cst=self._monotonic_cst_)
 
     def _record_scores(self, scorer, loss, raw, X_score, y_score, y_encoded, w_score,
                        raw_val, X_val, y_val, w_val):

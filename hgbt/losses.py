@@ -96,6 +96,11 @@ class BaseLoss:
     def check_y(self, y):
         """Raise ValueError if ``y`` is outside the loss's domain."""
 
+    def check_y_rows(self, y):
+        """The row-by-row part of :meth:`check_y`, for one shard of the rows
+        (totals, such as a positive mean, are checked by the baseline)."""
+        self.check_y(y)
+
     def baseline(self, y):
         """Loss-optimal constant raw prediction, shape (n_trees_per_iteration,)."""
         return self.baseline_from_statistics(self.baseline_statistics(y))
@@ -433,11 +438,14 @@ def _tweedie_half_deviance(y, raw, power):
 class _LogLinkLoss(BaseLoss):
     """Shared parts of the losses with ``mu = exp(raw)``."""
 
-    def _check_non_negative(self, y):
+    def check_y_rows(self, y):
+        self.check_y(y, totals=False)
+
+    def _check_non_negative(self, y, totals=True):
         _check_finite(y, self.name)
         if np.any(y < 0):
             raise ValueError(f"loss={self.name!r} requires non-negative y")
-        if not _average(y, self.sample_weight) > 0:
+        if totals and not _average(y, self.sample_weight) > 0:
             raise ValueError(f"loss={self.name!r} requires y with a strictly positive "
                              "(weighted) sum")
 
@@ -470,8 +478,8 @@ class PoissonLoss(_LogLinkLoss):
 
     name = "poisson"
 
-    def check_y(self, y):
-        self._check_non_negative(y)
+    def check_y(self, y, totals=True):
+        self._check_non_negative(y, totals)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         row_gradients(POISSON, y, raw_prediction[0], self._weights(), gradients[0],
@@ -490,7 +498,7 @@ class GammaLoss(_LogLinkLoss):
 
     name = "gamma"
 
-    def check_y(self, y):
+    def check_y(self, y, totals=True):
         self._check_positive(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
@@ -517,9 +525,9 @@ class TweedieLoss(_LogLinkLoss):
         super().__init__(sample_weight)
         self.power = _check_number(power, "tweedie power", 1.0, 2.0, False, False)
 
-    def check_y(self, y):
+    def check_y(self, y, totals=True):
         if self.power < 2:
-            self._check_non_negative(y)
+            self._check_non_negative(y, totals)
         else:
             self._check_positive(y)
 

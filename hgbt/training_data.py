@@ -64,7 +64,7 @@ class LocalTrainingData:
             grid = (max_abs_grid(gradients, self.X_binned.shape[0]),
                     max_abs_grid(hessians, self.X_binned.shape[0]))
         for values, exponent in zip((gradients, hessians), grid):
-            if exponent is not None and values.shape[0] > 1:
+            if exponent is not None:
                 snap_to_grid(values, exponent, self.n_threads)
         self._gradients = gradients
         self._hessians = hessians
@@ -153,7 +153,8 @@ def max_abs(values):
 
 
 def max_abs_grid(values, n_rows):
-    """Grid exponent of one array (None for a constant hessian: nothing to snap)."""
-    if values.shape[0] <= 1:
+    """Grid exponent of one array over ``n_rows`` rows (None for a constant
+    hessian, a length-1 array standing for every row: nothing to snap)."""
+    if values.shape[0] != n_rows:
         return None
     return grid_exponent(max_abs(values), n_rows)

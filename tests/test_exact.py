@@ -127,3 +127,18 @@ def test_snapped_histograms_do_not_depend_on_row_order_or_split():
     for field in ("sum_gradients", "sum_hessians", "count"):
         summed[field] = shards[0][field] + shards[1][field]
     assert summed.tobytes() == sibling.tobytes()
+
+
+def test_an_agreed_grid_is_applied_even_to_a_single_row():
+    # A Dask shard holding one row must snap it like every other shard does
+    # (its length-1 hessian is per-row, not a constant).
+    X = np.zeros((1, 2), dtype=np.uint8, order="F")
+    g = np.array([0.1], dtype=G_H_DTYPE)
+    h = np.array([0.3], dtype=G_H_DTYPE)
+    LocalTrainingData(X, 4, 1).start_tree(g, h, grid=(3, 3))
+    assert g[0] == 0.125 and h[0] == 0.25
+    # a constant hessian (length 1 for many rows) is left alone by default
+    X = np.zeros((5, 2), dtype=np.uint8, order="F")
+    g, h = np.full(5, 0.1, dtype=G_H_DTYPE), np.ones(1, dtype=G_H_DTYPE)
+    LocalTrainingData(X, 4, 1).start_tree(g, h)
+    assert h[0] == 1.0

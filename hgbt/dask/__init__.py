@@ -1,0 +1,9 @@
+"""Training on a Dask cluster: the same model as the local estimators, bit for bit.
+
+Needs ``dask`` and ``distributed`` (``pip install "hgbt[dask]"``); see
+``doc/dask.md``.
+"""
+from ._estimators import DaskHistGBDTClassifier, DaskHistGBDTRegressor
+from ._training import WorkerLostError
+
+__all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRegressor", "WorkerLostError"]

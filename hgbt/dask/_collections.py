@@ -1,0 +1,119 @@
+"""Dask collections → partitions on workers, and the fit's input schema.
+
+``(X, y, sample_weight)`` partitions are computed as one tuple each, so
+a partition's rows, targets and weights live on one worker; each worker's
+shard then receives the tuples already on it (no row moves between workers).
+"""
+import numpy as np
+
+from .._types import X_DTYPE
+from ..categorical import _Columns, _is_categorical_dtype, validate_X
+
+
+def is_dask_collection(obj):
+    try:
+        from dask import is_dask_collection as is_collection
+    except ImportError:  # pragma: no cover - dask is a requirement of hgbt.dask
+        return False
+    return is_collection(obj)
+
+
+def _is_frame(obj):
+    import dask.dataframe as dd
+    return isinstance(obj, (dd.DataFrame, dd.Series))
+
+
+def _blocks(collection, name, row_chunks=None):
+    """Delayed row blocks of a dask array / DataFrame / Series (None stays None)."""
+    if collection is None:
+        return None
+    if not is_dask_collection(collection):
+        raise TypeError(f"{name} must be a dask array or dask DataFrame/Series (use the "
+                        f"local estimator for in-memory data), got {type(collection).__name__}.")
+    if _is_frame(collection):
+        return list(collection.to_delayed())
+    if collection.ndim == 2 and len(collection.chunks[1]) > 1:
+        collection = collection.rechunk({1: -1})  # a row block holds every feature
+    if row_chunks is not None and collection.shape[0] != sum(row_chunks):
+        raise ValueError(f"{name} has {collection.shape[0]} rows but X has "
+                         f"{sum(row_chunks)}.")
+    if row_chunks is not None and collection.chunks[0] != row_chunks:
+        collection = collection.rechunk({0: row_chunks})
+    return list(np.ravel(collection.to_delayed()))
+
+
+def partitions(client, X, y, sample_weight, what="X"):
+    """Futures of ``(X, y, w)`` partitions in row order, and each one's worker."""
+    import dask
+    from distributed import wait
+
+    if y is None:
+        raise ValueError(f"y is required with {what}.")
+    X_blocks = _blocks(X, what)
+    row_chunks = None if _is_frame(X) else X.chunks[0]
+    y_blocks = _blocks(y, "y" if what == "X" else "y_val", row_chunks)
+    w_blocks = _blocks(sample_weight, "sample_weight" if what == "X" else
+                       "sample_weight_val", row_chunks)
+    for name, blocks in (("y", y_blocks), ("sample_weight", w_blocks)):
+        if blocks is not None and len(blocks) != len(X_blocks):
+            raise ValueError(f"{what} has {len(X_blocks)} partitions but {name} has "
+                             f"{len(blocks)}: they must be partitioned alike.")
+    parts = [dask.delayed(tuple)([x, y_blocks[i], None if w_blocks is None else w_blocks[i]])
+             for i, x in enumerate(X_blocks)]
+    futures = client.compute(parts)
+    wait(futures)
+    who_has = client.who_has(futures)
+    workers = [who_has[future.key][0] for future in futures]
+    return futures, workers
+
+
+def set_schema(model, X):
+    """Fit-time input schema on ``model`` from X's metadata (no rows needed).
+
+    Features, names and categorical columns as the local ``fit`` records
+    them; the codes seen in integer-coded categorical columns are filled in
+    later from the shards.
+    """
+    if _is_frame(X):
+        meta = X._meta
+        for j, dtype in enumerate(meta.dtypes):
+            if _is_categorical_dtype(dtype) and not X.iloc[:, j].cat.known:
+                raise ValueError(f"Categorical column {meta.columns[j]!r} has unknown "
+                                 "categories: call X.categorize() (or "
+                                 "X[col].cat.as_known()) before fit.")
+        columns = _Columns(meta)
+        for j in range(meta.shape[1]):
+            if not columns.is_numeric(j) and not _is_categorical_dtype(meta.dtypes.iloc[j]):
+                raise ValueError(f"Column {meta.columns[j]!r} is neither numeric nor a "
+                                 "pandas category: string categories must be a category "
+                                 "dtype (X.categorize()) for a distributed fit.")
+    else:
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions.")
+        meta = np.empty((0, X.shape[1]), dtype=X.dtype)
+    validate_X(model, meta, reset=True, dtype=[X_DTYPE, np.float32],
+               ensure_all_finite=False, ensure_min_samples=0)
+
+
+def predict_blocks(X, func, n_outputs, dtype=np.float64):
+    """Lazy ``func`` over X's row blocks: a dask array (1-D, or 2-D with ``n_outputs``)."""
+    import dask
+    import dask.array as da
+
+    def on_block(block, func=func):
+        if len(block) == 0:  # empty partitions are fine; validation would reject them
+            return np.empty((0,) if n_outputs is None else (0, n_outputs), dtype=dtype)
+        return func(block)
+
+    func = on_block
+    if _is_frame(X):
+        blocks = [da.from_delayed(dask.delayed(func)(part),
+                                  shape=(np.nan,) if n_outputs is None else (np.nan, n_outputs),
+                                  dtype=dtype)
+                  for part in X.to_delayed()]
+        return da.concatenate(blocks)
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    if n_outputs is None:
+        return X.map_blocks(func, drop_axis=1, dtype=dtype)
+    return X.map_blocks(func, chunks=(X.chunks[0], (n_outputs,)), dtype=dtype)

@@ -1,0 +1,352 @@
+"""``DaskHistGBDTRegressor`` and ``DaskHistGBDTClassifier``: fit on a Dask cluster.
+
+A distributed fit gives the model the local estimator fits on the same rows,
+bit for bit (see ``doc/dask.md``). The fitted estimator is also a fitted
+local estimator: it predicts NumPy input in process and dask collections
+lazily, block by block.
+"""
+import copy
+import inspect
+from numbers import Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from .._openmp import effective_n_threads
+from ..binning import BinMapper
+from ..classifier import HistGBDTClassifier
+from ..gradient_boosting import interaction_groups
+from ..regressor import HistGBDTRegressor
+from ._collections import is_dask_collection, partitions, predict_blocks, set_schema
+from ._shard import Shard
+from ._training import ShardGroup, WorkerLostError, boost, lost_workers_raise, merge
+
+#: losses whose baseline and leaf values come from mergeable sums
+SUPPORTED_LOSSES = ("squared_error", "poisson", "gamma", "tweedie", "log_loss")
+#: parameters of the Dask estimators that the local ones do not have
+DASK_PARAMS = ("client", "timeout")
+
+
+def _dask_init(local_class):
+    """``__init__`` with the local estimator's parameters plus ``client`` and ``timeout``."""
+    signature = inspect.signature(local_class.__init__)
+    extra = [inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None),
+             inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, default=300.0)]
+
+    def __init__(self, *args, client=None, timeout=300.0, **kwargs):
+        local_class.__init__(self, *args, **kwargs)
+        self.client = client
+        self.timeout = timeout
+
+    # scikit-learn reads the parameter names from the signature
+    __init__.__signature__ = signature.replace(
+        parameters=list(signature.parameters.values()) + extra)
+    return __init__
+
+
+class _DaskMixin:
+    """Distributed ``fit``, lazy prediction on dask collections, ``to_local``."""
+
+    _parameter_constraints = {"client": "no_validation",
+                              "timeout": [Interval(Real, 0, None, closed="neither")]}
+
+    def _local_params(self):
+        params = self.get_params(deep=False)
+        for name in DASK_PARAMS:
+            params.pop(name)
+        return params
+
+    def _check_distributed(self, has_val):
+        loss = self.loss
+        if callable(loss) or loss not in SUPPORTED_LOSSES:
+            raise ValueError(f"loss={loss!r} is not supported by the Dask estimators: its "
+                             "baseline or leaf values need all rows at once; use one of "
+                             f"{SUPPORTED_LOSSES}.")
+        if self.subsample < 1.0 or self.data_sample_strategy != "bagging":
+            raise ValueError("Row sampling (subsample < 1, data_sample_strategy='goss') is "
+                             "not supported by the Dask estimators yet.")
+        if self.warm_start:
+            raise ValueError("warm_start is not supported by the Dask estimators; "
+                             "to_local() gives a local model that can continue.")
+        early_stopping = (has_val if self.early_stopping == "auto"
+                          else bool(self.early_stopping))
+        if has_val and not early_stopping:
+            raise ValueError("X_val and y_val are only used for early stopping, which "
+                             "early_stopping=False turns off.")
+        if early_stopping and not has_val and self.validation_fraction is not None:
+            raise ValueError("Early stopping on a cluster needs X_val and y_val (dask "
+                             "collections), or validation_fraction=None to score the "
+                             "training rows; there is no hold-out split.")
+        if (early_stopping or self.verbose) and self.scoring != "loss":
+            raise ValueError(f"scoring={self.scoring!r}: the Dask estimators score with "
+                             "scoring='loss' only.")
+        return early_stopping
+
+    def _get_client(self):
+        if self.client is not None:
+            return self.client
+        from distributed import get_client
+        try:
+            return get_client()
+        except ValueError as exc:
+            raise ValueError("No Dask client: pass client=... or create a "
+                             "distributed.Client first.") from exc
+
+    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
+            sample_weight_val=None):
+        """Fit on dask collections spread over the workers of a Dask cluster.
+
+        Parameters
+        ----------
+        X : dask array or dask DataFrame of shape (n_samples, n_features)
+            Training rows, partitioned along rows. They stay on their workers.
+        y : dask array or dask Series of shape (n_samples,)
+            Targets, partitioned like ``X``.
+        sample_weight : dask array or dask Series, default=None
+            Row weights, partitioned like ``X``.
+        X_val, y_val, sample_weight_val : dask collections, default=None
+            Validation set for early stopping.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator; on any failure (including a lost worker,
+            :class:`WorkerLostError`) it is left as it was.
+        """
+        self._validate_params()
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together.")
+        if X_val is None and sample_weight_val is not None:
+            raise ValueError("sample_weight_val was given without X_val and y_val.")
+        has_val = X_val is not None
+        early_stopping = self._check_distributed(has_val)
+        client = self._get_client()
+        model = self._local_class(**self._local_params())
+        set_schema(model, X)
+        train, train_workers = partitions(client, X, y, sample_weight)
+        val, val_workers = (([], []) if not has_val
+                            else partitions(client, X_val, y_val, sample_weight_val, "X_val"))
+        shards, layout = _start_shards(client, train, train_workers, val, val_workers,
+                                       self.timeout)
+        try:
+            telemetry = self._fit_shards(model, shards, layout, early_stopping, has_val)
+        finally:
+            # end the actors and free the partitions on the workers now
+            shards.actors.clear()
+            try:
+                client.cancel(shards.futures + train + val)
+            except Exception:  # a lost worker or closed client: nothing left to free
+                pass
+        for name, value in vars(model).items():
+            if name not in self.get_params(deep=False):
+                setattr(self, name, value)
+        self.telemetry_ = telemetry
+        return self
+
+    def _fit_shards(self, model, shards, layout, early_stopping, has_val):
+        n_threads = effective_n_threads(self.n_threads)
+        info = shards.call("inspect", model)
+        n_rows = [i["train"]["n_rows"] for i in info]
+        n_total = int(sum(n_rows))
+        if n_total == 0:
+            raise ValueError("X has no rows.")
+        if has_val and sum(i["val"]["n_rows"] for i in info) == 0:
+            raise ValueError("X_val has no rows.")
+        if model._stratify:
+            self._set_classes(model, info)
+        categories = {}
+        if model.is_categorical_ is not None:
+            for f in np.flatnonzero(model.is_categorical_):
+                codes = [i["train"]["codes"][int(f)] for i in info]
+                categories[int(f)] = _union(codes)
+                if not model._categorical_by_value[f]:
+                    model.categorical_categories_[f] = categories[int(f)]
+        model._seed = model._new_seed()
+        model._interaction_groups_ = interaction_groups(model.interaction_cst,
+                                                        model.n_features_in_)
+        model._monotonic_cst_ = model._check_monotonic_cst(model.n_features_in_)
+        model._bin_mapper = _fit_bin_mapper(model, shards, layout, n_rows, n_total,
+                                            categories, n_threads)
+        statistics = shards.call("start", model, model._bin_mapper, self.n_threads)
+        loss = model._make_loss(None)
+        model._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
+        telemetry = boost(model, shards, n_total, loss.n_trees_per_iteration, n_threads,
+                          early_stopping, has_val)
+        model.n_iter_ = len(model._predictors)
+        model.n_trees_per_iteration_ = loss.n_trees_per_iteration
+        model.train_score_ = np.asarray(model._train_scores if early_stopping else [])
+        model.validation_score_ = np.asarray(
+            model._val_scores if early_stopping and has_val else [])
+        telemetry["n_workers"] = len(shards.actors)
+        return telemetry
+
+    # -------------------------------------------------------------- predict
+    def to_local(self):
+        """The fitted model as a plain local estimator (a deep copy).
+
+        Returns
+        -------
+        estimator : HistGBDTRegressor or HistGBDTClassifier
+        """
+        check_is_fitted(self)
+        local = self._local_class(**self._local_params())
+        params = set(self.get_params(deep=False))
+        for name, value in vars(self).items():
+            if name not in params and name != "telemetry_":
+                setattr(local, name, copy.deepcopy(value))
+        return local
+
+    def _lazy(self, method, X, n_outputs=None, dtype=np.float64):
+        if not is_dask_collection(X):
+            return getattr(super(), method)(X)
+        check_is_fitted(self)
+        return predict_blocks(X, getattr(self.to_local(), method), n_outputs, dtype)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["client"] = None  # a Client cannot be pickled; the default client is used
+        return state
+
+
+def _union(arrays):
+    out = np.empty(0, dtype=np.intp)
+    for a in arrays:
+        out = np.union1d(out, a)
+    return out.astype(np.intp)
+
+
+def _start_shards(client, train, train_workers, val, val_workers, timeout):
+    """One Shard actor per worker holding partitions; returns them and the layout.
+
+    The layout maps each shard to its training partitions' global row
+    offsets, so binning-sample rows can be looked up on the right shard.
+    """
+    workers = sorted(set(train_workers) | set(val_workers))
+    actors, layout, futures = [], [], []
+    for worker in workers:
+        mine = [i for i, w in enumerate(train_workers) if w == worker]
+        mine_val = [i for i, w in enumerate(val_workers) if w == worker]
+        future = client.submit(Shard, [train[i] for i in mine], [val[i] for i in mine_val],
+                               actor=True, workers=[worker], allow_other_workers=False)
+        futures.append(future)
+        with lost_workers_raise("start a shard", timeout):
+            actors.append(future.result(timeout=timeout))
+        layout.append(mine)
+    group = ShardGroup(actors, timeout)
+    group.futures = futures
+    return group, layout
+
+
+def _fit_bin_mapper(model, shards, layout, n_rows, n_total, categories, n_threads):
+    """The local fit's BinMapper, from the same seeded sample gathered from the shards."""
+    bin_mapper = BinMapper(max_bins=model.max_bins, random_state=model._seed,
+                           n_threads=n_threads, is_categorical=model.is_categorical_)
+    rows = bin_mapper.sample_rows(n_total)
+    # global first row of every partition (partitions in global order)
+    sizes = shards.call("partition_sizes")
+    part_sizes = {}
+    for parts, shard_sizes in zip(layout, sizes):
+        part_sizes.update(zip(parts, shard_sizes))
+    starts = np.concatenate([[0], np.cumsum([part_sizes[i] for i in range(len(part_sizes))])])
+    requests, wanted = [], []
+    for parts in layout:
+        local, global_rows, shard_offset = [], [], 0
+        for i in parts:
+            lo, hi = starts[i], starts[i + 1]
+            in_part = (np.arange(lo, hi) if rows is None
+                       else rows[np.searchsorted(rows, lo):np.searchsorted(rows, hi)])
+            local.append(in_part - lo + shard_offset)
+            global_rows.append(in_part)
+            shard_offset += hi - lo
+        local = np.concatenate(local) if local else np.empty(0, dtype=np.intp)
+        requests.append((local, model))
+        wanted.append(np.concatenate(global_rows) if global_rows else np.empty(0, np.intp))
+    results = shards.call("sample", per_actor=requests)
+    order = np.argsort(np.concatenate(wanted), kind="stable")
+    sample = np.concatenate([X for X, _ in results])[order]
+    weights = [w for _, w in results]
+    weight = None if weights[0] is None else np.concatenate(weights)[order]
+    return bin_mapper.fit_sample(sample, weight, categories)
+
+
+class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
+    """:class:`~hgbt.HistGBDTRegressor` trained on a Dask cluster.
+
+    Same parameters as :class:`~hgbt.HistGBDTRegressor`, plus:
+
+    Parameters
+    ----------
+    client : distributed.Client or None, default=None
+        The cluster to train on; None uses the current default client.
+    timeout : float, default=300.0
+        Seconds any one step may wait for the workers; past it (or when a
+        worker holding rows is lost) ``fit`` raises :class:`WorkerLostError`.
+
+    Attributes
+    ----------
+    telemetry_ : dict
+        Histogram bytes received and histograms built per tree, seconds of
+        worker compute and of communication/waiting, number of workers.
+    """
+
+    _local_class = HistGBDTRegressor
+    _parameter_constraints = {**HistGBDTRegressor._parameter_constraints,
+                              **_DaskMixin._parameter_constraints}
+    __init__ = _dask_init(HistGBDTRegressor)
+
+    def predict(self, X):
+        """Predictions; lazy (a dask array) for a dask collection."""
+        return self._lazy("predict", X)
+
+
+class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
+    """:class:`~hgbt.HistGBDTClassifier` trained on a Dask cluster.
+
+    Same parameters as :class:`~hgbt.HistGBDTClassifier`, plus ``client``
+    and ``timeout`` (see :class:`DaskHistGBDTRegressor`).
+    """
+
+    _local_class = HistGBDTClassifier
+    _parameter_constraints = {**HistGBDTClassifier._parameter_constraints,
+                              **_DaskMixin._parameter_constraints}
+    __init__ = _dask_init(HistGBDTClassifier)
+
+    def _set_classes(self, model, info):
+        """Classes and class weights from the shards' label counts."""
+        from sklearn.utils.class_weight import compute_class_weight
+        from sklearn.utils.multiclass import check_classification_targets
+
+        labels = [i["train"]["labels"] for i in info if i["train"]["labels"] is not None]
+        classes = np.unique(np.concatenate([values for values, _ in labels]))
+        check_classification_targets(classes)
+        counts = np.zeros(classes.size, dtype=np.int64)
+        for values, n in labels:
+            counts[np.searchsorted(classes, values)] += n
+        if classes.size < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs "
+                             "at least two.")
+        model.classes_ = classes
+        model._class_weights = None
+        if isinstance(self.class_weight, str) and self.class_weight == "balanced":
+            # scikit-learn's 'balanced': n_samples / (n_classes * count)
+            model._class_weights = counts.sum() / (classes.size * counts.astype(np.float64))
+        elif self.class_weight is not None:
+            model._class_weights = compute_class_weight(self.class_weight, classes=classes,
+                                                        y=classes)
+
+    def predict(self, X):
+        """Predicted labels; lazy (a dask array) for a dask collection."""
+        return self._lazy("predict", X, dtype=getattr(self, "classes_", np.empty(0)).dtype)
+
+    def predict_proba(self, X):
+        """Class probabilities; lazy (a dask array) for a dask collection."""
+        return self._lazy("predict_proba", X, n_outputs=len(getattr(self, "classes_", [])))
+
+    def decision_function(self, X):
+        """Raw scores; lazy (a dask array) for a dask collection."""
+        n_classes = len(getattr(self, "classes_", []))
+        return self._lazy("decision_function", X, None if n_classes <= 2 else n_classes)
+
+
+__all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRegressor", "WorkerLostError"]

@@ -1,0 +1,190 @@
+"""The worker side of a distributed fit: one :class:`Shard` actor per Dask worker.
+
+A shard holds the training (and validation) partitions that live on its
+worker, in global row order. Rows never leave it: the driver asks for node
+histograms, binning-sample rows, exact sums and maxima, and sends back
+split decisions and trees. Every method returns its result together with
+the seconds it computed, for the fit's telemetry.
+"""
+import time
+
+import numpy as np
+from sklearn.utils.validation import check_X_y
+
+from .._openmp import effective_n_threads
+from .._types import Y_DTYPE
+from ..binning import category_codes
+from ..training_data import LocalTrainingData, max_abs
+
+
+def _timed(method):
+    def wrapper(self, *args, **kwargs):
+        start = time.perf_counter()
+        result = method(self, *args, **kwargs)
+        return result, time.perf_counter() - start
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+def _rows_of(parts):
+    """Concatenate ``(X, y, w)`` partitions; weights stay None if none has them."""
+    if not parts:
+        return None, None, None
+    X = [p[0] for p in parts]
+    y = [np.asarray(p[1]).ravel() for p in parts]
+    w = [p[2] for p in parts]
+    if any(wi is None for wi in w):
+        if not all(wi is None for wi in w):
+            raise ValueError("sample_weight must be given for every partition or none.")
+        w = None
+    else:
+        w = np.concatenate([np.asarray(wi, dtype=Y_DTYPE).ravel() for wi in w])
+    return X, np.concatenate(y), w
+
+
+def _encode(estimator, y):
+    """Targets encoded as the local fit encodes them (labels → class indices)."""
+    if y.shape[0] == 0:
+        return np.empty(0, dtype=Y_DTYPE)
+    return np.ascontiguousarray(estimator._encode_y(y, reset=False), dtype=Y_DTYPE)
+
+
+class Shard:
+    """Rows of the partitions on one worker (runs as a Dask actor).
+
+    Parameters
+    ----------
+    train_parts, val_parts : list of tuple
+        ``(X, y, sample_weight or None)`` partitions, in global row order.
+    """
+
+    def __init__(self, train_parts, val_parts):
+        self._part_sizes = [len(part[0]) for part in train_parts]
+        self._train = _rows_of(train_parts)
+        self._val = _rows_of(val_parts)
+        self.data = None
+
+    # ------------------------------------------------------------ set-up
+    @_timed
+    def inspect(self, estimator):
+        """Validate and convert the rows; return counts, category codes, labels.
+
+        ``estimator`` carries the fitted input schema (features, names,
+        categorical columns); the rows are converted as ``predict`` converts
+        them, and the category codes of every categorical feature are
+        validated and returned, as the local fit collects them from all rows.
+        """
+        out = {}
+        for name, (X_parts, y, w) in (("train", self._train), ("val", self._val)):
+            if X_parts is None:
+                setattr(self, "_" + name, (np.empty((0, estimator.n_features_in_)),
+                                           np.empty(0), None))
+                out[name] = {"n_rows": 0, "codes": {}, "labels": None}
+                continue
+            # empty partitions are fine; scikit-learn's validation rejects them
+            X = [estimator._validate_X(x, reset=False) for x in X_parts if len(x)]
+            X = np.concatenate(X) if X else np.empty((0, estimator.n_features_in_))
+            if X.shape[0] != y.shape[0]:
+                raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} on one "
+                                 "worker: X and y must be partitioned alike.")
+            # the local fit's checks of X and y (dtype, finite numeric y, ...)
+            X, y = check_X_y(X, y, dtype=np.float64, ensure_all_finite=False,
+                             ensure_min_samples=0, y_numeric=not estimator._stratify,
+                             estimator=estimator)
+            if w is not None and w.shape[0] != y.shape[0]:
+                raise ValueError(f"sample_weight has {w.shape[0]} rows but y has "
+                                 f"{y.shape[0]}: they must be partitioned alike.")
+            if w is not None and (not np.all(np.isfinite(w)) or np.any(w < 0)):
+                raise ValueError("sample_weight must be finite and non-negative.")
+            codes = {}
+            if estimator.is_categorical_ is not None:
+                for f in np.flatnonzero(estimator.is_categorical_):
+                    codes[int(f)] = category_codes(X[:, f], f)
+            labels = np.unique(y, return_counts=True) if estimator._stratify else None
+            setattr(self, "_" + name, (X, y, w))
+            out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}
+        return out
+
+    @_timed
+    def partition_sizes(self):
+        """Rows of each training partition, in order."""
+        return self._part_sizes
+
+    @_timed
+    def sample(self, local_rows, estimator):
+        """Training rows (local indices) for the bin thresholds, and their weights
+        (with class weights, as the local fit bins with them)."""
+        X, y, w = self._train
+        w = None if w is None else w[local_rows]
+        return X[local_rows], estimator._class_weighted(w, _encode(estimator, y[local_rows]))
+
+    @_timed
+    def start(self, estimator, bin_mapper, n_threads):
+        """Encode targets, bin the rows, allocate buffers; return baseline statistics."""
+        self.n_threads = effective_n_threads(n_threads)
+        X, y, w = self._train
+        self.y = _encode(estimator, y)
+        self.w = estimator._class_weighted(w, self.y)
+        self.loss = estimator._make_loss(self.w)
+        self.loss.check_y_rows(self.y)
+        X_binned = bin_mapper.transform(X)
+        self.data = LocalTrainingData(X_binned, bin_mapper.missing_bin + 1, self.n_threads)
+        k_trees = self.loss.n_trees_per_iteration
+        self.raw = np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE)
+        self.gradients, self.hessians = self.loss.allocate_buffers(X.shape[0], False)
+        X_val, y_val, w_val = self._val
+        self.X_val = X_val
+        self.y_val = _encode(estimator, y_val)
+        self.w_val = estimator._class_weighted(w_val, self.y_val)
+        self.val_loss = self.loss.reweighted(self.w_val)
+        self.raw_val = np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE)
+        self._train = self._val = None  # the float rows are no longer needed
+        return self.loss.baseline_statistics(self.y)
+
+    @_timed
+    def set_baseline(self, baseline, score):
+        """Start every raw prediction at the baseline; scores if ``score``."""
+        self.raw[:] = baseline[:, None]
+        self.raw_val[:] = baseline[:, None]
+        return self._scores() if score else None
+
+    # ----------------------------------------------------------- boosting
+    def _scores(self):
+        return (self.loss.loss_statistics(self.y, self.raw),
+                self.val_loss.loss_statistics(self.y_val, self.raw_val))
+
+    @_timed
+    def compute_gradients(self):
+        """Gradients and hessians of the round; their largest ``|value|`` per tree.
+
+        A constant hessian (unweighted squared error) reports None.
+        """
+        self.loss.gradients(self.y, self.raw, self.gradients, self.hessians, self.n_threads)
+        constant = self.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
+        return ([max_abs(g) for g in self.gradients],
+                [None if constant else max_abs(h) for h in self.hessians])
+
+    def _run(self, commands):
+        """Apply queued ``(name, args)`` commands: start a tree, split a node."""
+        for name, args in commands:
+            if name == "start_tree":
+                k, grid = args
+                self.data.start_tree(self.gradients[k], self.hessians[k], None, grid)
+            else:
+                self.data.split(*args)
+
+    @_timed
+    def histogram(self, commands, node_id):
+        """Run ``commands``, then return the histograms of ``node_id``'s rows."""
+        self._run(commands)
+        return self.data.node_histogram(node_id)
+
+    @_timed
+    def finish_tree(self, commands, k, leaf_ids, leaf_values, tree, score):
+        """Add the tree to the training and validation raw predictions."""
+        self._run(commands)
+        self.data.add_leaf_values(self.raw[k], leaf_ids, leaf_values)
+        if self.X_val.shape[0]:
+            tree.predict_add(self.X_val, self.raw_val[k], self.n_threads)
+        return self._scores() if score else None

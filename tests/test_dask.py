@@ -1,0 +1,235 @@
+"""Distributed training (hgbt.dask) on a real LocalCluster: worker processes,
+started and stopped here. The models must equal the local estimator's, bit
+for bit: same trees (split features, thresholds, values) and predictions."""
+import os
+import pickle
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hgbt import HistGBDTClassifier, HistGBDTRegressor
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+from hgbt.dask import DaskHistGBDTClassifier, DaskHistGBDTRegressor, WorkerLostError  # noqa: E402
+
+PARAMS = dict(max_iter=8, max_leaf_nodes=15, random_state=0, n_threads=1,
+              early_stopping=False)
+
+
+def _cluster(n_workers):
+    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                       processes=True, dashboard_address=":0",
+                                       silence_logs=50)
+    return cluster, distributed.Client(cluster)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster, client = _cluster(2)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def regression_data(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 6))
+    X[:, 2] = np.exp(X[:, 2])
+    y = 2 * X[:, 0] + np.sin(3 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.3 * rng.standard_normal(n)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    return X, y
+
+
+def classification_data(n=3000, n_classes=2, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 5))
+    X[:, 4] = rng.integers(0, 12, n)  # a categorical feature (integer codes)
+    logits = X[:, :1] * np.arange(n_classes) + np.where(X[:, 4:5] % 3 == 0, 1.0, -1.0) \
+        * np.arange(n_classes)[::-1] + rng.standard_normal((n, n_classes))
+    y = np.argmax(logits, axis=1)
+    X[rng.random(X.shape) < 0.03] = np.nan
+    return X, y
+
+
+def assert_same_model(local, distributed_model):
+    assert local.n_iter_ == distributed_model.n_iter_
+    np.testing.assert_array_equal(local._baseline_prediction,
+                                  distributed_model._baseline_prediction)
+    for mapper in ("bin_thresholds_",):
+        for a, b in zip(getattr(local._bin_mapper, mapper),
+                        getattr(distributed_model._bin_mapper, mapper)):
+            np.testing.assert_array_equal(a, b)
+    for trees_a, trees_b in zip(local._predictors, distributed_model._predictors):
+        for a, b in zip(trees_a, trees_b):
+            assert a.nodes.tobytes() == b.nodes.tobytes()  # features, thresholds, values
+            np.testing.assert_array_equal(getattr(a, "cat_bitsets", None),
+                                          getattr(b, "cat_bitsets", None))
+
+
+def chunked(array, chunks):
+    return da.from_array(array, chunks=(chunks,) + array.shape[1:])
+
+
+@pytest.mark.parametrize("chunks", [(1000, 1000, 1000), (1, 0, 2200, 0, 799)])
+def test_regression_equals_local(client, chunks):
+    X, y = regression_data()
+    local = HistGBDTRegressor(**PARAMS).fit(X, y)
+    model = DaskHistGBDTRegressor(**PARAMS).fit(chunked(X, chunks), chunked(y, chunks))
+    assert_same_model(local, model)
+    predictions = model.predict(chunked(X, chunks))
+    assert isinstance(predictions, da.Array)  # lazy
+    np.testing.assert_array_equal(predictions.compute(), local.predict(X))
+    np.testing.assert_array_equal(model.predict(X), local.predict(X))
+
+
+def test_binary_with_categorical_weights_and_class_weight(client):
+    X, y = classification_data()
+    w = np.random.default_rng(2).uniform(0.2, 3.0, X.shape[0])
+    params = dict(PARAMS, categorical_features=[4], class_weight="balanced")
+    local = HistGBDTClassifier(**params).fit(X, y, sample_weight=w)
+    chunks = (700, 1300, 1000)
+    model = DaskHistGBDTClassifier(**params).fit(chunked(X, chunks), chunked(y, chunks),
+                                                 sample_weight=chunked(w, chunks))
+    assert_same_model(local, model)
+    np.testing.assert_array_equal(model.classes_, local.classes_)
+    np.testing.assert_array_equal(model.categorical_categories_[4],
+                                  local.categorical_categories_[4])
+    np.testing.assert_array_equal(model.predict_proba(chunked(X, chunks)).compute(),
+                                  local.predict_proba(X))
+
+
+def test_multiclass_dataframe_with_category_dtype(client):
+    X, y = classification_data(n_classes=4)
+    labels = np.array(["ant", "bee", "cat", "dog"])[y]
+    frame = pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"])
+    frame["kind"] = pd.Categorical.from_codes(
+        np.nan_to_num(X[:, 4], nan=-1).astype(int),
+        categories=[f"k{i}" for i in range(12)])
+    local = HistGBDTClassifier(**PARAMS).fit(frame, labels)
+    dframe = dd.from_pandas(frame, npartitions=3)
+    dlabels = dd.from_pandas(pd.Series(labels), npartitions=3)
+    model = DaskHistGBDTClassifier(**PARAMS).fit(dframe, dlabels)
+    assert_same_model(local, model)
+    assert list(model.feature_names_in_) == ["a", "b", "c", "d", "kind"]
+    np.testing.assert_array_equal(model.predict(dframe).compute(), local.predict(frame))
+
+
+def test_early_stopping_on_a_dask_validation_set(client):
+    X, y = regression_data(4000)
+    X_val, y_val = regression_data(1500, seed=5)
+    params = dict(PARAMS, max_iter=200, early_stopping=True, n_iter_no_change=3,
+                  learning_rate=0.5)
+    local = HistGBDTRegressor(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    assert local.n_iter_ < 200  # it did stop early
+    model = DaskHistGBDTRegressor(**params).fit(
+        chunked(X, 1500), chunked(y, 1500), X_val=chunked(X_val, 400),
+        y_val=chunked(y_val, 400))
+    assert_same_model(local, model)
+    np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
+    np.testing.assert_array_equal(model.train_score_, local.train_score_)
+
+
+def test_a_worker_without_training_rows(client):
+    # Training rows all on one worker, validation rows on the other: the second
+    # shard has no training rows and adds empty histograms.
+    a, b = sorted(client.scheduler_info()["workers"])
+    X, y = regression_data(2000)
+    X_val, y_val = regression_data(500, seed=3)
+    dX, dy = client.persist([chunked(X, 500), chunked(y, 500)], workers=[a])
+    dXv, dyv = client.persist([chunked(X_val, 250), chunked(y_val, 250)], workers=[b])
+    params = dict(PARAMS, early_stopping=True, n_iter_no_change=50)
+    model = DaskHistGBDTRegressor(**params).fit(dX, dy, X_val=dXv, y_val=dyv)
+    local = HistGBDTRegressor(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    assert_same_model(local, model)
+    np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
+
+
+def test_histogram_traffic_does_not_grow_with_rows(client):
+    per_node = []
+    for n in (2000, 20000):
+        X, y = regression_data(n)
+        model = DaskHistGBDTRegressor(**PARAMS).fit(chunked(X, n // 4), chunked(y, n // 4))
+        t = model.telemetry_
+        assert len(t["histogram_bytes_per_tree"]) == model.n_iter_
+        # bytes per node and per worker
+        per_node.append(np.array(t["histogram_bytes_per_tree"])
+                        / np.array(t["histograms_per_tree"]) / t["n_workers"])
+        n_bins = model._bin_mapper.missing_bin + 1
+        # one histogram (features × bins × 20 bytes) from each worker per node
+        assert np.all(per_node[-1] == X.shape[1] * n_bins * 20)
+        assert t["compute_seconds"] > 0 and t["communication_seconds"] > 0
+    np.testing.assert_array_equal(per_node[0], per_node[1])
+
+
+def test_to_local_and_pickle(client):
+    X, y = classification_data()
+    model = DaskHistGBDTClassifier(**PARAMS).fit(chunked(X, 1000), chunked(y, 1000))
+    local = model.to_local()
+    assert type(local) is HistGBDTClassifier
+    np.testing.assert_array_equal(local.predict_proba(X), model.predict_proba(X))
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
+    assert restored.get_params()["timeout"] == model.timeout
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(loss="absolute_error"), "not supported"),
+    (dict(subsample=0.5), "Row sampling"),
+    (dict(warm_start=True), "warm_start"),
+    (dict(early_stopping=True), "X_val"),
+])
+def test_unsupported_settings_raise(client, params, message):
+    X, y = regression_data(500)
+    with pytest.raises(ValueError, match=message):
+        DaskHistGBDTRegressor(**{**PARAMS, **params}).fit(chunked(X, 250), chunked(y, 250))
+
+
+def test_bad_input_raises(client):
+    X, y = regression_data(500)
+    with pytest.raises(TypeError, match="dask array"):
+        DaskHistGBDTRegressor(**PARAMS).fit(X, y)
+    with pytest.raises(ValueError, match="y has 400 rows but X has 500"):
+        DaskHistGBDTRegressor(**PARAMS).fit(chunked(X, 250), chunked(y[:400], 100))
+    frame = dd.from_pandas(pd.DataFrame(X), npartitions=2)
+    with pytest.raises(ValueError, match="partitioned alike"):
+        DaskHistGBDTRegressor(**PARAMS).fit(frame, dd.from_pandas(pd.Series(y), 3))
+    # y chunked differently from X is re-chunked to X's row blocks
+    model = DaskHistGBDTRegressor(**PARAMS).fit(chunked(X, 250), chunked(y, 100))
+    np.testing.assert_array_equal(model.predict(X),
+                                  HistGBDTRegressor(**PARAMS).fit(X, y).predict(X))
+    y_nan = y.copy()
+    y_nan[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        DaskHistGBDTRegressor(**PARAMS).fit(chunked(X, 250), chunked(y_nan, 250))
+    with pytest.raises(ValueError, match="one class"):
+        DaskHistGBDTClassifier(**PARAMS).fit(chunked(X, 250), chunked(np.ones(500), 250))
+
+
+def test_a_lost_worker_ends_in_a_clear_error():
+    cluster, client = _cluster(2)
+    try:
+        X, y = regression_data(20000)
+        model = DaskHistGBDTRegressor(**{**PARAMS, "max_iter": 10_000}, timeout=20)
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[1]
+
+        def kill():
+            time.sleep(4.0)  # mid-fit: the set-up takes about 1 s
+            os.kill(pids[victim], signal.SIGKILL)
+
+        threading.Thread(target=kill, daemon=True).start()
+        start = time.perf_counter()
+        with pytest.raises(WorkerLostError, match="no model was fitted"):
+            model.fit(chunked(X, 5000), chunked(y, 5000))
+        assert time.perf_counter() - start < 4.0 + 20 + 10
+        assert not hasattr(model, "_predictors")  # no partial model
+    finally:
+        client.close()
+        cluster.close()
