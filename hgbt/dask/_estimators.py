@@ -286,8 +286,11 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
     Attributes
     ----------
     telemetry_ : dict
-        Histogram bytes received and histograms built per tree, seconds of
-        worker compute and of communication/waiting, number of workers.
+        Of the boosting rounds: ``histogram_bytes_per_tree`` and
+        ``histograms_per_tree`` (node histograms received), ``compute_seconds``
+        (the slowest worker's time in each call, summed) and
+        ``communication_seconds`` (the rest of the wall time of the calls),
+        ``calls`` (set-up calls included) and ``n_workers``.
     """
 
     _local_class = HistGBDTRegressor

@@ -54,6 +54,7 @@ class ShardGroup:
         self.timeout = timeout
         self.compute_seconds = 0.0
         self.communication_seconds = 0.0
+        self.n_calls = 0
 
     def call(self, method, *args, actors=None, per_actor=None):
         """Call ``method`` on every shard (``per_actor``: a list of argument tuples)."""
@@ -67,6 +68,7 @@ class ShardGroup:
                 remaining = max(0.0, start + self.timeout - time.perf_counter())
                 results.append(future.result(timeout=remaining))
         wall = time.perf_counter() - start
+        self.n_calls += 1
         compute = max((seconds for _, seconds in results), default=0.0)
         self.compute_seconds += compute
         self.communication_seconds += max(0.0, wall - compute)
@@ -162,6 +164,8 @@ def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_va
         if has_val:
             estimator._val_scores.append(-merge([r[1] for r in per_shard]).value())
 
+    # telemetry covers the boosting rounds only, not binning and set-up
+    compute_before, waiting_before = shards.compute_seconds, shards.communication_seconds
     initial = shards.call("set_baseline", estimator._baseline_prediction, score)
     if score:
         record(initial)
@@ -199,6 +203,7 @@ def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_va
                 estimator._val_scores if has_val else estimator._train_scores,
                 estimator.n_iter_no_change, estimator.tol):
             break
-    telemetry["compute_seconds"] = shards.compute_seconds
-    telemetry["communication_seconds"] = shards.communication_seconds
+    telemetry["compute_seconds"] = shards.compute_seconds - compute_before
+    telemetry["communication_seconds"] = shards.communication_seconds - waiting_before
+    telemetry["calls"] = shards.n_calls
     return telemetry
