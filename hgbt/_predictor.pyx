@@ -164,3 +164,41 @@ def predict_binned_add(
         for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
             out[rows[i]] += _predict_one_binned(&nodes[0], bitsets, X_binned,
                                                 rows[i], missing_bin)
+
+
+def predict_forest_add(
+    const node_struct[::1] nodes,
+    const long long[::1] tree_starts,
+    const int[::1] tree_outputs,
+    const long long[::1] bitset_starts,
+    const BITSET_WORD_C[:, ::1] cat_bitsets,
+    const floating[:, :] X,
+    Y_DTYPE_C[:, ::1] out,
+    int n_threads,
+):
+    """``out[tree_outputs[t], i] += tree_t(X[i])`` for every row and tree, in one call.
+
+    The trees' node arrays are concatenated in ``nodes`` (tree ``t``'s root at
+    ``tree_starts[t]``, child indices local to the tree) and their bitsets in
+    ``cat_bitsets`` (tree ``t``'s from row ``bitset_starts[t]``). Each output
+    adds its trees in order, as tree-by-tree prediction does, so the result is
+    bit-identical to it; without a Python call per tree, small inputs are fast.
+    """
+    cdef Py_ssize_t n = X.shape[0], n_trees = tree_starts.shape[0], i, t
+    cdef const BITSET_WORD_C* bitsets = _bitsets_ptr(cat_bitsets)
+    if tree_outputs.shape[0] != n_trees or bitset_starts.shape[0] != n_trees:
+        raise ValueError("tree_starts, tree_outputs and bitset_starts must have one "
+                         "entry per tree.")
+    if out.shape[1] != n:
+        raise ValueError(f"out has {out.shape[1]} columns for {n} rows.")
+    if n < MIN_PARALLEL_ROWS or n_threads == 1:
+        with nogil:
+            for i in range(n):
+                for t in range(n_trees):
+                    out[tree_outputs[t], i] += _predict_one(
+                        &nodes[tree_starts[t]], &bitsets[8 * bitset_starts[t]], X, i)
+    else:
+        for i in prange(n, nogil=True, schedule='static', num_threads=n_threads):
+            for t in range(n_trees):
+                out[tree_outputs[t], i] += _predict_one(
+                    &nodes[tree_starts[t]], &bitsets[8 * bitset_starts[t]], X, i)

@@ -16,12 +16,18 @@ from .binning import BinMapper
 from .categorical import validate_X
 from .early_stopping import Scorer, should_stop, split_validation
 from .grower import TreeGrower
+from .predictor import ForestPredictor
 from .persistence import pickle_state, save_model, unpickle_state
 from .sampling import FeatureSampler, RowSampler
 from .training_data import LocalTrainingData
 
 # early_stopping='auto' turns on above this many rows.
 AUTO_EARLY_STOPPING_ROWS = 10_000
+# Inputs below this many rows are predicted by one kernel call over all trees
+# (ForestPredictor); larger ones tree by tree, which keeps each tree in cache
+# (measured crossover 200-500 rows, benchmarks/RESULTS.md).
+FOREST_MAX_ROWS = 256
+_PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 class BaseHistGBDT(BaseEstimator):
@@ -115,10 +121,14 @@ class BaseHistGBDT(BaseEstimator):
         save_model(self, path)
 
     def __getstate__(self):
-        return pickle_state(super().__getstate__())  # records the hgbt version
+        state = dict(super().__getstate__())
+        state.pop("_forest_cache", None)  # rebuilt on demand
+        return pickle_state(state)  # records the hgbt version
 
     def __setstate__(self, state):
         super().__setstate__(unpickle_state(self, state))  # warns on another version
+        if self._is_fitted():
+            self._set_forest()
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
@@ -312,6 +322,7 @@ class BaseHistGBDT(BaseEstimator):
                     break
         self.n_iter_ = len(self._predictors)
         self.n_trees_per_iteration_ = k_trees
+        self._set_forest()
         self.train_score_ = np.asarray(self._train_scores if early_stopping else [])
         self.validation_score_ = np.asarray(
             self._val_scores if early_stopping and X_val is not None else [])
@@ -390,13 +401,39 @@ class BaseHistGBDT(BaseEstimator):
 
     def _raw_predict_validated(self, X, n_threads):
         out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
-        return self._raw_from_trees(out, X=X, n_threads=n_threads)
+        if X.shape[0] >= FOREST_MAX_ROWS:
+            return self._raw_from_trees(out, X=X, n_threads=n_threads)
+        out[:] = self._baseline_prediction[:, None]
+        return self._forest().predict_add(X, out, n_threads)
+
+    def _set_forest(self):
+        """Pack the fitted trees for small predictions (after fit or loading):
+        ``predict`` itself must not change the estimator."""
+        self._forest_cache = (self._predictors, len(self._predictors),
+                              ForestPredictor(self._predictors))
+
+    def _forest(self):
+        """Every tree in one ForestPredictor (packed anew if the trees changed)."""
+        cache = getattr(self, "_forest_cache", None)
+        # the list itself (not its id) is kept, so a new list is always noticed
+        if (cache is None or cache[0] is not self._predictors
+                or cache[1] != len(self._predictors)):
+            return ForestPredictor(self._predictors)
+        return cache[2]
 
     def _raw_predict(self, X):
         """Raw predictions, shape (n_trees_per_iteration, n_samples)."""
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        if not (self._is_fitted() and self._is_plain_array(X)):
+            check_is_fitted(self)
+            X = self._validate_X(X, reset=False)
         return self._raw_predict_validated(X, effective_n_threads(self.n_threads))
+
+    def _is_plain_array(self, X):
+        """X needs no validation: a 2-D float array of the fitted width, fitted on
+        an array (no feature names to check). The lean path of small predictions."""
+        return (type(X) is np.ndarray and X.ndim == 2 and X.shape[0] > 0
+                and X.dtype in _PLAIN_DTYPES and X.shape[1] == self.n_features_in_
+                and getattr(self, "feature_names_in_", None) is None)
 
     def _staged_raw_predict(self, X):
         check_is_fitted(self)

@@ -36,6 +36,8 @@ _EXPLICIT_ATTRIBUTES = frozenset({
     "n_features_in_", "feature_names_in_", "classes_", "n_iter_",
     "n_trees_per_iteration_", "_baseline_prediction", "_bin_mapper", "_predictors",
 })
+# Derived from the trees and rebuilt on loading: never written.
+_DERIVED_ATTRIBUTES = frozenset({"_forest_cache"})
 _BIN_MAPPER_EXPLICIT = frozenset({"max_bins", "missing_bin", "bin_thresholds_"})
 # Node fields the loader needs to check a tree before the kernels walk it.
 _STRUCTURE_FIELDS = ("is_leaf", "left", "right", "feature_idx")
@@ -545,7 +547,8 @@ def model_to_dict(estimator):
         "node_dtype": _node_dtype_description(NODE_DTYPE),
         "trees": [[_encode_tree(tree) for tree in trees]
                   for trees in estimator._predictors],
-        "attributes": _encode_attributes(estimator, _EXPLICIT_ATTRIBUTES | set(params),
+        "attributes": _encode_attributes(estimator,
+                                         _EXPLICIT_ATTRIBUTES | _DERIVED_ATTRIBUTES | set(params),
                                          "estimator"),
     }
     return {
@@ -706,6 +709,7 @@ def _model_from_dict(document):
     estimator._baseline_prediction = baseline
     estimator._bin_mapper = bin_mapper
     estimator._predictors = predictors
+    estimator._set_forest()
     return estimator
 
 

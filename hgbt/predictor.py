@@ -1,7 +1,7 @@
 """A fitted tree as a flat node array, and its prediction on raw values."""
 import numpy as np
 
-from ._predictor import predict_add, predict_binned_add
+from ._predictor import predict_add, predict_binned_add, predict_forest_add
 from ._types import BITSET_DTYPE, BITSET_WORDS, Y_DTYPE
 
 
@@ -55,4 +55,41 @@ class TreePredictor:
         """Add this tree's prediction on the bins of ``rows`` to ``out[rows]``."""
         predict_binned_add(self.nodes, X_binned, rows, missing_bin, out, n_threads,
                            getattr(self, "cat_bitsets", None))
+        return out
+
+
+class ForestPredictor:
+    """Every tree of a model packed into one node array, predicted in one kernel call.
+
+    Bit-identical to adding the trees one by one (each output adds its trees
+    in the same order). Used for small inputs, where a Python call per tree
+    would cost more than the trees (single-row latency).
+
+    Parameters
+    ----------
+    rounds : list of list of TreePredictor
+        ``rounds[r][k]``: tree ``k`` (output row ``k`` of the raw predictions)
+        of round ``r``.
+    """
+
+    def __init__(self, rounds):
+        trees = [(k, tree) for trees in rounds for k, tree in enumerate(trees)]
+        sizes = np.array([tree.nodes.shape[0] for _, tree in trees], dtype=np.int64)
+        n_bitsets = np.array([tree.cat_bitsets.shape[0] for _, tree in trees], dtype=np.int64)
+        self.tree_starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.bitset_starts = np.concatenate([[0], np.cumsum(n_bitsets)[:-1]]).astype(np.int64)
+        self.tree_outputs = np.array([k for k, _ in trees], dtype=np.int32)
+        dtype = trees[0][1].nodes.dtype if trees else None
+        self.nodes = (np.concatenate([tree.nodes for _, tree in trees]) if trees
+                      else np.empty(0, dtype=dtype))
+        self.cat_bitsets = np.ascontiguousarray(np.concatenate(
+            [np.zeros((0, BITSET_WORDS), dtype=BITSET_DTYPE)]
+            + [tree.cat_bitsets for _, tree in trees]), dtype=BITSET_DTYPE)
+        self.n_trees = len(trees)
+
+    def predict_add(self, X, out, n_threads=1):
+        """Add every tree's prediction on raw ``X`` to ``out`` of shape (K, n_samples)."""
+        if self.n_trees:
+            predict_forest_add(self.nodes, self.tree_starts, self.tree_outputs,
+                               self.bitset_starts, self.cat_bitsets, X, out, n_threads)
         return out

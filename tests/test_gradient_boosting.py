@@ -321,3 +321,36 @@ def test_classifier_bit_identical_across_thread_counts(params):
     a, b = fit(1), fit(2)
     assert _same_model(a, b)
     assert np.array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+def test_small_input_fast_path_equals_the_validated_path():
+    # Small plain arrays skip validation and use the one-call forest kernel;
+    # every path must give the same predictions, bit for bit.
+    import warnings
+
+    import pandas as pd
+
+    from hgbt.gradient_boosting import FOREST_MAX_ROWS
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 5))
+    y = X[:, 0] + rng.standard_normal(2000)
+    model = HistGBDTRegressor(max_iter=20, early_stopping=False, random_state=0).fit(X, y)
+    full = model.predict(X)  # tree by tree (≥ FOREST_MAX_ROWS rows)
+    for rows in (slice(0, 1), slice(0, FOREST_MAX_ROWS - 1)):
+        np.testing.assert_array_equal(model.predict(X[rows]), full[rows])
+        np.testing.assert_array_equal(model.predict(X[rows].astype(np.float32)),
+                                      model.predict(X[rows].astype(np.float32).tolist()))
+        np.testing.assert_array_equal(model.predict(np.asfortranarray(X[rows])), full[rows])
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:1, :4])  # the fast path still checks the width
+    # warm start adds rounds: the cached forest is rebuilt
+    model.set_params(warm_start=True, max_iter=25).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X[:3]), model.predict(X)[:3])
+    # a model fit on a DataFrame keeps checking feature names
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    named = HistGBDTRegressor(max_iter=5, early_stopping=False).fit(frame, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        named.predict(X[:1])
+    assert any("feature names" in str(w.message) for w in caught)

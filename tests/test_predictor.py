@@ -216,3 +216,31 @@ def test_numeric_trees_need_no_bitsets():
             np.testing.assert_array_equal(out, expected)
     with pytest.raises(ValueError, match="8 columns"):
         predict_add(nodes, X, np.zeros(3000), 1, np.zeros((2, 4), np.uint32))
+
+
+@pytest.mark.parametrize("n_rows", [1, 7, 300, 3000])
+def test_forest_predictor_equals_tree_by_tree(n_rows):
+    # Multiclass, NaN and a categorical feature: one kernel call over all trees
+    # must add exactly what the trees add one by one, in the same order.
+    from hgbt import HistGBDTClassifier
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 4))
+    X[:, 3] = rng.integers(0, 9, 3000)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 3] % 3 == 0)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    model = HistGBDTClassifier(max_iter=15, categorical_features=[3], early_stopping=False,
+                               random_state=0).fit(X, y)
+    assert any(t.cat_bitsets.shape[0] for trees in model._predictors for t in trees)
+    x = X[:n_rows]
+    expected = np.zeros((3, n_rows))
+    for trees in model._predictors:
+        for k, tree in enumerate(trees):
+            tree.predict_add(x, expected[k])
+    for n_threads in (1, 2):
+        got = ForestPredictor(model._predictors).predict_add(x, np.zeros((3, n_rows)),
+                                                             n_threads)
+        np.testing.assert_array_equal(got, expected)
+    empty = ForestPredictor([]).predict_add(x, np.zeros((3, n_rows)))
+    assert not empty.any()

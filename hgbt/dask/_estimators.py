@@ -178,6 +178,7 @@ class _DaskMixin:
         model.train_score_ = np.asarray(model._train_scores if early_stopping else [])
         model.validation_score_ = np.asarray(
             model._val_scores if early_stopping and has_val else [])
+        model._set_forest()
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 
@@ -193,8 +194,9 @@ class _DaskMixin:
         local = self._local_class(**self._local_params())
         params = set(self.get_params(deep=False))
         for name, value in vars(self).items():
-            if name not in params and name != "telemetry_":
+            if name not in params and name not in ("telemetry_", "_forest_cache"):
                 setattr(local, name, copy.deepcopy(value))
+        local._set_forest()
         return local
 
     def _lazy(self, method, X, n_outputs=None, dtype=np.float64):
