@@ -115,6 +115,7 @@ class Task:
     n_train: int = REF_N_TRAIN
     n_test: int = REF_N_TEST
     params: dict = field(default_factory=dict)  # library-neutral hyperparameters
+    categorical: tuple = ()   # columns holding integer category codes
 
 
 MODEL = dict(n_rounds=100, max_leaves=31, learning_rate=0.1, max_bins=255,
@@ -155,6 +156,32 @@ TASKS = {
             n_test=50_000,
             params=MODEL,
         ),
+        Task(
+            name="categorical",
+            title="Categorical-heavy binary: {n_train:,} x (10 numeric + 10 categorical "
+                  "of 10–200 levels)",
+            kind="binary",
+            generator="hgbt.datasets:make_categorical_task",
+            data_kwargs=dict(n_numeric=10, n_categorical=10, dtype="float32"),
+            random_state=0,
+            metrics=("auc", "logloss"),
+            n_train=500_000,
+            n_test=100_000,
+            params=MODEL,
+            categorical=tuple(range(10, 20)),
+        ),
+        Task(
+            name="small",
+            title="Small data: regression {n_train:,} x 20 float32, 5% NaN",
+            kind="regression",
+            generator="hgbt.datasets:make_regression_task",
+            data_kwargs=dict(n_features=20, missing_fraction=0.05, dtype="float32"),
+            random_state=0,
+            metrics=("rmse",),
+            n_train=2_000,
+            n_test=1_000,
+            params=MODEL,
+        ),
     ]
 }
 
@@ -179,7 +206,7 @@ def _hgbt_kwargs(task, n_threads):
                 min_samples_leaf=p["min_samples_leaf"], min_child_weight=1e-3,
                 l2_regularization=p["l2"], max_bins=p["max_bins"],
                 grow_policy="lossguide", early_stopping=False, n_threads=n_threads,
-                random_state=0)
+                random_state=0, categorical_features=list(task.categorical) or None)
 
 
 def _sklearn_kwargs(task, n_threads):
@@ -190,7 +217,7 @@ def _sklearn_kwargs(task, n_threads):
                 max_leaf_nodes=p["max_leaves"], max_depth=None,
                 max_bins=p["max_bins"], early_stopping=False,
                 min_samples_leaf=p["min_samples_leaf"], l2_regularization=p["l2"],
-                random_state=0)
+                random_state=0, categorical_features=list(task.categorical) or None)
 
 
 LIGHTGBM_OBJECTIVES = {"binary": "binary", "multiclass": "multiclass"}
@@ -231,7 +258,23 @@ def _xgboost_kwargs(task, n_threads):
                 reg_lambda=p["l2"], reg_alpha=0.0, gamma=0.0,
                 min_child_weight=float(p["min_samples_leaf"]),
                 subsample=1.0, colsample_bytree=1.0, n_jobs=n_threads,
-                random_state=0, verbosity=0)
+                random_state=0, verbosity=0,
+                **(dict(enable_categorical=True,
+                        feature_types=["c" if j in task.categorical else "q"
+                                       for j in range(_n_features(task))])
+                   if task.categorical else {}))
+
+
+def _n_features(task):
+    kw = task.data_kwargs
+    return kw.get("n_features", kw.get("n_numeric", 0) + kw.get("n_categorical", 0))
+
+
+def _fit_kwargs(lib_name, task):
+    """Arguments of ``fit``: LightGBM takes its categorical columns there."""
+    if lib_name == "lightgbm" and task.categorical:
+        return dict(categorical_feature=list(task.categorical))
+    return {}
 
 
 @dataclass(frozen=True)
@@ -376,19 +419,29 @@ def run_worker(lib_name, task, data_dir, n_threads):
 
     gc.collect()
     t0, c0 = time.perf_counter(), time.process_time()
-    estimator.fit(data["X_train"], data["y_train"])
+    estimator.fit(data["X_train"], data["y_train"], **_fit_kwargs(lib_name, task))
     fit_s, fit_cpu_s = time.perf_counter() - t0, time.process_time() - c0
 
     gc.collect()
+    predict = getattr(estimator, PREDICT_METHOD[task.kind])
     t0 = time.perf_counter()
-    prediction = getattr(estimator, PREDICT_METHOD[task.kind])(data["X_test"])
+    prediction = predict(data["X_test"])
     predict_s = time.perf_counter() - t0
+    # single-row latency: median of repeated calls on one test row
+    row = data["X_test"][:1]
+    latencies = []
+    for _ in range(300):
+        t0 = time.perf_counter()
+        predict(row)
+        latencies.append(time.perf_counter() - t0)
+    predict_1row_us = statistics.median(latencies[50:]) * 1e6
 
     result = dict(
         lib=lib_name, version=getattr(module, "__version__", "?"), task=task.name,
         n_train=int(data["X_train"].shape[0]), n_test=int(data["X_test"].shape[0]),
         n_threads=n_threads, omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
         fit_s=fit_s, fit_cpu_s=fit_cpu_s, predict_s=predict_s,
+        predict_1row_us=predict_1row_us,
         scores={m: METRICS[m][1](data["y_test"], prediction) for m in task.metrics},
         peak_rss_mb=_peak_rss_mb(), peak_rss_before_fit_mb=rss_before_fit,
         vmhwm_mb=_vmhwm_mb(),
@@ -541,7 +594,7 @@ def render_section(task, args, runs, skipped, data, command):
     ok = {lib: [r for r in runs if r["lib"] == lib and "error" not in r] for lib in libs}
     failed = {lib: [r for r in runs if r["lib"] == lib and "error" in r] for lib in libs}
     med = {lib: {k: statistics.median(r[k] for r in ok[lib])
-                 for k in ("fit_s", "predict_s", "peak_rss_mb")}
+                 for k in ("fit_s", "predict_s", "peak_rss_mb", "predict_1row_us")}
            for lib in libs if ok[lib]}
     for lib in med:
         med[lib].update({m: statistics.median(r["scores"][m] for r in ok[lib])
@@ -589,28 +642,30 @@ def render_section(task, args, runs, skipped, data, command):
         f"loaded train/test arrays).",
         "",
         f"| library | fit s median [min–max] | predict s median [min–max] "
-        f"{metric_cols}| peak RSS MB | fit ratio hgbt/lib | predict ratio hgbt/lib |",
-        f"|---|---:|---:|{metric_align}---:|---:|---:|",
+        f"{metric_cols}| peak RSS MB | 1-row predict µs | fit ratio hgbt/lib "
+        f"| predict ratio hgbt/lib | 1-row ratio hgbt/lib |",
+        f"|---|---:|---:|{metric_align}---:|---:|---:|---:|---:|",
     ]
     for lib in libs:
         label = LIBS[lib].label
         if not ok[lib]:
-            lines.append(f"| {label} | failed | {blank_metrics}| | | |")
+            lines.append(f"| {label} | failed | {blank_metrics}| | | | | |")
             continue
         rs = ok[lib]
         label += f" {rs[0]['version']}"
         if len(rs) < args.repeats:
             label += f" (n={len(rs)}/{args.repeats})"
-        fit_ratio = pred_ratio = "n/a"
+        fit_ratio = pred_ratio = row_ratio = "n/a"
         if "hgbt" in med:
             fit_ratio = f"{med['hgbt']['fit_s'] / med[lib]['fit_s']:.2f}"
             pred_ratio = f"{med['hgbt']['predict_s'] / med[lib]['predict_s']:.2f}"
+            row_ratio = f"{med['hgbt']['predict_1row_us'] / med[lib]['predict_1row_us']:.2f}"
         scores = "".join(f"| {med[lib][m]:.4f} " for m in task.metrics)
         lines.append(
             f"| {label} | {_fmt_range([r['fit_s'] for r in rs])} "
             f"| {_fmt_range([r['predict_s'] for r in rs])} "
-            f"{scores}| {med[lib]['peak_rss_mb']:.0f} "
-            f"| {fit_ratio} | {pred_ratio} |")
+            f"{scores}| {med[lib]['peak_rss_mb']:.0f} | {med[lib]['predict_1row_us']:.0f} "
+            f"| {fit_ratio} | {pred_ratio} | {row_ratio} |")
     lines.append("")
     lines.append("Ratios are hgbt median / library median: below 1 means hgbt is faster.")
     lines.append("")
@@ -739,6 +794,93 @@ def run_task(task, args, command):
     body = render_section(task, args, runs, skipped, data, command)
     write_section(args.output, task.name, body)
     print(f"[{task.name}] wrote section to {args.output}", flush=True)
+    record_medians(task, runs, args)
+
+
+SUMMARY_KEYS = ("fit_s", "predict_s", "predict_1row_us", "peak_rss_mb")
+
+
+def record_medians(task, runs, args):
+    """Keep this task's medians in results.json; rewrite the summary and the plot."""
+    path = Path(args.output).with_name("results.json")
+    table = json.loads(path.read_text()) if path.exists() else {}
+    medians = {}
+    for lib in args.libs:
+        ok = [r for r in runs if r["lib"] == lib and "error" not in r]
+        if ok:
+            medians[lib] = {k: statistics.median(r[k] for r in ok) for k in SUMMARY_KEYS}
+            medians[lib].update({m: statistics.median(r["scores"][m] for r in ok)
+                                 for m in task.metrics})
+    table[task.name] = dict(n_threads=args.n_threads, medians=medians)
+    path.write_text(json.dumps(table, indent=1, sort_keys=True))
+    write_section(args.output, "summary", render_summary(table))
+    plot_ratios(table, Path(args.output).with_name("ratios.png"))
+
+
+def _ratios(entry):
+    """hgbt / fastest peer for fit, predict, 1-row predict; hgbt / LightGBM for RSS."""
+    med = entry["medians"]
+    peers = [lib for lib in med if lib != "hgbt"]
+    if "hgbt" not in med or not peers:
+        return None
+    out = {}
+    for key in ("fit_s", "predict_s", "predict_1row_us"):
+        best = min(peers, key=lambda lib: med[lib][key])
+        out[key] = (med["hgbt"][key] / med[best][key], LIBS[best].label)
+    if "lightgbm" in med:
+        out["peak_rss_mb"] = (med["hgbt"]["peak_rss_mb"] / med["lightgbm"]["peak_rss_mb"],
+                              "LightGBM")
+    return out
+
+
+def render_summary(table):
+    lines = ["## Summary: hgbt against the fastest peer, per task",
+             "",
+             "Medians of the latest run of each task (sections below). Targets: fit "
+             "≤ 0.6 × the fastest peer, batch predict and 1-row predict ≤ 0.5 × "
+             "(XGBoost; here the fastest peer), peak RSS ≤ LightGBM's, and the small "
+             "task's fit ≤ XGBoost's. `benchmarks/ratios.png` plots the same ratios.",
+             "",
+             "| task | threads | fit hgbt/fastest | batch predict | 1-row predict "
+             "| peak RSS hgbt/LightGBM |",
+             "|---|---:|---|---|---|---:|"]
+    for name, entry in table.items():
+        r = _ratios(entry)
+        if r is None:
+            continue
+        cell = lambda key: f"{r[key][0]:.2f} ({r[key][1]})" if key in r else "n/a"
+        rss = f"{r['peak_rss_mb'][0]:.2f}" if "peak_rss_mb" in r else "n/a"
+        lines.append(f"| {name} | {entry['n_threads']} | {cell('fit_s')} "
+                     f"| {cell('predict_s')} | {cell('predict_1row_us')} | {rss} |")
+    return "\n".join(lines)
+
+
+def plot_ratios(table, path):
+    """Bar chart of the summary ratios (skipped without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no ratios plot", flush=True)
+        return
+    names = [n for n in table if _ratios(table[n])]
+    keys = [("fit_s", "fit"), ("predict_s", "batch predict"),
+            ("predict_1row_us", "1-row predict"), ("peak_rss_mb", "peak RSS vs LightGBM")]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(keys)
+    for i, (key, label) in enumerate(keys):
+        values = [_ratios(table[n]).get(key, (np.nan,))[0] for n in names]
+        ax.bar(np.arange(len(names)) + i * width, values, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(0.6, color="grey", linestyle="--", linewidth=0.8, label="fit target 0.6")
+    ax.set_xticks(np.arange(len(names)) + width * (len(keys) - 1) / 2, names)
+    ax.set_ylabel("hgbt / fastest peer (lower is better)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _csv(choices):

@@ -143,3 +143,41 @@ def make_multiclass_task(n_samples=200_000, n_features=50, n_classes=10,
     scores += rng.gumbel(size=scores.shape)
     y = np.argmax(scores, axis=1)
     return X.astype(dtype), y.astype(np.float64)
+
+
+def make_categorical_task(n_samples=500_000, n_numeric=10, n_categorical=10,
+                          random_state=0, dtype=np.float32):
+    """A binary problem on a categorical-heavy table.
+
+    ``n_numeric`` standard-normal columns, then ``n_categorical`` integer-coded
+    categorical columns with 10 to 200 levels (evenly spread), levels drawn
+    with Zipf-like frequencies. Every level has its own random effect on the
+    logit; two categorical pairs interact (their effects multiply), and the
+    first three numeric columns enter nonlinearly. 5% of labels are flipped.
+    No values are missing. The categorical columns are the last ones.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_numeric + n_categorical)
+    y : ndarray of shape (n_samples,), float64 with values 0.0 and 1.0
+    """
+    if n_numeric < 3 or n_categorical < 4:
+        raise ValueError("make_categorical_task needs n_numeric >= 3 and "
+                         "n_categorical >= 4.")
+    rng = np.random.default_rng(random_state)
+    X = np.empty((n_samples, n_numeric + n_categorical))
+    X[:, :n_numeric] = rng.standard_normal((n_samples, n_numeric))
+    levels = np.linspace(10, 200, n_categorical).astype(int)
+    effects = []
+    for j, n_levels in enumerate(levels):
+        weights = 1.0 / np.arange(1, n_levels + 1) ** 0.8
+        X[:, n_numeric + j] = rng.choice(n_levels, n_samples, p=weights / weights.sum())
+        effects.append(rng.standard_normal(n_levels) * 0.6)
+    codes = X[:, n_numeric:].astype(np.intp)
+    logit = sum(effects[j][codes[:, j]] for j in range(n_categorical))
+    logit += 1.5 * effects[0][codes[:, 0]] * effects[1][codes[:, 1]]
+    logit += 1.5 * effects[2][codes[:, 2]] * effects[3][codes[:, 3]]
+    logit += 0.8 * np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] - 0.6 * (X[:, 2] > 0.5)
+    y = rng.random(n_samples) < _sigmoid(logit - np.median(logit))
+    y ^= rng.random(n_samples) < 0.05
+    return X.astype(dtype), y.astype(np.float64)
