@@ -147,8 +147,7 @@ class _DaskMixin:
     def _fit_shards(self, model, shards, layout, early_stopping, has_val):
         n_threads = effective_n_threads(self.n_threads)
         info = shards.call("inspect", model)
-        n_rows = [i["train"]["n_rows"] for i in info]
-        n_total = int(sum(n_rows))
+        n_total = int(sum(i["train"]["n_rows"] for i in info))
         if n_total == 0:
             raise ValueError("X has no rows.")
         if has_val and sum(i["val"]["n_rows"] for i in info) == 0:
@@ -166,7 +165,8 @@ class _DaskMixin:
         model._interaction_groups_ = interaction_groups(model.interaction_cst,
                                                         model.n_features_in_)
         model._monotonic_cst_ = model._check_monotonic_cst(model.n_features_in_)
-        model._bin_mapper = _fit_bin_mapper(model, shards, layout, n_rows, n_total,
+        model._bin_mapper = _fit_bin_mapper(model, shards, layout,
+                                            [i["partition_sizes"] for i in info], n_total,
                                             categories, n_threads)
         statistics = shards.call("start", model, model._bin_mapper, self.n_threads)
         loss = model._make_loss(None)
@@ -240,13 +240,15 @@ def _start_shards(client, train, train_workers, val, val_workers, timeout):
     return group, layout
 
 
-def _fit_bin_mapper(model, shards, layout, n_rows, n_total, categories, n_threads):
-    """The local fit's BinMapper, from the same seeded sample gathered from the shards."""
+def _fit_bin_mapper(model, shards, layout, sizes, n_total, categories, n_threads):
+    """The local fit's BinMapper, from the same seeded sample gathered from the shards.
+
+    ``sizes`` holds each shard's training partition sizes (in ``layout`` order).
+    """
     bin_mapper = BinMapper(max_bins=model.max_bins, random_state=model._seed,
                            n_threads=n_threads, is_categorical=model.is_categorical_)
     rows = bin_mapper.sample_rows(n_total)
     # global first row of every partition (partitions in global order)
-    sizes = shards.call("partition_sizes")
     part_sizes = {}
     for parts, shard_sizes in zip(layout, sizes):
         part_sizes.update(zip(parts, shard_sizes))

@@ -68,14 +68,15 @@ class Shard:
     # ------------------------------------------------------------ set-up
     @_timed
     def inspect(self, estimator):
-        """Validate and convert the rows; return counts, category codes, labels.
+        """Validate and convert the rows; return counts (also per training
+        partition), category codes, labels.
 
         ``estimator`` carries the fitted input schema (features, names,
         categorical columns); the rows are converted as ``predict`` converts
         them, and the category codes of every categorical feature are
         validated and returned, as the local fit collects them from all rows.
         """
-        out = {}
+        out = {"partition_sizes": self._part_sizes}
         for name, (X_parts, y, w) in (("train", self._train), ("val", self._val)):
             if X_parts is None:
                 setattr(self, "_" + name, (np.empty((0, estimator.n_features_in_)),
@@ -105,11 +106,6 @@ class Shard:
             setattr(self, "_" + name, (X, y, w))
             out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}
         return out
-
-    @_timed
-    def partition_sizes(self):
-        """Rows of each training partition, in order."""
-        return self._part_sizes
 
     @_timed
     def sample(self, local_rows, estimator):
