@@ -93,3 +93,45 @@ def map_to_bins(
                 for i in range(start, stop):
                     binned[i, f] = _find_bin(
                         X[i, f], &thresholds[f, 0], n_thresholds[f], missing_bin)
+
+
+ctypedef fused index_t:
+    int
+    long long
+
+
+def map_csc_to_bins(
+    const floating[::1] data,
+    const index_t[::1] indptr,
+    const X_DTYPE_C[:, ::1] thresholds,
+    const int[::1] n_thresholds,
+    X_BINNED_DTYPE_C missing_bin,
+    X_BINNED_DTYPE_C[::1] binned,
+    int n_threads,
+    const unsigned char[::1] is_categorical=None,
+    const BITSET_WORD_C[:, ::1] known=None,
+):
+    """Bin the stored entries of a CSC matrix (``data``, ``indptr``) into ``binned``.
+
+    Same codes as :func:`map_to_bins` gives the same values; implicit zeros
+    are not visited (their bin is the bin of 0.0). Columns are processed in
+    parallel.
+    """
+    cdef Py_ssize_t n_features = indptr.shape[0] - 1, f, k
+    cdef bint any_categorical = is_categorical is not None
+    if thresholds.shape[0] != n_features or n_thresholds.shape[0] != n_features:
+        raise ValueError("thresholds and n_thresholds need one row per column.")
+    if binned.shape[0] != data.shape[0]:
+        raise ValueError("binned must have one entry per stored value.")
+    if any_categorical and (is_categorical.shape[0] != n_features or known is None
+                            or known.shape[0] != n_features):
+        raise ValueError("is_categorical needs one entry per feature and known a "
+                         "(n_features, 8) bitset array.")
+    for f in prange(n_features, nogil=True, schedule='dynamic', num_threads=n_threads):
+        if any_categorical and is_categorical[f]:
+            for k in range(indptr[f], indptr[f + 1]):
+                binned[k] = _category_bin(data[k], &known[f, 0], missing_bin)
+        else:
+            for k in range(indptr[f], indptr[f + 1]):
+                binned[k] = _find_bin(data[k], &thresholds[f, 0], n_thresholds[f],
+                                      missing_bin)

@@ -6,6 +6,7 @@ result does not depend on the number of threads.
 from cython.parallel cimport prange
 from libc.string cimport memset
 
+from ._csr cimport first_at_least
 from ._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
 
 # Below this many rows x features a node is built without an OpenMP region:
@@ -159,3 +160,90 @@ def subtract_histograms(
                                           - child[f, b].sum_hessians)
                 out[f, b].count = parent[f, b].count - child[f, b].count
 
+
+
+cdef void _sparse_columns(
+    const long long* indptr, const unsigned int* columns,
+    const X_BINNED_DTYPE_C* codes, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* g, const G_H_DTYPE_C* h, bint constant_hessian,
+    unsigned int col_lo, unsigned int col_hi, hist_struct* out, int n_bins,
+) noexcept nogil:
+    # Entries of columns [col_lo, col_hi) of the node's rows, in row order.
+    cdef SIZE_C i, r
+    cdef long long k, end
+    cdef hist_struct* b
+    for i in range(n):
+        r = rows[i]
+        k = indptr[r]
+        end = indptr[r + 1]
+        if col_lo > 0:
+            k = first_at_least(columns, k, end, col_lo)
+        while k < end and columns[k] < col_hi:
+            b = &out[<Py_ssize_t>columns[k] * n_bins + codes[k]]
+            b.sum_gradients += g[r]
+            if not constant_hessian:
+                b.sum_hessians += h[r]
+            b.count += 1
+            k += 1
+
+
+def build_histogram_sparse(
+    const long long[::1] indptr,
+    const unsigned int[::1] columns,
+    const X_BINNED_DTYPE_C[::1] codes,
+    const SIZE_C[::1] rows,
+    const G_H_DTYPE_C[::1] gradients,
+    const G_H_DTYPE_C[::1] hessians,
+    const X_BINNED_DTYPE_C[::1] default_codes,
+    const unsigned int[::1] column_bounds,
+    hist_struct[:, ::1] out,
+    int n_threads,
+):
+    """Histograms of sparse-stored columns for the rows ``rows`` (one node).
+
+    The columns are a row-wise CSR (``indptr``, ``columns``, ``codes``) of
+    the entries whose code is not the column's ``default_codes`` entry. Only
+    those entries are visited; each default bin is the node total minus the
+    column's other bins (exact, as every sum is on the gradient grid). Thread
+    ``t`` fills columns ``column_bounds[t]:column_bounds[t + 1]`` (ranges of
+    balanced entry counts), each bin in row order.
+    """
+    cdef SIZE_C n = rows.shape[0], i
+    cdef int n_cols = out.shape[0], n_bins = out.shape[1], c, b, t
+    cdef int n_chunks = column_bounds.shape[0] - 1
+    cdef bint constant_hessian = hessians.shape[0] == 1
+    cdef double g_total = 0.0, h_total = 0.0, g_rest, h_rest
+    cdef unsigned int n_rest
+    cdef hist_struct* d
+    if default_codes.shape[0] != n_cols or column_bounds[n_chunks] != <unsigned int>n_cols:
+        raise ValueError("default_codes and column_bounds must cover every column.")
+    with nogil:
+        _zero(&out[0, 0], n_cols * n_bins)
+        for i in range(n):
+            g_total += gradients[rows[i]]
+            if not constant_hessian:
+                h_total += hessians[rows[i]]
+        if <Py_ssize_t>n * 8 < MIN_PARALLEL_WORK or n_threads == 1 or n_chunks == 1:
+            _sparse_columns(&indptr[0], &columns[0], &codes[0], &rows[0], n,
+                            &gradients[0], &hessians[0], constant_hessian,
+                            0, n_cols, &out[0, 0], n_bins)
+        else:
+            for t in prange(n_chunks, schedule='static', num_threads=n_threads):
+                _sparse_columns(&indptr[0], &columns[0], &codes[0], &rows[0], n,
+                                &gradients[0], &hessians[0], constant_hessian,
+                                column_bounds[t], column_bounds[t + 1], &out[0, 0],
+                                n_bins)
+        for c in range(n_cols):
+            g_rest = g_total
+            h_rest = h_total
+            n_rest = n
+            for b in range(n_bins):
+                g_rest = g_rest - out[c, b].sum_gradients
+                h_rest = h_rest - out[c, b].sum_hessians
+                n_rest = n_rest - out[c, b].count
+            d = &out[c, default_codes[c]]
+            d.sum_gradients = d.sum_gradients + g_rest
+            d.sum_hessians = d.sum_hessians + h_rest
+            d.count = d.count + n_rest
+            if constant_hessian:
+                _fill_constant_hessian(&out[c, 0], n_bins, hessians[0])

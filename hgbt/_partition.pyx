@@ -10,6 +10,7 @@ from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
 import numpy as np
 
+from ._csr cimport first_at_least
 from ._types cimport X_BINNED_DTYPE_C, SIZE_C
 
 # Rows per thread below which one thread partitions alone.
@@ -18,15 +19,16 @@ DEF MIN_ROWS_PER_THREAD = 16384
 
 cdef SIZE_C _partition_chunk(
     SIZE_C* rows, SIZE_C* buf, SIZE_C n, const X_BINNED_DTYPE_C* col,
-    const unsigned char* goes_left,
+    const unsigned char* goes_left, bint by_position,
 ) noexcept nogil:
     # Lefts to buf[0..), rights to buf[n-1] downward. Returns the left count.
     # Branch-free: each row is written at both ends and only the matching
-    # counter advances (the left/right test is unpredictable).
+    # counter advances (the left/right test is unpredictable). The code of
+    # row i is col[rows[i]], or col[i] when the codes were gathered per node.
     cdef SIZE_C i, n_left = 0, n_right = 0, r, left
     for i in range(n):
         r = rows[i]
-        left = goes_left[col[r]]
+        left = goes_left[col[i] if by_position else col[r]]
         buf[n_left] = r
         buf[n - 1 - n_right] = r
         n_left += left
@@ -94,25 +96,72 @@ def partition_rows_by_table(
     n_left : int
         Rows ``rows[:n_left]`` are the left child, the rest the right one.
     """
+    if goes_left.shape[0] != 256:
+        raise ValueError(f"goes_left must have 256 entries, got {goes_left.shape[0]}.")
+    if rows.shape[0] == 0:
+        return 0
+    return _partition(rows, buffer, &X_binned[0, feature_idx], False, goes_left,
+                      n_threads)
 
+
+cdef inline X_BINNED_DTYPE_C _sparse_code(
+    const long long* indptr, const unsigned int* columns, const X_BINNED_DTYPE_C* codes,
+    SIZE_C row, unsigned int column, X_BINNED_DTYPE_C default_code,
+) noexcept nogil:
+    # Absent from the row's entries means the default code.
+    cdef long long k = first_at_least(columns, indptr[row], indptr[row + 1], column)
+    if k < indptr[row + 1] and columns[k] == column:
+        return codes[k]
+    return default_code
+
+
+def partition_rows_sparse(
+    SIZE_C[::1] rows,
+    SIZE_C[::1] buffer,
+    const long long[::1] indptr,
+    const unsigned int[::1] columns,
+    const X_BINNED_DTYPE_C[::1] codes,
+    unsigned int column,
+    X_BINNED_DTYPE_C default_code,
+    const unsigned char[::1] goes_left,
+    int n_threads,
+):
+    """:func:`partition_rows_by_table` on a sparse-stored column.
+
+    The column is column ``column`` of the row-wise CSR (``indptr``,
+    ``columns``, ``codes``); rows without an entry there have ``default_code``.
+    """
+    cdef SIZE_C n = rows.shape[0], i
+    if goes_left.shape[0] != 256:
+        raise ValueError(f"goes_left must have 256 entries, got {goes_left.shape[0]}.")
+    if n == 0:
+        return 0
+    node_codes = np.empty(n, dtype=np.uint8)
+    cdef X_BINNED_DTYPE_C[::1] node = node_codes
+    with nogil:
+        for i in range(n):
+            node[i] = _sparse_code(&indptr[0], &columns[0], &codes[0], rows[i], column,
+                                   default_code)
+    return _partition(rows, buffer, &node[0], True, goes_left, n_threads)
+
+
+cdef SIZE_C _partition(
+    SIZE_C[::1] rows, SIZE_C[::1] buffer, const X_BINNED_DTYPE_C* col, bint by_position,
+    const unsigned char[::1] goes_left, int n_threads,
+) except? 0:
     cdef SIZE_C n = rows.shape[0]
     cdef int n_chunks = n_threads if n_threads > 0 else 1
     cdef int t, i
     cdef SIZE_C chunk, start, size, n_left = 0, left_pos, right_pos
     cdef SIZE_C* counts
-    cdef const X_BINNED_DTYPE_C* col
-    if goes_left.shape[0] != 256:
-        raise ValueError(f"goes_left must have 256 entries, got {goes_left.shape[0]}.")
-    if n == 0:
-        return 0
-    col = &X_binned[0, feature_idx]
     if n < <SIZE_C>MIN_ROWS_PER_THREAD * 2:
         n_chunks = 1
     elif n // MIN_ROWS_PER_THREAD < <SIZE_C>n_chunks:
         n_chunks = n // MIN_ROWS_PER_THREAD
     if n_chunks == 1:
         with nogil:
-            n_left = _partition_chunk(&rows[0], &buffer[0], n, col, &goes_left[0])
+            n_left = _partition_chunk(&rows[0], &buffer[0], n, col, &goes_left[0],
+                                      by_position)
             _merge_chunk(&rows[0], &rows[n_left], &buffer[0], n, n_left)
         return n_left
 
@@ -125,8 +174,9 @@ def partition_rows_by_table(
             for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
                 start = t * chunk
                 size = min(chunk, n - start)
-                counts[t] = _partition_chunk(&rows[start], &buffer[start], size, col,
-                                             &goes_left[0])
+                counts[t] = _partition_chunk(&rows[start], &buffer[start], size,
+                                             col + start if by_position else col,
+                                             &goes_left[0], by_position)
             for t in range(n_chunks):
                 n_left = n_left + counts[t]
             for t in prange(n_chunks, schedule='static', num_threads=n_chunks):

@@ -282,6 +282,82 @@ cdef void _scan_feature(
             _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
 
 
+cdef struct layout_params:
+    # Features in bundled columns (see bundling.py); NULL pointers: every
+    # feature is its own column.
+    const int* feature_column
+    const int* bundle_index
+    const unsigned char* bundle_codes
+    const unsigned char* default_bin
+
+
+cdef void _scan_bundled(
+    const hist_struct* column, const unsigned char* codes, int default_bin, int f,
+    unsigned int n_bins_non_missing, double g_total, double h_total,
+    unsigned int n_total, const split_params* p, split_info_struct* best,
+) noexcept nogil:
+    # The feature's own bins are copied out of its column; its default bin is
+    # the node total minus them (exact on the gradient grid).
+    cdef hist_struct hist[256]
+    cdef unsigned int b, c, n = 0
+    cdef double g = 0.0, h = 0.0
+    for b in range(n_bins_non_missing):
+        hist[b].sum_gradients = 0.0
+        hist[b].sum_hessians = 0.0
+        hist[b].count = 0
+    hist[p.missing_bin].sum_gradients = 0.0
+    hist[p.missing_bin].sum_hessians = 0.0
+    hist[p.missing_bin].count = 0
+    for b in range(n_bins_non_missing):
+        c = codes[b]
+        if c:
+            hist[b] = column[c]
+            g += column[c].sum_gradients
+            h += column[c].sum_hessians
+            n += column[c].count
+    c = codes[p.missing_bin]
+    if c:
+        hist[p.missing_bin] = column[c]
+        g += column[c].sum_gradients
+        h += column[c].sum_hessians
+        n += column[c].count
+    hist[default_bin].sum_gradients = g_total - g
+    hist[default_bin].sum_hessians = h_total - h
+    hist[default_bin].count = n_total - n
+    _scan_feature(hist, f, n_bins_non_missing, g_total, h_total, n_total, p, best)
+
+
+cdef inline void _scan_in_layout(
+    const hist_struct[:, ::1] histograms, const layout_params* lay, int f,
+    unsigned int n_bins_non_missing, double g_total, double h_total,
+    unsigned int n_total, bint categorical, const split_params* p,
+    split_info_struct* best,
+) noexcept nogil:
+    cdef int col = f, k = -1
+    if lay.feature_column != NULL:
+        col = lay.feature_column[f]
+        k = lay.bundle_index[f]
+    if k >= 0:  # never categorical
+        _scan_bundled(&histograms[col, 0], &lay.bundle_codes[256 * k], lay.default_bin[f],
+                      f, n_bins_non_missing, g_total, h_total, n_total, p, best)
+    else:
+        _scan_one(&histograms[col, 0], f, n_bins_non_missing, g_total, h_total,
+                  n_total, categorical, p, best)
+
+
+cdef unsigned int _missing_count(
+    const hist_struct[:, ::1] histograms, const layout_params* lay, int f, int missing_bin,
+) noexcept nogil:
+    cdef int k, c
+    if lay.feature_column == NULL:
+        return histograms[f, missing_bin].count
+    k = lay.bundle_index[f]
+    if k < 0:
+        return histograms[lay.feature_column[f], missing_bin].count
+    c = lay.bundle_codes[256 * k + missing_bin]
+    return histograms[lay.feature_column[f], c].count if c else 0
+
+
 def find_node_split(
     const hist_struct[:, ::1] histograms,
     const unsigned int[::1] n_bins_non_missing,
@@ -302,6 +378,10 @@ def find_node_split(
     monotonic_cst=None,
     double lower_bound=-INFINITY,
     double upper_bound=INFINITY,
+    feature_column=None,
+    bundle_index=None,
+    bundle_codes=None,
+    default_bin=None,
 ):
     """Best split of a node over all features.
 
@@ -334,6 +414,10 @@ def find_node_split(
         Bounds of the node's child values (monotonic constraints above it).
         With bounds or a constrained feature, child values are clipped into
         them and the gain is the objective decrease at the clipped values.
+    feature_column, bundle_index, bundle_codes, default_bin : ndarray or None
+        The feature layout (:class:`hgbt.bundling.FeatureLayout`): then
+        ``histograms`` has one row per column and a bundled feature's bins
+        are unpacked from its column. None: one histogram row per feature.
 
     Returns
     -------
@@ -343,7 +427,30 @@ def find_node_split(
         categorical split ``is_categorical`` is 1, ``cat_bitset`` holds the
         codes sent left and ``bin_idx`` is 0.
     """
-    cdef int n_features = histograms.shape[0], f
+    cdef int n_features = n_bins_non_missing.shape[0], f
+    cdef layout_params lay
+    cdef const int[::1] lay_column, lay_index
+    cdef const unsigned char[:, ::1] lay_codes
+    cdef const unsigned char[::1] lay_default
+    lay.feature_column = NULL
+    if feature_column is not None:
+        lay_column = feature_column
+        lay_index = bundle_index
+        lay_codes = bundle_codes
+        lay_default = default_bin
+        if (lay_column.shape[0] != n_features or lay_index.shape[0] != n_features
+                or lay_default.shape[0] != n_features or lay_codes.shape[1] != 256):
+            raise ValueError("The feature layout needs one entry per feature.")
+        if n_features and (np.max(feature_column) >= histograms.shape[0]
+                           or np.max(bundle_index) >= lay_codes.shape[0]):
+            raise ValueError("The feature layout points outside the histograms.")
+        lay.feature_column = &lay_column[0] if n_features else NULL
+        lay.bundle_index = &lay_index[0] if n_features else NULL
+        lay.bundle_codes = &lay_codes[0, 0] if lay_codes.shape[0] else NULL
+        lay.default_bin = &lay_default[0] if n_features else NULL
+    elif histograms.shape[0] != n_features:
+        raise ValueError(f"histograms has {histograms.shape[0]} rows for {n_features} "
+                         "features.")
     cdef bint masked = feature_mask.shape[0] > 0
     cdef const unsigned char[::1] categorical
     cdef bint any_categorical = False
@@ -388,22 +495,23 @@ def find_node_split(
                 if masked and not feature_mask[f]:
                     res[f].feature_idx = -1
                     continue
-                _scan_one(&histograms[f, 0], f, n_bins_non_missing[f],
-                          sum_gradients, sum_hessians, n_samples,
-                          any_categorical and categorical[f], &p, &res[f])
+                _scan_in_layout(histograms, &lay, f, n_bins_non_missing[f],
+                                sum_gradients, sum_hessians, n_samples,
+                                any_categorical and categorical[f], &p, &res[f])
         else:
             for f in prange(n_features, schedule='static', num_threads=n_threads):
                 if masked and not feature_mask[f]:
                     res[f].feature_idx = -1
                     continue
-                _scan_one(&histograms[f, 0], f, n_bins_non_missing[f],
-                          sum_gradients, sum_hessians, n_samples,
-                          any_categorical and categorical[f], &p, &res[f])
+                _scan_in_layout(histograms, &lay, f, n_bins_non_missing[f],
+                                sum_gradients, sum_hessians, n_samples,
+                                any_categorical and categorical[f], &p, &res[f])
         best.gain = 0.0
         best.feature_idx = -1
         for f in range(n_features):
             if res[f].feature_idx >= 0 and res[f].gain > best.gain:
                 best[0] = res[f]
-        if best.feature_idx >= 0 and histograms[best.feature_idx, missing_bin].count == 0:
+        if (best.feature_idx >= 0
+                and _missing_count(histograms, &lay, best.feature_idx, missing_bin) == 0):
             best.missing_go_to_left = best.n_samples_left >= best.n_samples_right
     return best_arr

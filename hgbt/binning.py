@@ -2,10 +2,12 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._binning import map_to_bins
 from ._types import BITSET_DTYPE, BITSET_WORDS, X_BINNED_DTYPE, X_DTYPE
+from .sparse import column, constant_positive_weight, sparse_thresholds
 
 # Rows used to compute quantile thresholds (LightGBM and scikit-learn use the same).
 DEFAULT_SUBSAMPLE = 200_000
@@ -182,10 +184,18 @@ def _find_thresholds(column, max_bins, sample_weight):
     column = np.asarray(column, dtype=X_DTYPE)
     if sample_weight is not None:
         return _find_weighted_thresholds(column, max_bins, sample_weight)
-    values = np.sort(column[~np.isnan(column)])
+    return _sorted_thresholds(np.sort(column[~np.isnan(column)]), max_bins)
+
+
+def _distinct(sorted_values):
+    return sorted_values[np.r_[True, sorted_values[1:] != sorted_values[:-1]]]
+
+
+def _sorted_thresholds(values, max_bins):
+    """:func:`find_thresholds` of sorted, NaN-free values without weights."""
     if values.size == 0:
         return np.empty(0, dtype=X_DTYPE)
-    distinct = values[np.r_[True, values[1:] != values[:-1]]]
+    distinct = _distinct(values)
     if distinct.size <= 1:
         return np.empty(0, dtype=X_DTYPE)
     if distinct.size <= max_bins:
@@ -303,7 +313,7 @@ class BinMapper:
         if not 2 <= self.max_bins <= 255:
             raise ValueError(f"max_bins must be in [2, 255], got {self.max_bins}.")
         sample_weight = _check_weight(sample_weight, X.shape[0])
-        categories = {f: category_codes(X[:, f], f)
+        categories = {f: category_codes(column(X, f), f)
                       for f in np.flatnonzero(self._categorical_mask(X.shape[1]))}
         rows = self.sample_rows(X.shape[0])
         sample = X if rows is None else X[rows]
@@ -324,13 +334,24 @@ class BinMapper:
         categories = {} if categories is None else dict(categories)
         for f in np.flatnonzero(is_categorical):
             if f not in categories:
-                categories[f] = category_codes(sample[:, f], f)
+                categories[f] = category_codes(column(sample, f), f)
         numeric = [f for f in range(n_features) if not is_categorical[f]]
+        if sp.issparse(sample):
+            # CSC columns: thresholds from the stored values and the zero count.
+            sample = sample.tocsc()
+            if constant_positive_weight(sample_weight):
+                def thresholds_of(f):
+                    return sparse_thresholds(sample, f, self.max_bins, sample_weight)
+            else:
+                def thresholds_of(f):
+                    return _find_thresholds(column(sample, f), self.max_bins,
+                                            sample_weight)
+        else:
+            def thresholds_of(f):
+                return _find_thresholds(sample[:, f], self.max_bins, sample_weight)
         # NumPy's sorts release the GIL: features are processed in threads.
         with ThreadPoolExecutor(max_workers=max(1, self.n_threads)) as pool:
-            thresholds = list(pool.map(
-                lambda f: _find_thresholds(sample[:, f], self.max_bins, sample_weight),
-                numeric))
+            thresholds = list(pool.map(thresholds_of, numeric))
         self.bin_thresholds_ = [np.empty(0, dtype=X_DTYPE) for _ in range(n_features)]
         for f, t in zip(numeric, thresholds):
             self.bin_thresholds_[f] = t
@@ -351,17 +372,31 @@ class BinMapper:
         self.missing_bin = max(self.max_bins, int(self.n_bins_non_missing_.max(initial=0)))
         return self
 
+    def padded_thresholds(self):
+        """Thresholds as one (n_features, max_bins - 1) array, and their counts."""
+        n_features = len(self.bin_thresholds_)
+        padded = np.zeros((n_features, max(self.max_bins - 1, 1)), dtype=X_DTYPE)
+        n_thresholds = np.zeros(n_features, dtype=np.int32)
+        for f, t in enumerate(self.bin_thresholds_):
+            padded[f, :t.size] = t
+            n_thresholds[f] = t.size
+        return padded, n_thresholds
+
+    def zero_bins(self):
+        """Per feature, the bin of the value 0.0 (an implicit sparse zero)."""
+        out = np.array([np.searchsorted(t, 0.0, side="left") for t in self.bin_thresholds_],
+                       dtype=X_BINNED_DTYPE)
+        for f in np.flatnonzero(self.is_categorical_):
+            out[f] = 0 if self.known_cat_bitsets_[f, 0] & 1 else self.missing_bin
+        return out
+
     def transform(self, X):
         """Map ``X`` to a Fortran-ordered uint8 matrix of bin codes."""
         n_features = len(self.bin_thresholds_)
         if X.shape[1] != n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features, the bin mapper was fit with {n_features}.")
-        padded = np.zeros((n_features, max(self.max_bins - 1, 1)), dtype=X_DTYPE)
-        n_thresholds = np.zeros(n_features, dtype=np.int32)
-        for f, t in enumerate(self.bin_thresholds_):
-            padded[f, :t.size] = t
-            n_thresholds[f] = t.size
+        padded, n_thresholds = self.padded_thresholds()
         binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         is_categorical = getattr(self, "is_categorical_", None)
         if is_categorical is None or not np.any(is_categorical):

@@ -27,6 +27,7 @@ import numpy as np
 from sklearn.utils.validation import check_array, validate_data
 
 from .binning import ENCODER_HINT, MAX_CATEGORIES, category_codes
+from .sparse import column
 
 
 def _pandas_frame(X):
@@ -225,7 +226,7 @@ def validate_X(estimator, X, reset, **check_params):
         X = check_array(out, **{"estimator": estimator, **check_params})
     if reset:
         for j in np.flatnonzero(mask & ~by_value):
-            categories[j] = category_codes(X[:, j], name(j))  # validates the codes
+            categories[j] = category_codes(column(X, j), name(j))  # validates the codes
         _set_fitted(estimator, mask, categories, by_value)
     return X
 

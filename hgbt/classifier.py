@@ -52,7 +52,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     def __init__(self, loss="log_loss", *, class_weight=None, learning_rate=0.1,
                  max_iter=100, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
                  min_child_weight=1e-3, min_gain_to_split=0.0, l1_regularization=0.0,
-                 l2_regularization=0.0, max_bins=255, grow_policy="lossguide",
+                 l2_regularization=0.0, max_bins=255, enable_bundle=True,
+                 max_conflict_rate=0.0, grow_policy="lossguide",
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, warm_start=False, subsample=1.0,
                  data_sample_strategy="bagging", goss_top_rate=0.2, goss_other_rate=0.1,
@@ -72,6 +73,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         self.l1_regularization = l1_regularization
         self.l2_regularization = l2_regularization
         self.max_bins = max_bins
+        self.enable_bundle = enable_bundle
+        self.max_conflict_rate = max_conflict_rate
         self.grow_policy = grow_policy
         self.early_stopping = early_stopping
         self.scoring = scoring

@@ -5,20 +5,23 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
 
 from ._openmp import effective_n_threads
-from ._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
+from ._types import SIZE_DTYPE, X_BINNED_DTYPE, X_DTYPE, Y_DTYPE
 from .binning import BinMapper
+from .bundling import DenseSource, SparseSource, build_layout
 from .categorical import validate_X
 from .early_stopping import Scorer, should_stop, split_validation
 from .grower import TreeGrower
 from .predictor import ForestPredictor
 from .persistence import pickle_state, save_model, unpickle_state
 from .sampling import FeatureSampler, RowSampler
+from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
 from .training_data import LocalTrainingData
 
 # early_stopping='auto' turns on above this many rows.
@@ -49,6 +52,8 @@ class BaseHistGBDT(BaseEstimator):
         "l1_regularization": [Interval(Real, 0, None, closed="left")],
         "l2_regularization": [Interval(Real, 0, None, closed="left")],
         "max_bins": [Interval(Integral, 2, 255, closed="both")],
+        "enable_bundle": ["boolean"],
+        "max_conflict_rate": [Interval(Real, 0, 1, closed="left")],
         "grow_policy": [StrOptions({"lossguide", "depthwise"})],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
         "scoring": [str, callable, None],
@@ -78,14 +83,19 @@ class BaseHistGBDT(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags
 
     # ---------------------------------------------------------------- input
     def _validate_X(self, X, reset):
         # ±inf are ordinary values and NaN is missing: no finiteness check on X.
-        # Categorical columns become float codes (categorical.py).
-        return validate_X(self, X, reset, dtype=[X_DTYPE, np.float32],
-                          ensure_all_finite=False)
+        # Categorical columns become float codes (categorical.py). Sparse
+        # input stays sparse, as canonical CSR.
+        check_sparse_format(X)
+        X = validate_X(self, X, reset, dtype=[X_DTYPE, np.float32],
+                       ensure_all_finite=False, accept_sparse=ACCEPTED_FORMATS,
+                       accept_large_sparse=True)
+        return as_csr(X) if sp.issparse(X) else X
 
     def _validate_weight(self, sample_weight, X):
         if sample_weight is None:
@@ -159,8 +169,9 @@ class BaseHistGBDT(BaseEstimator):
         X = self._validate_X(X, reset=not warm)
         # check_X_y, not validate_data: X is an ndarray now, and a second
         # feature-name check would warn that it has none.
-        X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False,
-                         y_numeric=not self._stratify, estimator=self)
+        X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False, accept_sparse=True,
+                         accept_large_sparse=True, y_numeric=not self._stratify,
+                         estimator=self)
         y = self._encode_y(y, reset=not warm)
         sample_weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
         if (X_val is None) != (y_val is None):
@@ -201,10 +212,34 @@ class BaseHistGBDT(BaseEstimator):
                                          n_threads=n_threads,
                                          is_categorical=self.is_categorical_)
             self._bin_mapper.fit(X_train, sample_weight=w_train)
-        X_binned = self._bin_mapper.transform(X_train)
-        self._fit_rounds(X_train, X_binned, y_train, w_train, X_val, y_val, w_val,
+        X_binned, layout = self._bin(X_train, n_threads)
+        self._fit_rounds(X_train, X_binned, layout, y_train, w_train, X_val, y_val, w_val,
                          early_stopping, warm, n_threads)
         return self
+
+    def _bin(self, X, n_threads):
+        """The binned training data: ``(X_binned, None)`` with every feature its
+        own dense column, or ``(None, layout)`` with bundled or sparse-stored
+        columns (:mod:`hgbt.bundling`)."""
+        mapper = self._bin_mapper
+        if sp.issparse(X):
+            X_csc = X.tocsc()
+            source = SparseSource(X_csc, bin_stored_entries(X_csc, mapper, n_threads),
+                                  mapper.zero_bins(), mapper.missing_bin)
+            del X_csc
+        else:
+            source = DenseSource(mapper.transform(X), mapper.zero_bins(), mapper.missing_bin)
+        layout = build_layout(source, mapper.is_categorical_, mapper.n_bins_non_missing_,
+                              mapper.missing_bin, enable_bundle=self.enable_bundle,
+                              max_conflict_rate=self.max_conflict_rate)
+        if layout is not None:
+            return None, layout
+        if isinstance(source, DenseSource):
+            return source.X_binned, None
+        X_binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        for f in range(X.shape[1]):
+            X_binned[:, f] = source.dense_column(f)
+        return X_binned, None
 
     def _new_seed(self):
         """The seed of every random draw of a fit, from ``random_state``."""
@@ -259,7 +294,7 @@ class BaseHistGBDT(BaseEstimator):
     def _class_weighted(self, sample_weight, y):
         return sample_weight  # overridden by the classifier (class_weight)
 
-    def _fit_rounds(self, X, X_binned, y, sample_weight, X_val, y_val, w_val,
+    def _fit_rounds(self, X, X_binned, layout, y, sample_weight, X_val, y_val, w_val,
                     early_stopping, warm, n_threads):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
@@ -268,7 +303,10 @@ class BaseHistGBDT(BaseEstimator):
             self._baseline_prediction = loss.baseline(y)
             self._predictors = []
             self._train_scores, self._val_scores = [], []
-        raw = self._raw_from_trees(np.empty((k_trees, n_samples)), X_binned=X_binned)
+        # Without a plain X_binned, earlier rounds are replayed on the raw values
+        # (the same routing: x <= threshold[b] exactly when bin(x) <= b).
+        raw = self._raw_from_trees(np.empty((k_trees, n_samples)), X_binned=X_binned,
+                                   X=X, n_threads=n_threads)
         raw_val = None if X_val is None else self._raw_predict_validated(X_val, n_threads)
 
         row_sampler = RowSampler(self.data_sample_strategy, self.subsample,
@@ -276,7 +314,8 @@ class BaseHistGBDT(BaseEstimator):
                                  np.random.default_rng(self._seed))
         gradients, hessians = loss.allocate_buffers(
             n_samples, full_hessian=row_sampler.active and row_sampler.needs_full_hessian)
-        data = LocalTrainingData(X_binned, self._bin_mapper.missing_bin + 1, n_threads)
+        data = LocalTrainingData(X_binned, self._bin_mapper.missing_bin + 1, n_threads,
+                                 layout)
         scorer = None
         if early_stopping or (self.verbose and not self._custom_loss()):
             scorer = Scorer(self, self.scoring if early_stopping else "loss", self._seed)
@@ -306,7 +345,7 @@ class BaseHistGBDT(BaseEstimator):
             for k in range(k_trees):
                 trees.append(self._grow_tree(
                     data, loss, y, refit_weight, raw[k], gradients[k], hessians[k],
-                    rows, unsampled, X_binned, feature_sampler, n_threads))
+                    rows, unsampled, X, X_binned, feature_sampler, n_threads))
             self._predictors.append(trees)
             if raw_val is not None:
                 for k, tree in enumerate(trees):
@@ -328,7 +367,7 @@ class BaseHistGBDT(BaseEstimator):
             self._val_scores if early_stopping and X_val is not None else [])
 
     def _grow_tree(self, data, loss, y, refit_weight, raw, gradients, hessians, rows,
-                   unsampled, X_binned, feature_sampler, n_threads):
+                   unsampled, X, X_binned, feature_sampler, n_threads):
         data.start_tree(gradients, hessians, rows)
         grower = TreeGrower(
             data, self._bin_mapper.bin_thresholds_, self._bin_mapper.n_bins_non_missing_,
@@ -345,8 +384,11 @@ class BaseHistGBDT(BaseEstimator):
                     leaf, loss.refit_leaf(y[leaf_rows], raw[leaf_rows], w))
         data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
         if unsampled is not None and unsampled.size:
-            tree.predict_binned_add(X_binned, unsampled, self._bin_mapper.missing_bin,
-                                    raw, n_threads)
+            if X_binned is not None:
+                tree.predict_binned_add(X_binned, unsampled, self._bin_mapper.missing_bin,
+                                        raw, n_threads)
+            else:
+                raw[unsampled] += tree.predict(X[unsampled], n_threads)
         return tree
 
     def _grower_params(self):
@@ -511,6 +553,16 @@ COMMON_PARAMETERS_DOC = """\
         L2 penalty λ on leaf values.
     max_bins : int, default=255
         Maximum value bins per feature (2 to 255); missing values get one more.
+    enable_bundle : bool, default=True
+        Exclusive feature bundling: features that are rarely non-zero on the
+        same rows (one-hot, counts, flags) share one binned column, so wide
+        sparse data trains like a few dense columns. Splits are still on the
+        original features (``doc/sparse.md``).
+    max_conflict_rate : float, default=0.0
+        Share of the rows on which bundled features may both be non-zero (on
+        such a row the feature with more non-zeros keeps its value, the other
+        is seen as 0 during training). 0 keeps the model exactly the
+        unbundled one.
     grow_policy : {'lossguide', 'depthwise'}, default='lossguide'
         'lossguide' splits the leaf with the largest gain first; 'depthwise'
         grows level by level (still capped by ``max_leaf_nodes``: set it to

@@ -127,7 +127,8 @@ class TreeGrower:
             self.l2_regularization, self.min_gain_to_split, self.min_child_weight,
             self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(node),
             self.n_threads, self.is_categorical, self.max_cat_to_onehot, self.cat_smooth,
-            self.monotonic_cst, node.lower, node.upper)
+            self.monotonic_cst, node.lower, node.upper,
+            **getattr(self.data, "split_layout", {}))
         if split["feature_idx"] < 0:
             self.data.release(histogram)
             return
@@ -159,7 +160,7 @@ class TreeGrower:
         self._tree_mask = (None if self.feature_sampler is None
                            else self.feature_sampler.tree_mask())
         hist = data.node_histogram(0)
-        totals = hist[0]  # every row falls in one bin of feature 0
+        totals = hist[0]  # every row falls in one bin of column 0
         root = _Node(0, 0, float(totals["sum_gradients"].sum()),
                      float(totals["sum_hessians"].sum()), int(totals["count"].sum()),
                      None if self.interaction_groups is None

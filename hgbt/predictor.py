@@ -1,8 +1,26 @@
 """A fitted tree as a flat node array, and its prediction on raw values."""
 import numpy as np
+import scipy.sparse as sp
 
-from ._predictor import predict_add, predict_binned_add, predict_forest_add
+from ._predictor import (predict_add, predict_binned_add, predict_csr_add,
+                         predict_forest_add, predict_forest_csr_add)
 from ._types import BITSET_DTYPE, BITSET_WORDS, Y_DTYPE
+
+
+def _csr_parts(X):
+    """``(data, indices, indptr, n_features)`` of a CSR ``X``; None if ``X`` is dense.
+
+    Only CSR is read directly (a row is contiguous there); the estimator
+    converts other formats, so meeting one here is a caller's bug.
+    """
+    if not sp.issparse(X):
+        return None
+    if X.format != "csr":
+        raise TypeError(f"Sparse X must be in CSR format at this level, got "
+                        f"{X.format!r}; convert it with X.tocsr().")
+    if X.ndim != 2:
+        raise ValueError(f"Sparse X must be 2-D, got shape {X.shape}.")
+    return X.data, X.indices, X.indptr, X.shape[1]
 
 
 class TreePredictor:
@@ -43,12 +61,22 @@ class TreePredictor:
         return self.nodes["value"][self.nodes["is_leaf"].astype(bool)]
 
     def predict_add(self, X, out, n_threads=1):
-        """Add this tree's prediction on raw ``X`` to ``out`` (float64, in place)."""
-        predict_add(self.nodes, X, out, n_threads, getattr(self, "cat_bitsets", None))
+        """Add this tree's prediction on raw ``X`` to ``out`` (float64, in place).
+
+        ``X`` is a 2-D float array or a scipy.sparse CSR matrix/array (read
+        without densifying; same result as on ``X.toarray()``).
+        """
+        cat_bitsets = getattr(self, "cat_bitsets", None)
+        csr = _csr_parts(X)
+        if csr is None:
+            predict_add(self.nodes, X, out, n_threads, cat_bitsets)
+        else:
+            predict_csr_add(self.nodes, *csr, out, n_threads, cat_bitsets)
         return out
 
     def predict(self, X, n_threads=1):
-        """This tree's prediction on raw ``X`` of shape (n_samples, n_features)."""
+        """This tree's prediction on raw ``X`` of shape (n_samples, n_features)
+        (dense or CSR)."""
         return self.predict_add(X, np.zeros(X.shape[0], dtype=Y_DTYPE), n_threads)
 
     def predict_binned_add(self, X_binned, rows, missing_bin, out, n_threads=1):
@@ -88,8 +116,16 @@ class ForestPredictor:
         self.n_trees = len(trees)
 
     def predict_add(self, X, out, n_threads=1):
-        """Add every tree's prediction on raw ``X`` to ``out`` of shape (K, n_samples)."""
+        """Add every tree's prediction on raw ``X`` (dense or CSR) to ``out`` of
+        shape (K, n_samples)."""
+        csr = _csr_parts(X)
         if self.n_trees:
-            predict_forest_add(self.nodes, self.tree_starts, self.tree_outputs,
-                               self.bitset_starts, self.cat_bitsets, X, out, n_threads)
+            if csr is None:
+                predict_forest_add(self.nodes, self.tree_starts, self.tree_outputs,
+                                   self.bitset_starts, self.cat_bitsets, X, out,
+                                   n_threads)
+            else:
+                predict_forest_csr_add(self.nodes, self.tree_starts, self.tree_outputs,
+                                       self.bitset_starts, self.cat_bitsets, *csr, out,
+                                       n_threads)
         return out

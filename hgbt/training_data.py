@@ -8,8 +8,9 @@ them) can replace it without touching the grower.
 import numpy as np
 
 from ._exact import snap_to_grid
-from ._histogram import build_histogram, build_histogram_root, subtract_histograms
-from ._partition import partition_rows, partition_rows_by_table
+from ._histogram import (build_histogram, build_histogram_root, build_histogram_sparse,
+                         subtract_histograms)
+from ._partition import partition_rows, partition_rows_by_table, partition_rows_sparse
 from ._predictor import add_leaf_values
 from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
 from .exact import grid_exponent
@@ -29,15 +30,28 @@ class LocalTrainingData:
     n_bins : int
         Bins per feature histogram, the missing bin included.
     n_threads : int
+    layout : FeatureLayout or None
+        Bundled and sparse-stored columns (:mod:`hgbt.bundling`); then
+        ``X_binned`` is ignored (None) and histograms have one row per
+        column. None: every feature is its column of ``X_binned``.
     """
 
-    def __init__(self, X_binned, n_bins, n_threads):
-        if X_binned.shape[0] >= np.iinfo(SIZE_DTYPE).max:
+    def __init__(self, X_binned, n_bins, n_threads, layout=None):
+        n_samples = (X_binned if layout is None else layout.X_dense).shape[0]
+        if n_samples >= np.iinfo(SIZE_DTYPE).max:
             raise ValueError(f"At most {np.iinfo(SIZE_DTYPE).max - 1} rows are supported.")
-        self.X_binned = X_binned
+        self.layout = layout
+        self.X_binned = X_binned if layout is None else layout.X_dense
         self.n_bins = n_bins
         self.n_threads = n_threads
-        n_samples = X_binned.shape[0]
+        self._n_columns = self.X_binned.shape[1]
+        self.split_layout = {}  # extra find_node_split arguments
+        if layout is not None:
+            self._n_columns = layout.n_columns
+            self._column_bounds = layout.column_bounds(n_threads)
+            self.split_layout = dict(
+                feature_column=layout.feature_column, bundle_index=layout.bundle_index,
+                bundle_codes=layout.bundle_codes, default_bin=layout.default_bin)
         self._all_rows = np.arange(n_samples, dtype=SIZE_DTYPE)
         self._rows = np.empty(n_samples, dtype=SIZE_DTYPE)
         self._buffer = np.empty(n_samples, dtype=SIZE_DTYPE)
@@ -48,7 +62,7 @@ class LocalTrainingData:
 
     @property
     def n_features(self):
-        return self.X_binned.shape[1]
+        return self.X_binned.shape[1] if self.layout is None else self.layout.n_features
 
     def start_tree(self, gradients, hessians, rows=None, grid=None):
         """Begin a tree: ``rows`` (sorted; default all rows) in the root (node 0).
@@ -60,9 +74,9 @@ class LocalTrainingData:
         passes the ones agreed by all workers); by default they come from
         these rows.
         """
+        n_rows = self._all_rows.shape[0]
         if grid is None:
-            grid = (max_abs_grid(gradients, self.X_binned.shape[0]),
-                    max_abs_grid(hessians, self.X_binned.shape[0]))
+            grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
         for values, exponent in zip((gradients, hessians), grid):
             if exponent is not None:
                 snap_to_grid(values, exponent, self.n_threads)
@@ -78,7 +92,7 @@ class LocalTrainingData:
     def _new_histogram(self):
         if self._pool:
             return self._pool.pop()
-        return np.empty((self.n_features, self.n_bins), dtype=HISTOGRAM_DTYPE)
+        return np.empty((self._n_columns, self.n_bins), dtype=HISTOGRAM_DTYPE)
 
     def release(self, histogram):
         """Return a histogram array to the pool."""
@@ -88,13 +102,22 @@ class LocalTrainingData:
         """Histograms of a node built from its rows."""
         out = self._new_histogram()
         start, stop = self._ranges[node_id]
-        if stop - start == self._rows.shape[0]:  # the root of an unsampled tree
+        n_dense = self.X_binned.shape[1]
+        if n_dense == 0:
+            pass
+        elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
             build_histogram_root(self.X_binned, self._gradients, self._hessians,
-                                 out, self.n_threads)
+                                 out[:n_dense], self.n_threads)
         else:
             build_histogram(self.X_binned, self._rows[start:stop], self._gradients,
                             self._hessians, self._ordered_gradients,
-                            self._ordered_hessians, out, self.n_threads)
+                            self._ordered_hessians, out[:n_dense], self.n_threads)
+        if n_dense < self._n_columns:
+            lay = self.layout
+            build_histogram_sparse(lay.sparse_indptr, lay.sparse_columns, lay.sparse_codes,
+                                   self._rows[start:stop], self._gradients,
+                                   self._hessians, lay.column_default[n_dense:],
+                                   self._column_bounds, out[n_dense:], self.n_threads)
         return out
 
     def sibling_histogram(self, parent_histogram, child_histogram):
@@ -112,23 +135,40 @@ class LocalTrainingData:
         Missing values go left when ``missing_go_to_left``.
         """
         start, stop = self._ranges[node_id]
-        if cat_bitset is None:
-            n_left = partition_rows(self._rows[start:stop], self._buffer, self.X_binned,
-                                    feature_idx, bin_idx, self.n_bins - 1,
-                                    missing_go_to_left, self.n_threads)
+        rows = self._rows[start:stop]
+        if cat_bitset is None and self.layout is None:
+            n_left = partition_rows(rows, self._buffer, self.X_binned, feature_idx, bin_idx,
+                                    self.n_bins - 1, missing_go_to_left, self.n_threads)
         else:
-            goes_left = np.unpackbits(np.ascontiguousarray(cat_bitset, dtype="<u4").view(np.uint8),
-                                      bitorder="little")
+            if cat_bitset is None:
+                goes_left = np.zeros(256, dtype=np.uint8)
+                goes_left[:bin_idx + 1] = 1
+            else:
+                goes_left = np.unpackbits(
+                    np.ascontiguousarray(cat_bitset, dtype="<u4").view(np.uint8),
+                    bitorder="little")
             goes_left[self.n_bins - 1] = bool(missing_go_to_left)
-            n_left = partition_rows_by_table(self._rows[start:stop], self._buffer,
-                                             self.X_binned, feature_idx, goes_left,
-                                             self.n_threads)
+            column = feature_idx
+            if self.layout is not None:
+                goes_left = self.layout.feature_codes(feature_idx, goes_left)
+                column = int(self.layout.feature_column[feature_idx])
+            n_left = self._partition(rows, column, goes_left)
         for node in (left_id, right_id):
             if node >= len(self._ranges):
                 self._ranges.extend([None] * (node + 1 - len(self._ranges)))
         self._ranges[left_id] = (start, start + n_left)
         self._ranges[right_id] = (start + n_left, stop)
         return n_left
+
+    def _partition(self, rows, column, goes_left):
+        n_dense = self.X_binned.shape[1]
+        if column < n_dense:
+            return partition_rows_by_table(rows, self._buffer, self.X_binned, column,
+                                           goes_left, self.n_threads)
+        lay = self.layout
+        return partition_rows_sparse(rows, self._buffer, lay.sparse_indptr,
+                                     lay.sparse_columns, lay.sparse_codes, column - n_dense,
+                                     lay.column_default[column], goes_left, self.n_threads)
 
     def node_rows(self, node_id):
         """Row indices of a node (a view; valid until the node is split)."""

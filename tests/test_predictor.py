@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from hgbt._predictor import add_leaf_values, predict_add
+from hgbt._predictor import add_leaf_values, predict_add, predict_csr_add
 from hgbt._types import NODE_DTYPE, SIZE_DTYPE
 from hgbt.predictor import TreePredictor
 
@@ -244,3 +244,199 @@ def test_forest_predictor_equals_tree_by_tree(n_rows):
         np.testing.assert_array_equal(got, expected)
     empty = ForestPredictor([]).predict_add(x, np.zeros((3, n_rows)))
     assert not empty.any()
+
+
+# ------------------------------------------------------------------ CSR input
+def sparse_X(rng, n_samples, n_features, zero_frac=0.6):
+    """random_X with most entries 0.0, so that most are implicit in CSR."""
+    X = random_X(rng, n_samples, n_features)
+    X[rng.random(X.shape) < zero_frac] = 0.0
+    return X
+
+
+def to_csr(X, rng, container="csr_matrix", dtype=np.float64, index_dtypes=(np.int32, np.int32),
+           unsorted=True, stored_zeros=True):
+    """CSR of dense ``X`` with explicit zeros (0.0 and -0.0) stored, indices shuffled
+    within rows and the requested dtypes; returns (csr, dense equal to csr.toarray())."""
+    import scipy.sparse as sp
+
+    A = getattr(sp, container)(X.astype(dtype))
+    A.sum_duplicates()
+    if stored_zeros and A.nnz:
+        idx = rng.choice(A.nnz, max(1, A.nnz // 10), replace=False)
+        A.data[idx[::2]] = 0.0
+        A.data[idx[1::2]] = -0.0
+    if unsorted:
+        for i in range(A.shape[0]):
+            s, e = A.indptr[i], A.indptr[i + 1]
+            p = s + rng.permutation(e - s)
+            A.indices[s:e], A.data[s:e] = A.indices[p], A.data[p]
+        A.has_sorted_indices = False
+    dense = A.toarray()
+    A.indices = A.indices.astype(index_dtypes[0])
+    A.indptr = A.indptr.astype(index_dtypes[1])
+    return A, dense
+
+
+@pytest.mark.parametrize("container", ["csr_matrix", "csr_array"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index_dtypes", [(np.int32, np.int32), (np.int64, np.int64),
+                                          (np.int64, np.int32), (np.int32, np.int64)])
+def test_csr_predict_add_matches_dense(container, dtype, index_dtypes):
+    rng = np.random.default_rng(20)
+    X = sparse_X(rng, 400, 6)
+    X[[0, 17, 399]] = 0.0  # all-empty rows, first and last among them
+    A, dense = to_csr(X, rng, container, dtype, index_dtypes)
+    assert A.data.dtype == dtype and A.indices.dtype == index_dtypes[0]
+    assert np.isnan(A.data).any() and (A.data == 0).any() and np.signbit(A.data[A.data == 0]).any()
+    assert A.indptr[1] == A.indptr[0]  # row 0 stores nothing
+    for seed in range(3):
+        nodes = random_tree(np.random.default_rng(seed), 6, X)
+        pred = TreePredictor(nodes)
+        base = rng.normal(size=400)
+        expected = base.copy()
+        predict_add(nodes, dense, expected, 1)
+        for n_threads in (1, 2):
+            out = base.copy()
+            assert pred.predict_add(A, out, n_threads) is out
+            np.testing.assert_array_equal(out, expected)
+            np.testing.assert_array_equal(pred.predict(A, n_threads), pred.predict(dense))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_csr_parallel_path_bit_identical(dtype, index_dtype):
+    rng = np.random.default_rng(21)
+    X = sparse_X(rng, 6000, 9)
+    X[rng.random(6000) < 0.05] = 0.0  # some empty rows
+    A, dense = to_csr(X, rng, "csr_array", dtype, (index_dtype, index_dtype))
+    nodes = random_tree(rng, 9, X, max_depth=8)
+    base = rng.normal(size=6000)
+    expected = base.copy()
+    predict_add(nodes, dense, expected, 1)
+    for n_threads in (1, 2):  # >= 2048 rows: the OpenMP path with 2 threads
+        out = base.copy()
+        predict_csr_add(nodes, A.data, A.indices, A.indptr, 9, out, n_threads)
+        assert out.tobytes() == expected.tobytes()
+
+
+def test_csr_zero_rows_and_zero_nnz():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(22)
+    nodes = random_tree(rng, 3, random_X(rng, 50, 3))
+    pred = TreePredictor(nodes)
+    empty = sp.csr_matrix((0, 3))
+    assert pred.predict(empty).shape == (0,)
+    assert pred.predict_add(empty, np.zeros(0), 2).shape == (0,)
+    zeros = sp.csr_array((5, 3))  # no stored entry at all: every row is the zero row
+    np.testing.assert_array_equal(pred.predict(zeros), pred.predict(np.zeros((5, 3))))
+    no_cols = sp.csr_array((4, 0))
+    leaf = np.zeros(1, dtype=NODE_DTYPE)
+    leaf[0]["value"], leaf[0]["is_leaf"] = 2.5, 1
+    np.testing.assert_array_equal(TreePredictor(leaf).predict(no_cols), np.full(4, 2.5))
+
+
+@pytest.fixture(scope="module")
+def categorical_model():
+    """A 3-class model with NaN and a categorical feature (column 3)."""
+    from hgbt import HistGBDTClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 5))
+    X[rng.random(X.shape) < 0.4] = 0.0
+    X[:, 3] = rng.integers(0, 9, 3000)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 3] % 3 == 0)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    model = HistGBDTClassifier(max_iter=12, categorical_features=[3], early_stopping=False,
+                               random_state=0).fit(X, y)
+    assert any(t.cat_bitsets.shape[0] for trees in model._predictors for t in trees)
+    return model
+
+
+def categorical_test_X(rng, n_rows):
+    X = sparse_X(rng, n_rows, 5)
+    # category codes, 0 (implicit), unseen, negative, non-integer and too large codes
+    X[:, 3] = rng.choice([0, 0, 1, 2, 4, 5, 8, 11, -1, 2.5, 256, 300, np.nan, np.inf], n_rows)
+    X[: max(1, n_rows // 50)] = 0.0
+    return X
+
+
+@pytest.mark.parametrize("n_rows", [1, 7, 300, 5000])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_csr_categorical_trees_and_forest_match_dense(categorical_model, n_rows, dtype):
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(n_rows)
+    A, dense = to_csr(categorical_test_X(rng, n_rows), rng, "csr_matrix", dtype,
+                      (np.int64, np.int64))
+    rounds = categorical_model._predictors
+    expected = np.zeros((3, n_rows))
+    for trees in rounds:
+        for k, tree in enumerate(trees):
+            tree.predict_add(dense, expected[k])
+    forest = ForestPredictor(rounds)
+    for n_threads in (1, 2):
+        got = np.zeros((3, n_rows))
+        for trees in rounds:
+            for k, tree in enumerate(trees):
+                tree.predict_add(A, got[k], n_threads)
+        np.testing.assert_array_equal(got, expected)
+        got = forest.predict_add(A, np.zeros((3, n_rows)), n_threads)
+        np.testing.assert_array_equal(got, expected)
+    assert not ForestPredictor([]).predict_add(A, np.zeros((3, n_rows))).any()
+
+
+def test_csr_only_format_accepted(categorical_model):
+    import scipy.sparse as sp
+    from hgbt.predictor import ForestPredictor
+
+    X = np.eye(4, 5)
+    tree = categorical_model._predictors[0][0]
+    forest = ForestPredictor(categorical_model._predictors)
+    for fmt in ("csc", "coo", "lil", "dok", "bsr"):
+        for A in (sp.csr_matrix(X).asformat(fmt), sp.csr_array(X).asformat(fmt)):
+            with pytest.raises(TypeError, match="CSR"):
+                tree.predict_add(A, np.zeros(4))
+            with pytest.raises(TypeError, match="CSR"):
+                tree.predict(A)
+            with pytest.raises(TypeError, match="CSR"):
+                forest.predict_add(A, np.zeros((3, 4)))
+
+
+def test_csr_invalid_input_raises():
+    import scipy.sparse as sp
+    from hgbt._predictor import predict_forest_csr_add
+
+    rng = np.random.default_rng(23)
+    nodes = random_tree(rng, 3, random_X(rng, 50, 3))
+    A = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 0.0]]))
+    data, indices, indptr = A.data, A.indices, A.indptr
+
+    def run(data=data, indices=indices, indptr=indptr, n_features=3, out=None):
+        out = np.zeros(len(indptr) - 1) if out is None else out
+        predict_csr_add(nodes, data, indices, indptr, n_features, out, 1)
+
+    with pytest.raises(ValueError, match="out of range for 2 features"):
+        run(n_features=2)
+    with pytest.raises(ValueError, match="out of range"):
+        run(indices=np.array([0, 2, 7], dtype=np.int32))
+    with pytest.raises(ValueError, match="out of range"):
+        run(indices=np.array([0, -1, 1], dtype=np.int64))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        run(indptr=np.array([0, 2, 1, 3], dtype=np.int32))
+    with pytest.raises(ValueError, match="indptr ends at"):
+        run(indptr=np.array([0, 2, 2, 4], dtype=np.int32))
+    with pytest.raises(ValueError, match="n_rows \\+ 1"):
+        run(indptr=np.zeros(0, dtype=np.int32), out=np.zeros(0))
+    with pytest.raises(ValueError, match="out has 2 entries for 3 rows"):
+        run(out=np.zeros(2))
+    # through the predictor: a matrix whose indices disagree with its shape
+    B = A.copy()
+    B.indices[-1] = 5
+    with pytest.raises(ValueError, match="out of range for 3 features"):
+        TreePredictor(nodes).predict(B)
+    with pytest.raises(ValueError, match="out has 2 columns for 3 rows"):
+        predict_forest_csr_add(nodes, np.zeros(1, np.int64), np.zeros(1, np.int32),
+                               np.zeros(1, np.int64), np.zeros((0, 8), np.uint32),
+                               data, indices, indptr, 3, np.zeros((1, 2)), 1)
