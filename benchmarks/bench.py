@@ -462,12 +462,13 @@ def run_worker(lib_name, task, data_dir, n_threads):
 # at the spawning process's peak RSS, so a fat parent would inflate every
 # worker's reported peak. ``parent_peak_rss_mb`` is recorded to check this.
 
-def _spawn(args, n_threads, timeout, stderr_to_console=False):
-    """Run ``bench.py ARGS`` in a fresh interpreter; return its result dict."""
+def _spawn(args, n_threads, timeout, stderr_to_console=False, script=__file__):
+    """Run ``SCRIPT ARGS`` (default bench.py) in a fresh interpreter; return its
+    result dict."""
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(n_threads)
-    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
+    cmd = [sys.executable, str(Path(script).resolve()), *args]
     try:
         proc = subprocess.run(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE,
                               stderr=None if stderr_to_console else subprocess.PIPE,

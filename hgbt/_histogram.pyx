@@ -144,21 +144,37 @@ def build_histogram(
                               &hessians[0], &out[f, 0], n_bins)
 
 
+cdef inline void _subtract_bin(
+    const hist_struct* parent, const hist_struct* child, hist_struct* out,
+) noexcept nogil:
+    out.sum_gradients = parent.sum_gradients - child.sum_gradients
+    out.sum_hessians = parent.sum_hessians - child.sum_hessians
+    out.count = parent.count - child.count
+
+
 def subtract_histograms(
     const hist_struct[:, ::1] parent,
     const hist_struct[:, ::1] child,
     hist_struct[:, ::1] out,
+    const unsigned short[::1] column_width=None,
 ):
-    """``out = parent - child``: the sibling's histograms without its rows."""
-    cdef int f, b
+    """``out = parent - child``: the sibling's histograms without its rows.
+
+    With ``column_width``, row ``f`` only gets its bins below
+    ``column_width[f]`` and its last (missing) bin: the others are unused
+    and left as they were.
+    """
+    cdef int f, b, n_bins = parent.shape[1], width
+    cdef bint narrow = column_width is not None
+    if narrow and column_width.shape[0] != parent.shape[0]:
+        raise ValueError("column_width needs one entry per histogram row.")
     with nogil:
         for f in range(parent.shape[0]):
-            for b in range(parent.shape[1]):
-                out[f, b].sum_gradients = (parent[f, b].sum_gradients
-                                           - child[f, b].sum_gradients)
-                out[f, b].sum_hessians = (parent[f, b].sum_hessians
-                                          - child[f, b].sum_hessians)
-                out[f, b].count = parent[f, b].count - child[f, b].count
+            width = min(column_width[f], n_bins - 1) if narrow else n_bins - 1
+            for b in range(width):
+                _subtract_bin(&parent[f, b], &child[f, b], &out[f, b])
+            _subtract_bin(&parent[f, n_bins - 1], &child[f, n_bins - 1],
+                          &out[f, n_bins - 1])
 
 
 
@@ -195,6 +211,7 @@ def build_histogram_sparse(
     const G_H_DTYPE_C[::1] gradients,
     const G_H_DTYPE_C[::1] hessians,
     const X_BINNED_DTYPE_C[::1] default_codes,
+    const unsigned short[::1] column_width,
     const unsigned int[::1] column_bounds,
     hist_struct[:, ::1] out,
     int n_threads,
@@ -206,7 +223,9 @@ def build_histogram_sparse(
     those entries are visited; each default bin is the node total minus the
     column's other bins (exact, as every sum is on the gradient grid). Thread
     ``t`` fills columns ``column_bounds[t]:column_bounds[t + 1]`` (ranges of
-    balanced entry counts), each bin in row order.
+    balanced entry counts), each bin in row order. Column ``c`` only has
+    codes below ``column_width[c]`` and the last bin (missing), so only those
+    are summed for its default bin.
     """
     cdef SIZE_C n = rows.shape[0], i
     cdef int n_cols = out.shape[0], n_bins = out.shape[1], c, b, t
@@ -215,10 +234,18 @@ def build_histogram_sparse(
     cdef double g_total = 0.0, h_total = 0.0, g_rest, h_rest
     cdef unsigned int n_rest
     cdef hist_struct* d
-    if default_codes.shape[0] != n_cols or column_bounds[n_chunks] != <unsigned int>n_cols:
-        raise ValueError("default_codes and column_bounds must cover every column.")
+    cdef int width
+    if (default_codes.shape[0] != n_cols or column_width.shape[0] != n_cols
+            or column_bounds[n_chunks] != <unsigned int>n_cols):
+        raise ValueError("default_codes, column_width and column_bounds must cover "
+                         "every column.")
     with nogil:
-        _zero(&out[0, 0], n_cols * n_bins)
+        # Only the bins a column uses are read later (the first column's all:
+        # the grower reads node totals there).
+        _zero(&out[0, 0], n_bins)
+        for c in range(1, n_cols):
+            _zero(&out[c, 0], min(column_width[c], n_bins - 1))
+            _zero(&out[c, n_bins - 1], 1)
         for i in range(n):
             g_total += gradients[rows[i]]
             if not constant_hessian:
@@ -234,10 +261,11 @@ def build_histogram_sparse(
                                 column_bounds[t], column_bounds[t + 1], &out[0, 0],
                                 n_bins)
         for c in range(n_cols):
-            g_rest = g_total
-            h_rest = h_total
-            n_rest = n
-            for b in range(n_bins):
+            g_rest = g_total - out[c, n_bins - 1].sum_gradients
+            h_rest = h_total - out[c, n_bins - 1].sum_hessians
+            n_rest = n - out[c, n_bins - 1].count
+            width = min(column_width[c], n_bins - 1)
+            for b in range(width):
                 g_rest = g_rest - out[c, b].sum_gradients
                 h_rest = h_rest - out[c, b].sum_hessians
                 n_rest = n_rest - out[c, b].count
@@ -246,4 +274,6 @@ def build_histogram_sparse(
             d.sum_hessians = d.sum_hessians + h_rest
             d.count = d.count + n_rest
             if constant_hessian:
-                _fill_constant_hessian(&out[c, 0], n_bins, hessians[0])
+                _fill_constant_hessian(&out[c, 0], n_bins if c == 0 else width,
+                                       hessians[0])
+                _fill_constant_hessian(&out[c, n_bins - 1], 1, hessians[0])

@@ -284,46 +284,58 @@ cdef void _scan_feature(
 
 cdef struct layout_params:
     # Features in bundled columns (see bundling.py); NULL pointers: every
-    # feature is its own column.
+    # feature is its own column. A bundled feature's bins other than its
+    # default one (then its missing bin) are the column's codes
+    # bundle_offset[f] .. bundle_offset[f] + bundle_n_codes[f] - 1, in order.
     const int* feature_column
-    const int* bundle_index
-    const unsigned char* bundle_codes
+    const int* bundle_offset
+    const int* bundle_n_codes
     const unsigned char* default_bin
 
 
+cdef inline void _copy_bin(hist_struct* dst, const hist_struct* src) noexcept nogil:
+    dst.sum_gradients = src.sum_gradients
+    dst.sum_hessians = src.sum_hessians
+    dst.count = src.count
+
+
 cdef void _scan_bundled(
-    const hist_struct* column, const unsigned char* codes, int default_bin, int f,
+    const hist_struct* codes, int n_codes, int default_bin, int f,
     unsigned int n_bins_non_missing, double g_total, double h_total,
     unsigned int n_total, const split_params* p, split_info_struct* best,
 ) noexcept nogil:
-    # The feature's own bins are copied out of its column; its default bin is
-    # the node total minus them (exact on the gradient grid).
+    # ``codes``: the feature's run of its column's bins. The feature's
+    # histogram is rebuilt from it; its default bin is the node total minus
+    # the others (exact on the gradient grid).
     cdef hist_struct hist[256]
-    cdef unsigned int b, c, n = 0
+    cdef unsigned int b, n = 0
+    cdef int j
     cdef double g = 0.0, h = 0.0
+    for j in range(n_codes):
+        n += codes[j].count
+    if n < p.min_samples_leaf:
+        # One side of any split holds only rows off the default bin: too few
+        # (typically a rare one-hot column absent from the node).
+        best.feature_idx = -1
+        return
+    for j in range(n_codes):
+        g += codes[j].sum_gradients
+        h += codes[j].sum_hessians
+    j = 0
     for b in range(n_bins_non_missing):
-        hist[b].sum_gradients = 0.0
-        hist[b].sum_hessians = 0.0
-        hist[b].count = 0
-    hist[p.missing_bin].sum_gradients = 0.0
-    hist[p.missing_bin].sum_hessians = 0.0
-    hist[p.missing_bin].count = 0
-    for b in range(n_bins_non_missing):
-        c = codes[b]
-        if c:
-            hist[b] = column[c]
-            g += column[c].sum_gradients
-            h += column[c].sum_hessians
-            n += column[c].count
-    c = codes[p.missing_bin]
-    if c:
-        hist[p.missing_bin] = column[c]
-        g += column[c].sum_gradients
-        h += column[c].sum_hessians
-        n += column[c].count
-    hist[default_bin].sum_gradients = g_total - g
-    hist[default_bin].sum_hessians = h_total - h
-    hist[default_bin].count = n_total - n
+        if <int>b == default_bin:
+            hist[b].sum_gradients = g_total - g
+            hist[b].sum_hessians = h_total - h
+            hist[b].count = n_total - n
+        else:
+            _copy_bin(&hist[b], &codes[j])
+            j += 1
+    if j < n_codes:
+        _copy_bin(&hist[p.missing_bin], &codes[j])
+    else:
+        hist[p.missing_bin].sum_gradients = 0.0
+        hist[p.missing_bin].sum_hessians = 0.0
+        hist[p.missing_bin].count = 0
     _scan_feature(hist, f, n_bins_non_missing, g_total, h_total, n_total, p, best)
 
 
@@ -333,12 +345,12 @@ cdef inline void _scan_in_layout(
     unsigned int n_total, bint categorical, const split_params* p,
     split_info_struct* best,
 ) noexcept nogil:
-    cdef int col = f, k = -1
+    cdef int col = f, offset = -1
     if lay.feature_column != NULL:
         col = lay.feature_column[f]
-        k = lay.bundle_index[f]
-    if k >= 0:  # never categorical
-        _scan_bundled(&histograms[col, 0], &lay.bundle_codes[256 * k], lay.default_bin[f],
+        offset = lay.bundle_offset[f]
+    if offset >= 0:  # never categorical
+        _scan_bundled(&histograms[col, offset], lay.bundle_n_codes[f], lay.default_bin[f],
                       f, n_bins_non_missing, g_total, h_total, n_total, p, best)
     else:
         _scan_one(&histograms[col, 0], f, n_bins_non_missing, g_total, h_total,
@@ -347,15 +359,18 @@ cdef inline void _scan_in_layout(
 
 cdef unsigned int _missing_count(
     const hist_struct[:, ::1] histograms, const layout_params* lay, int f, int missing_bin,
+    unsigned int n_bins_non_missing,
 ) noexcept nogil:
-    cdef int k, c
+    cdef int offset, n_codes
     if lay.feature_column == NULL:
         return histograms[f, missing_bin].count
-    k = lay.bundle_index[f]
-    if k < 0:
+    offset = lay.bundle_offset[f]
+    if offset < 0:
         return histograms[lay.feature_column[f], missing_bin].count
-    c = lay.bundle_codes[256 * k + missing_bin]
-    return histograms[lay.feature_column[f], c].count if c else 0
+    n_codes = lay.bundle_n_codes[f]
+    if n_codes < <int>n_bins_non_missing:  # no missing code
+        return 0
+    return histograms[lay.feature_column[f], offset + n_codes - 1].count
 
 
 def find_node_split(
@@ -379,9 +394,10 @@ def find_node_split(
     double lower_bound=-INFINITY,
     double upper_bound=INFINITY,
     feature_column=None,
-    bundle_index=None,
-    bundle_codes=None,
+    bundle_offset=None,
+    bundle_n_codes=None,
     default_bin=None,
+    per_feature=None,
 ):
     """Best split of a node over all features.
 
@@ -414,10 +430,13 @@ def find_node_split(
         Bounds of the node's child values (monotonic constraints above it).
         With bounds or a constrained feature, child values are clipped into
         them and the gain is the objective decrease at the clipped values.
-    feature_column, bundle_index, bundle_codes, default_bin : ndarray or None
+    feature_column, bundle_offset, bundle_n_codes, default_bin : ndarray or None
         The feature layout (:class:`hgbt.bundling.FeatureLayout`): then
         ``histograms`` has one row per column and a bundled feature's bins
         are unpacked from its column. None: one histogram row per feature.
+    per_feature : ndarray of SPLIT_INFO_DTYPE or None
+        Scratch for the per-feature results (at least n_features entries),
+        reused across calls to save an allocation per node.
 
     Returns
     -------
@@ -429,25 +448,25 @@ def find_node_split(
     """
     cdef int n_features = n_bins_non_missing.shape[0], f
     cdef layout_params lay
-    cdef const int[::1] lay_column, lay_index
-    cdef const unsigned char[:, ::1] lay_codes
+    cdef const int[::1] lay_column, lay_offset, lay_n_codes
     cdef const unsigned char[::1] lay_default
     lay.feature_column = NULL
     if feature_column is not None:
         lay_column = feature_column
-        lay_index = bundle_index
-        lay_codes = bundle_codes
+        lay_offset = bundle_offset
+        lay_n_codes = bundle_n_codes
         lay_default = default_bin
-        if (lay_column.shape[0] != n_features or lay_index.shape[0] != n_features
-                or lay_default.shape[0] != n_features or lay_codes.shape[1] != 256):
+        if (lay_column.shape[0] != n_features or lay_offset.shape[0] != n_features
+                or lay_n_codes.shape[0] != n_features or lay_default.shape[0] != n_features):
             raise ValueError("The feature layout needs one entry per feature.")
-        if n_features and (np.max(feature_column) >= histograms.shape[0]
-                           or np.max(bundle_index) >= lay_codes.shape[0]):
+        if n_features and (np.max(feature_column) >= histograms.shape[0] or np.max(
+                np.asarray(bundle_offset) + np.asarray(bundle_n_codes)) > histograms.shape[1]):
             raise ValueError("The feature layout points outside the histograms.")
-        lay.feature_column = &lay_column[0] if n_features else NULL
-        lay.bundle_index = &lay_index[0] if n_features else NULL
-        lay.bundle_codes = &lay_codes[0, 0] if lay_codes.shape[0] else NULL
-        lay.default_bin = &lay_default[0] if n_features else NULL
+        if n_features:
+            lay.feature_column = &lay_column[0]
+            lay.bundle_offset = &lay_offset[0]
+            lay.bundle_n_codes = &lay_n_codes[0]
+            lay.default_bin = &lay_default[0]
     elif histograms.shape[0] != n_features:
         raise ValueError(f"histograms has {histograms.shape[0]} rows for {n_features} "
                          "features.")
@@ -484,7 +503,8 @@ def find_node_split(
     p.missing_bin = missing_bin
     p.max_cat_to_onehot = max_cat_to_onehot
     p.cat_smooth = cat_smooth
-    per_feature = np.empty(n_features, dtype=SPLIT_INFO_DTYPE)
+    if per_feature is None or per_feature.shape[0] < n_features:
+        per_feature = np.empty(n_features, dtype=SPLIT_INFO_DTYPE)
     cdef split_info_struct[::1] res = per_feature
     best_arr = np.zeros((), dtype=SPLIT_INFO_DTYPE)
     cdef split_info_struct* best = <split_info_struct*> (
@@ -512,6 +532,7 @@ def find_node_split(
             if res[f].feature_idx >= 0 and res[f].gain > best.gain:
                 best[0] = res[f]
         if (best.feature_idx >= 0
-                and _missing_count(histograms, &lay, best.feature_idx, missing_bin) == 0):
+                and _missing_count(histograms, &lay, best.feature_idx, missing_bin,
+                                   n_bins_non_missing[best.feature_idx]) == 0):
             best.missing_go_to_left = best.n_samples_left >= best.n_samples_right
     return best_arr

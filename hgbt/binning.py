@@ -188,6 +188,8 @@ def _find_thresholds(column, max_bins, sample_weight):
 
 
 def _distinct(sorted_values):
+    if sorted_values.size == 0:
+        return sorted_values
     return sorted_values[np.r_[True, sorted_values[1:] != sorted_values[:-1]]]
 
 
@@ -313,6 +315,8 @@ class BinMapper:
         if not 2 <= self.max_bins <= 255:
             raise ValueError(f"max_bins must be in [2, 255], got {self.max_bins}.")
         sample_weight = _check_weight(sample_weight, X.shape[0])
+        if sp.issparse(X) and X.format not in ("csr", "csc"):
+            X = X.tocsr()  # COO cannot be indexed
         categories = {f: category_codes(column(X, f), f)
                       for f in np.flatnonzero(self._categorical_mask(X.shape[1]))}
         rows = self.sample_rows(X.shape[0])
@@ -349,9 +353,13 @@ class BinMapper:
         else:
             def thresholds_of(f):
                 return _find_thresholds(sample[:, f], self.max_bins, sample_weight)
-        # NumPy's sorts release the GIL: features are processed in threads.
-        with ThreadPoolExecutor(max_workers=max(1, self.n_threads)) as pool:
-            thresholds = list(pool.map(thresholds_of, numeric))
+        if sp.issparse(sample):
+            # short columns: threads would only contend for the GIL
+            thresholds = [thresholds_of(f) for f in numeric]
+        else:
+            # NumPy's sorts release the GIL: features are processed in threads.
+            with ThreadPoolExecutor(max_workers=max(1, self.n_threads)) as pool:
+                thresholds = list(pool.map(thresholds_of, numeric))
         self.bin_thresholds_ = [np.empty(0, dtype=X_DTYPE) for _ in range(n_features)]
         for f, t in zip(numeric, thresholds):
             self.bin_thresholds_[f] = t

@@ -101,6 +101,8 @@ class FeatureLayout:
     feature_column: np.ndarray   # int32 (n_features,)
     bundle_index: np.ndarray     # int32 (n_features,): row of bundle_codes, -1 alone
     bundle_codes: np.ndarray     # uint8 (n_bundled, 256): feature bin -> code, 0 = none
+    bundle_offset: np.ndarray    # int32 (n_features,): a bundled feature's first code, -1 alone
+    bundle_n_codes: np.ndarray   # int32 (n_features,): its number of codes
     default_bin: np.ndarray      # uint8 (n_features,)
     column_default: np.ndarray   # uint8 (n_columns,): code of rows without an entry
     columns: list                # members of each column
@@ -108,6 +110,11 @@ class FeatureLayout:
     sparse_indptr: np.ndarray    # int64 (n_rows + 1,)
     sparse_columns: np.ndarray   # uint32 (n_entries,): sparse column, sorted per row
     sparse_codes: np.ndarray     # uint8 (n_entries,)
+    # The same entries column by column (rows sorted), for partitions.
+    column_indptr: np.ndarray    # int64 (n_sparse + 1,)
+    column_rows: np.ndarray      # uint32 (n_entries,)
+    column_codes: np.ndarray     # uint8 (n_entries,)
+    column_width: np.ndarray     # uint16 (n_columns,): codes below it, plus 255, are used
     conflicts: int               # rows whose value a bundle dropped
 
     @property
@@ -150,13 +157,15 @@ def _n_codes(n_bins_non_missing, default_bin, has_missing):
             + has_missing)
 
 
-def find_bundles(source, candidates, n_codes, max_conflict_rate):
+def find_bundles(source, candidates, n_codes, max_conflict_rate,
+                 max_codes=MAX_BUNDLE_CODES):
     """Greedy exclusive bundles of the ``candidates`` (lists of features).
 
     Most entries first; each feature joins the first bundle of the search
     window with room for its codes and at most the remaining conflict budget
-    (``max_conflict_rate`` of the rows, per bundle). Returns the bundles and
-    their total conflicts.
+    (``max_conflict_rate`` of the rows, per bundle); a bundle has at most
+    ``max_codes`` codes besides 0. Returns the bundles and their total
+    conflicts.
     """
     n_rows = source.n_rows
     budget = int(max_conflict_rate * n_rows)
@@ -167,7 +176,7 @@ def find_bundles(source, candidates, n_codes, max_conflict_rate):
     for f in order:
         rows, _ = source.entries(f)
         for b in window:
-            if used[b] + n_codes[f] > MAX_BUNDLE_CODES:
+            if used[b] + n_codes[f] > max_codes:
                 continue
             allowed = budget - conflicts[b]
             c = count_conflicts(bits[b], rows, allowed)
@@ -202,12 +211,15 @@ def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
     n_codes = _n_codes(n_bins_non_missing, source.default_bin, source.has_missing)
     groups = [[f] for f in range(n_features)]
     conflicts = 0
+    # Codes 1 .. missing_bin - 1: a histogram row has missing_bin + 1 bins and
+    # its last one stays the missing bin.
+    max_codes = min(MAX_BUNDLE_CODES, missing_bin - 1)
     if enable_bundle:
         candidates = np.flatnonzero(~is_categorical & (nnz <= BUNDLE_MAX_DENSITY * n_rows)
-                                    & (n_codes <= MAX_FEATURE_CODES))
+                                    & (n_codes <= min(MAX_FEATURE_CODES, max_codes)))
         if candidates.size > 1:
             bundles, conflicts = find_bundles(source, candidates.tolist(), n_codes,
-                                              max_conflict_rate)
+                                              max_conflict_rate, max_codes)
             alone = np.setdiff1d(np.arange(n_features), candidates)
             groups = sorted([[int(f)] for f in alone] + bundles, key=min)
     density = np.array([nnz[g].sum() for g in groups]) / max(n_rows, 1)
@@ -226,6 +238,8 @@ def _assemble(source, columns, n_dense, n_bins_non_missing, missing_bin, conflic
     default_bin = np.asarray(source.default_bin, dtype=X_BINNED_DTYPE)
     feature_column = np.empty(n_features, dtype=np.int32)
     bundle_index = np.full(n_features, -1, dtype=np.int32)
+    bundle_offset = np.full(n_features, -1, dtype=np.int32)
+    bundle_n_codes = np.zeros(n_features, dtype=np.int32)
     bundled = [f for members in columns if len(members) > 1 for f in members]
     bundle_codes = np.zeros((len(bundled), 256), dtype=X_BINNED_DTYPE)
     column_default = np.zeros(len(columns), dtype=X_BINNED_DTYPE)
@@ -254,6 +268,7 @@ def _assemble(source, columns, n_dense, n_bins_non_missing, missing_bin, conflic
             if source.has_missing[f]:
                 own.append(missing_bin)
             bundle_codes[k, own] = np.arange(offset, offset + len(own))
+            bundle_offset[f], bundle_n_codes[f] = offset, len(own)
             offset += len(own)
             rows, codes = source.entries(f)
             col_rows.append(rows)
@@ -272,9 +287,18 @@ def _assemble(source, columns, n_dense, n_bins_non_missing, missing_bin, conflic
             sparse_counts.append(rows.size)
     indptr, columns_csr, codes_csr = _row_wise(n_rows, sparse_rows, sparse_codes,
                                                sparse_counts)
+    column_width = np.array(
+        [n_bins_non_missing[m[0]] if len(m) == 1 else 1 + sum(
+            int((bundle_codes[bundle_index[f]] > 0).sum()) for f in m) for m in columns],
+        dtype=np.uint16)
     return FeatureLayout(
+        column_indptr=np.concatenate([[0], np.cumsum(sparse_counts)]).astype(np.int64),
+        column_rows=np.concatenate(sparse_rows or [np.empty(0)]).astype(SIZE_DTYPE),
+        column_codes=np.concatenate(sparse_codes or [np.empty(0)]).astype(X_BINNED_DTYPE),
+        column_width=column_width,
         n_features=n_features, feature_column=feature_column, bundle_index=bundle_index,
-        bundle_codes=bundle_codes, default_bin=default_bin, column_default=column_default,
+        bundle_codes=bundle_codes, bundle_offset=bundle_offset,
+        bundle_n_codes=bundle_n_codes, default_bin=default_bin, column_default=column_default,
         columns=columns, X_dense=X_dense, sparse_indptr=indptr,
         sparse_columns=columns_csr, sparse_codes=codes_csr, conflicts=int(conflicts))
 

@@ -4,7 +4,7 @@ import heapq
 import numpy as np
 
 from ._splitting import find_node_split, leaf_value
-from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
+from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE, SPLIT_INFO_DTYPE
 from .predictor import TreePredictor
 
 _ALL_FEATURES = np.empty(0, dtype=np.uint8)
@@ -128,7 +128,7 @@ class TreeGrower:
             self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(node),
             self.n_threads, self.is_categorical, self.max_cat_to_onehot, self.cat_smooth,
             self.monotonic_cst, node.lower, node.upper,
-            **getattr(self.data, "split_layout", {}))
+            per_feature=self._per_feature, **getattr(self.data, "split_layout", {}))
         if split["feature_idx"] < 0:
             self.data.release(histogram)
             return
@@ -157,6 +157,7 @@ class TreeGrower:
         """
         data = self.data
         self._heap = []
+        self._per_feature = np.empty(data.n_features, dtype=SPLIT_INFO_DTYPE)
         self._tree_mask = (None if self.feature_sampler is None
                            else self.feature_sampler.tree_mask())
         hist = data.node_histogram(0)

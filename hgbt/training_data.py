@@ -12,8 +12,13 @@ from ._histogram import (build_histogram, build_histogram_root, build_histogram_
                          subtract_histograms)
 from ._partition import partition_rows, partition_rows_by_table, partition_rows_sparse
 from ._predictor import add_leaf_values
-from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
 from .exact import grid_exponent
+
+
+# A sparse-stored column with more entries than this many times the node's
+# rows is partitioned by a search per row, else by scattering its entries.
+SPARSE_SEARCH_RATIO = 4
 
 
 class LocalTrainingData:
@@ -49,9 +54,11 @@ class LocalTrainingData:
         if layout is not None:
             self._n_columns = layout.n_columns
             self._column_bounds = layout.column_bounds(n_threads)
+            self._scratch = np.zeros(n_samples, dtype=X_BINNED_DTYPE)
+            self._scratch_2d = self._scratch.reshape(-1, 1, order="F")
             self.split_layout = dict(
-                feature_column=layout.feature_column, bundle_index=layout.bundle_index,
-                bundle_codes=layout.bundle_codes, default_bin=layout.default_bin)
+                feature_column=layout.feature_column, bundle_offset=layout.bundle_offset,
+                bundle_n_codes=layout.bundle_n_codes, default_bin=layout.default_bin)
         self._all_rows = np.arange(n_samples, dtype=SIZE_DTYPE)
         self._rows = np.empty(n_samples, dtype=SIZE_DTYPE)
         self._buffer = np.empty(n_samples, dtype=SIZE_DTYPE)
@@ -117,13 +124,15 @@ class LocalTrainingData:
             build_histogram_sparse(lay.sparse_indptr, lay.sparse_columns, lay.sparse_codes,
                                    self._rows[start:stop], self._gradients,
                                    self._hessians, lay.column_default[n_dense:],
-                                   self._column_bounds, out[n_dense:], self.n_threads)
+                                   lay.column_width[n_dense:], self._column_bounds,
+                                   out[n_dense:], self.n_threads)
         return out
 
     def sibling_histogram(self, parent_histogram, child_histogram):
         """Histograms of a node from its parent's and its sibling's."""
         out = self._new_histogram()
-        subtract_histograms(parent_histogram, child_histogram, out)
+        subtract_histograms(parent_histogram, child_histogram, out,
+                            None if self.layout is None else self.layout.column_width)
         return out
 
     def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left,
@@ -166,9 +175,24 @@ class LocalTrainingData:
             return partition_rows_by_table(rows, self._buffer, self.X_binned, column,
                                            goes_left, self.n_threads)
         lay = self.layout
-        return partition_rows_sparse(rows, self._buffer, lay.sparse_indptr,
-                                     lay.sparse_columns, lay.sparse_codes, column - n_dense,
-                                     lay.column_default[column], goes_left, self.n_threads)
+        j = column - n_dense
+        start, stop = lay.column_indptr[j], lay.column_indptr[j + 1]
+        if stop - start > SPARSE_SEARCH_RATIO * rows.shape[0]:
+            # few rows: look each one up in its row's sorted entries
+            return partition_rows_sparse(rows, self._buffer, lay.sparse_indptr,
+                                         lay.sparse_columns, lay.sparse_codes, j,
+                                         lay.column_default[column], goes_left,
+                                         self.n_threads)
+        # else scatter the column's decisions into a zeroed byte per row
+        # (0: default code, 1: right, 2: left) and partition on that
+        entry_rows = lay.column_rows[start:stop]
+        self._scratch[entry_rows] = 1 + goes_left[lay.column_codes[start:stop]]
+        table = np.zeros(256, dtype=np.uint8)
+        table[0], table[2] = goes_left[lay.column_default[column]], 1
+        n_left = partition_rows_by_table(rows, self._buffer, self._scratch_2d, 0, table,
+                                         self.n_threads)
+        self._scratch[entry_rows] = 0
+        return n_left
 
     def node_rows(self, node_id):
         """Row indices of a node (a view; valid until the node is split)."""

@@ -1,4 +1,4 @@
-"""The python examples of doc/sklearn.md run.
+"""The python examples of doc/sklearn.md and doc/sparse.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -12,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
+DOCS = (DOC, ROOT / "doc" / "sparse.md")
 
 
 def _has_save_model():
@@ -41,12 +42,13 @@ def _has_categorical():
 REQUIREMENTS = {"save_model": _has_save_model, "categorical": _has_categorical}
 
 
-def _blocks():
-    text = DOC.read_text()
+def _blocks(docs=(DOC,)):
     blocks = []
-    for match in re.finditer(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
-        line = text.count("\n", 0, match.start()) + 2  # first code line
-        blocks.append(pytest.param(match.group(1), id=f"line{line}"))
+    for doc in docs:
+        text = doc.read_text()
+        for match in re.finditer(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
+            line = text.count("\n", 0, match.start()) + 2  # first code line
+            blocks.append(pytest.param(match.group(1), id=f"{doc.stem}-line{line}"))
     return blocks
 
 
@@ -63,7 +65,11 @@ def test_the_doc_has_examples_and_known_markers():
     assert {"save_model", "categorical"} <= markers
 
 
-@pytest.mark.parametrize("code", _blocks())
+def test_sparse_doc_has_examples():
+    assert len(_blocks((DOCS[1],))) >= 2
+
+
+@pytest.mark.parametrize("code", _blocks(DOCS))
 def test_doc_example_runs(code, tmp_path, monkeypatch):
     for group in _requirements(code):
         for name in (n.strip() for n in group.split(",")):

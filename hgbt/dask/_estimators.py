@@ -66,6 +66,10 @@ class _DaskMixin:
         if self.subsample < 1.0 or self.data_sample_strategy != "bagging":
             raise ValueError("Row sampling (subsample < 1, data_sample_strategy='goss') is "
                              "not supported by the Dask estimators yet.")
+        if self.max_conflict_rate > 0:
+            raise ValueError("max_conflict_rate > 0 is not supported by the Dask "
+                             "estimators: workers keep every feature in its own column, "
+                             "so bundling with conflicts could not be reproduced.")
         if self.warm_start:
             raise ValueError("warm_start is not supported by the Dask estimators; "
                              "to_local() gives a local model that can continue.")

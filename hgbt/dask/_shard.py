@@ -9,6 +9,7 @@ the seconds it computed, for the fit's telemetry.
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import check_X_y
 
 from .._openmp import effective_n_threads
@@ -32,6 +33,10 @@ def _rows_of(parts):
     if not parts:
         return None, None, None
     X = [p[0] for p in parts]
+    if any(sp.issparse(x) for x in X):
+        raise TypeError("scipy.sparse chunks are not supported by the Dask estimators "
+                        "yet: fit hgbt.HistGBDTRegressor / HistGBDTClassifier on the "
+                        "sparse matrix, or use dense chunks.")
     y = [np.asarray(p[1]).ravel() for p in parts]
     w = [p[2] for p in parts]
     if any(wi is None for wi in w):
