@@ -443,7 +443,8 @@ class BaseHistGBDT(BaseEstimator):
 
     def _raw_predict_validated(self, X, n_threads):
         out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
-        if X.shape[0] >= FOREST_MAX_ROWS:
+        # CSR rows are scattered into a dense row once for all trees, not per tree.
+        if X.shape[0] >= FOREST_MAX_ROWS and not sp.issparse(X):
             return self._raw_from_trees(out, X=X, n_threads=n_threads)
         out[:] = self._baseline_prediction[:, None]
         return self._forest().predict_add(X, out, n_threads)
