@@ -184,6 +184,15 @@ def predict_binned_add(
                                                 rows[i], missing_bin)
 
 
+cdef _check_forest(Py_ssize_t n_trees, const int[::1] tree_outputs,
+                   const long long[::1] bitset_starts, Y_DTYPE_C[:, ::1] out, Py_ssize_t n):
+    if tree_outputs.shape[0] != n_trees or bitset_starts.shape[0] != n_trees:
+        raise ValueError("tree_starts, tree_outputs and bitset_starts must have one "
+                         "entry per tree.")
+    if out.shape[1] != n:
+        raise ValueError(f"out has {out.shape[1]} columns for {n} rows.")
+
+
 def predict_forest_add(
     const node_struct[::1] nodes,
     const long long[::1] tree_starts,
@@ -205,11 +214,7 @@ def predict_forest_add(
     cdef Py_ssize_t n = X.shape[0], n_trees = tree_starts.shape[0], i, t
     cdef Py_ssize_t stride = X.strides[1]
     cdef const BITSET_WORD_C* bitsets = _bitsets_ptr(cat_bitsets)
-    if tree_outputs.shape[0] != n_trees or bitset_starts.shape[0] != n_trees:
-        raise ValueError("tree_starts, tree_outputs and bitset_starts must have one "
-                         "entry per tree.")
-    if out.shape[1] != n:
-        raise ValueError(f"out has {out.shape[1]} columns for {n} rows.")
+    _check_forest(n_trees, tree_outputs, bitset_starts, out, n)
     if n < MIN_PARALLEL_ROWS or n_threads == 1:
         with nogil:
             for i in range(n):
@@ -363,11 +368,7 @@ def predict_forest_csr_add(
     cdef Py_ssize_t n = _check_csr(data, indices, indptr, n_features)
     cdef Py_ssize_t n_trees = tree_starts.shape[0]
     cdef const BITSET_WORD_C* bitsets = _bitsets_ptr(cat_bitsets)
-    if tree_outputs.shape[0] != n_trees or bitset_starts.shape[0] != n_trees:
-        raise ValueError("tree_starts, tree_outputs and bitset_starts must have one "
-                         "entry per tree.")
-    if out.shape[1] != n:
-        raise ValueError(f"out has {out.shape[1]} columns for {n} rows.")
+    _check_forest(n_trees, tree_outputs, bitset_starts, out, n)
     if n == 0 or n_trees == 0:
         return
     if n_threads < 1:

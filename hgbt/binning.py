@@ -344,8 +344,12 @@ class BinMapper:
             # CSC columns: thresholds from the stored values and the zero count.
             sample = sample.tocsc()
             if constant_positive_weight(sample_weight):
+                n_kept = (None if sample_weight is None
+                          else int(np.count_nonzero(sample_weight > 0)))
+
                 def thresholds_of(f):
-                    return sparse_thresholds(sample, f, self.max_bins, sample_weight)
+                    return sparse_thresholds(sample, f, self.max_bins, sample_weight,
+                                             n_kept)
             else:
                 def thresholds_of(f):
                     return _find_thresholds(column(sample, f), self.max_bins,

@@ -287,10 +287,9 @@ def _assemble(source, columns, n_dense, n_bins_non_missing, missing_bin, conflic
             sparse_counts.append(rows.size)
     indptr, columns_csr, codes_csr = _row_wise(n_rows, sparse_rows, sparse_codes,
                                                sparse_counts)
-    column_width = np.array(
-        [n_bins_non_missing[m[0]] if len(m) == 1 else 1 + sum(
-            int((bundle_codes[bundle_index[f]] > 0).sum()) for f in m) for m in columns],
-        dtype=np.uint16)
+    column_width = np.array([n_bins_non_missing[m[0]] if len(m) == 1
+                             else 1 + bundle_n_codes[m].sum() for m in columns],
+                            dtype=np.uint16)
     return FeatureLayout(
         column_indptr=np.concatenate([[0], np.cumsum(sparse_counts)]).astype(np.int64),
         column_rows=np.concatenate(sparse_rows or [np.empty(0)]).astype(SIZE_DTYPE),

@@ -65,19 +65,21 @@ def column_thresholds(values, n_zeros, max_bins):
     return _sorted_thresholds(_with_zeros(values, n_zeros), max_bins)
 
 
-def sparse_thresholds(X_csc, j, max_bins, sample_weight):
+def sparse_thresholds(X_csc, j, max_bins, sample_weight, n_kept=None):
     """Thresholds of column ``j`` of a CSC sample (see :func:`column_thresholds`).
 
     ``sample_weight`` must be None or constant over its positive entries
     (rows of weight 0 are left out); other weights need the dense column,
-    since weighted quantiles add weights row by row.
+    since weighted quantiles add weights row by row. ``n_kept``, the number
+    of positive weights, can be passed to spare a pass over the weights.
     """
     start, stop = X_csc.indptr[j], X_csc.indptr[j + 1]
     values = np.asarray(X_csc.data[start:stop], dtype=X_DTYPE)
     n_rows = X_csc.shape[0]
     if sample_weight is not None:
         kept = sample_weight[X_csc.indices[start:stop]] > 0
-        n_kept = int(np.count_nonzero(sample_weight > 0))
+        if n_kept is None:
+            n_kept = int(np.count_nonzero(sample_weight > 0))
         kept_values = values[kept]
         n_kept_zeros = n_kept - kept_values.size
         if n_kept_zeros or np.any(~np.isnan(kept_values)):
@@ -97,7 +99,9 @@ def constant_positive_weight(sample_weight):
 
 def bin_stored_entries(X_csc, bin_mapper, n_threads):
     """Bin codes of the stored entries of ``X_csc`` (aligned with ``X_csc.data``)."""
-    n_features = X_csc.shape[1]
+    if X_csc.shape[1] != len(bin_mapper.bin_thresholds_):
+        raise ValueError(f"X has {X_csc.shape[1]} features, the bin mapper was fit with "
+                         f"{len(bin_mapper.bin_thresholds_)}.")
     padded, n_thresholds = bin_mapper.padded_thresholds()
     codes = np.empty(X_csc.data.shape[0], dtype=X_BINNED_DTYPE)
     data = X_csc.data if X_csc.data.dtype in (np.float32, np.float64) else \
@@ -113,5 +117,4 @@ def bin_stored_entries(X_csc, bin_mapper, n_threads):
                         np.ascontiguousarray(bin_mapper.known_cat_bitsets_))
     else:
         map_csc_to_bins(*args)
-    assert n_features == len(bin_mapper.bin_thresholds_)
     return codes
