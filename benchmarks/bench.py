@@ -362,16 +362,29 @@ def make_data(task, n_train, n_test, cache_dir):
             meta["y_test_std"] = float(np.std(arrays["y_test"]))
         else:
             meta.update(_class_baseline(arrays["y_train"], arrays["y_test"]))
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for name, arr in arrays.items():
-            np.save(tmp / f"{name}.npy", np.ascontiguousarray(arr))
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        shutil.rmtree(path, ignore_errors=True)
-        os.replace(tmp, path)
+        write_data_dir(path, arrays, meta, lambda file, arr: np.save(
+            file.with_suffix(".npy"), np.ascontiguousarray(arr)))
     else:
         print(f"[data] using cached {path}", file=sys.stderr, flush=True)
+    print_data_result(path)
+
+
+def write_data_dir(path, arrays, meta, save):
+    """Write ``arrays`` (``save(file_stem, array)`` each) and ``meta.json`` into a
+    temporary directory, then move it to ``path``: a half-written cache never
+    looks complete."""
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, arr in arrays.items():
+        save(tmp / name, arr)
+    (tmp / "meta.json").write_text(json.dumps(meta))
+    shutil.rmtree(path, ignore_errors=True)
+    os.replace(tmp, path)
+
+
+def print_data_result(path):
+    """The data worker's result line: the directory and its ``meta.json``."""
     meta = json.loads((path / "meta.json").read_text())
     print(RESULT_PREFIX + json.dumps(dict(data_dir=str(path), **meta)), flush=True)
 

@@ -42,7 +42,6 @@ import platform
 import re
 import resource
 import shlex
-import shutil
 import statistics
 import sys
 import time
@@ -273,21 +272,16 @@ def make_data(name, quick, cache_dir):
         t0 = time.perf_counter()
         arrays, meta = TASKS[name]["generator"](spec)
         meta.update(spec=spec, generate_s=time.perf_counter() - t0)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for key, arr in arrays.items():
-            if key.startswith("X"):
-                sparse.save_npz(tmp / f"{key}.npz", arr, compressed=False)
+        def save(file, arr):
+            if file.name.startswith("X"):
+                sparse.save_npz(file.with_suffix(".npz"), arr, compressed=False)
             else:
-                np.save(tmp / f"{key}.npy", arr)
-        (tmp / "meta.json").write_text(json.dumps(meta))  # last: marks it complete
-        shutil.rmtree(path, ignore_errors=True)
-        os.replace(tmp, path)
+                np.save(file.with_suffix(".npy"), arr)
+
+        bench.write_data_dir(path, arrays, meta, save)
     else:
         print(f"[data] using cached {path}", file=sys.stderr, flush=True)
-    meta = json.loads((path / "meta.json").read_text())
-    print(RESULT_PREFIX + json.dumps(dict(data_dir=str(path), **meta)), flush=True)
+    bench.print_data_result(path)
 
 
 def load_data(data_dir):

@@ -71,11 +71,12 @@ class SparseSource:
         counts = np.diff(X_csc.indptr)
         feature = np.repeat(np.arange(self.n_features), counts)
         keep = codes != default_bin[feature]  # stored zeros are not entries
+        feature = feature[keep]
         self.rows = X_csc.indices[keep].astype(SIZE_DTYPE)
         self.codes = codes[keep]
-        self.nnz = np.bincount(feature[keep], minlength=self.n_features).astype(np.int64)
+        self.nnz = np.bincount(feature, minlength=self.n_features).astype(np.int64)
         self.indptr = np.concatenate([[0], np.cumsum(self.nnz)])
-        self.has_missing = np.bincount(feature[keep][self.codes == missing_bin],
+        self.has_missing = np.bincount(feature[self.codes == missing_bin],
                                        minlength=self.n_features) > 0
 
     def entries(self, f):
