@@ -4,6 +4,8 @@ Each feature's histogram is accumulated by one thread, in row order, so the
 result does not depend on the number of threads.
 """
 from cython.parallel cimport prange
+from libc.math cimport ldexp
+from libc.stdint cimport int64_t, uint32_t
 from libc.string cimport memset
 
 from ._csr cimport first_at_least
@@ -142,6 +144,175 @@ def build_histogram(
                 _feature_rows(&X_binned[0, f], &rows[0], n, &ordered_gradients[0],
                               &ordered_hessians[0], constant_hessian,
                               &hessians[0], &out[f, 0], n_bins)
+
+
+# Rows of the per-thread integer accumulators: a constant stride lets the
+# compiler fold the per-feature offsets of a block.
+DEF ACC_BINS = 256
+
+
+cdef inline void _packed_rows(
+    const X_BINNED_DTYPE_C* X, Py_ssize_t stride, const SIZE_C* rows,
+    SIZE_C lo, SIZE_C hi, const int64_t* packed, int n_block, bint counting,
+    int64_t* acc, uint32_t* cnt,
+) noexcept nogil:
+    # n_block features at once: one load of the row's packed value feeds
+    # several independent bins, so consecutive adds rarely wait on each
+    # other.
+    cdef SIZE_C i, r
+    cdef int k
+    cdef int64_t v
+    cdef X_BINNED_DTYPE_C b
+    if rows == NULL:
+        for i in range(lo, hi):
+            v = packed[i]
+            for k in range(n_block):
+                b = X[k * stride + i]
+                acc[k * ACC_BINS + b] += v
+                if counting:
+                    cnt[k * ACC_BINS + b] += 1
+    else:
+        for i in range(lo, hi):
+            r = rows[i]
+            v = packed[i]
+            for k in range(n_block):
+                b = X[k * stride + r]
+                acc[k * ACC_BINS + b] += v
+                if counting:
+                    cnt[k * ACC_BINS + b] += 1
+
+
+cdef void _packed_part(
+    const X_BINNED_DTYPE_C* X, Py_ssize_t stride, int n_features, const SIZE_C* rows,
+    SIZE_C lo, SIZE_C hi, const int64_t* packed, bint counting, int64_t* acc,
+    uint32_t* cnt,
+) noexcept nogil:
+    # All features of rows [lo, hi), in blocks of 8, then 4, then 1 feature.
+    cdef int f = 0, step
+    cdef Py_ssize_t o
+    memset(acc, 0, n_features * ACC_BINS * sizeof(int64_t))
+    if counting:
+        memset(cnt, 0, n_features * ACC_BINS * sizeof(uint32_t))
+    while f < n_features:
+        # literal block sizes, so each call's inner loop unrolls (and the
+        # loop-invariant ``counting`` test is hoisted by the compiler)
+        o = f * ACC_BINS
+        if f + 8 <= n_features:
+            step = 8
+            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 8, counting,
+                         acc + o, cnt + o)
+        elif f + 4 <= n_features:
+            step = 4
+            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 4, counting,
+                         acc + o, cnt + o)
+        else:
+            step = 1
+            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 1, counting,
+                         acc + o, cnt + o)
+        f += step
+
+
+cdef void _unpack_feature(
+    const int64_t* acc, const uint32_t* cnt, Py_ssize_t part_stride, int n_parts,
+    int n_bins, bint counting, double g_scale, double h_scale, double constant_hessian,
+    hist_struct* out,
+) noexcept nogil:
+    # Sum the threads' integer parts (exact, so in any order) and decode.
+    cdef int b, t
+    cdef int64_t total, h_sum
+    # the high 32-bit lane holds the gradient, the low one the hessian
+    cdef int64_t lane = (<int64_t>1) << 32
+    cdef unsigned int count
+    for b in range(n_bins):
+        total = acc[b]
+        count = cnt[b] if counting else 0
+        for t in range(1, n_parts):
+            total = total + acc[t * part_stride + b]
+            if counting:
+                count = count + cnt[t * part_stride + b]
+        h_sum = <int64_t>(<uint32_t>total)  # the low lane, never negative
+        out[b].sum_gradients = ((total - h_sum) // lane) * g_scale
+        if counting:
+            out[b].sum_hessians = h_sum * h_scale
+            out[b].count = count
+        else:  # constant hessian: the low lane counts rows
+            out[b].count = <unsigned int>h_sum
+            out[b].sum_hessians = out[b].count * constant_hessian
+
+
+def build_histogram_packed(
+    const X_BINNED_DTYPE_C[::1, :] X_binned,
+    const SIZE_C[::1] rows,
+    const int64_t[::1] packed,
+    int64_t[::1] ordered_packed,
+    int g_exponent,
+    int h_exponent,
+    G_H_DTYPE_C constant_hessian,
+    int64_t[:, ::1] acc,
+    uint32_t[:, ::1] cnt,
+    hist_struct[:, ::1] out,
+    int n_threads,
+):
+    """Histograms from packed quantized gradients (``_quantize``).
+
+    ``rows`` None means every row, in order (the root). The result equals
+    ``build_histogram`` on the dequantized gradients bit for bit: the
+    integer sums are exact and scaled by powers of two. Rows are split
+    between threads, each summing into its own row of ``acc`` / ``cnt``
+    (shape (n_threads, n_features * 256)); integer sums do not depend on
+    the split. ``constant_hessian`` > 0 means the low lanes count rows and
+    every hessian is that constant (``cnt`` is then unused).
+    """
+    cdef SIZE_C n = X_binned.shape[0] if rows is None else rows.shape[0], i
+    cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f, t, n_parts
+    cdef Py_ssize_t stride = X_binned.shape[0], part_stride = acc.shape[1]
+    cdef bint counting = constant_hessian <= 0
+    cdef double g_scale = ldexp(1.0, -g_exponent), h_scale = ldexp(1.0, -h_exponent)
+    cdef const SIZE_C* row_ptr = NULL
+    cdef const int64_t* values = &packed[0]
+    if out.shape[0] != n_features:
+        raise ValueError("out needs one row per feature.")
+    if (acc.shape[1] < n_features * ACC_BINS or cnt.shape[1] < n_features * ACC_BINS
+            or cnt.shape[0] < acc.shape[0] or n_bins > ACC_BINS):
+        raise ValueError("acc and cnt need n_features * 256 columns per thread.")
+    if n_features == 0:
+        return
+    n_parts = min(n_threads, <int>acc.shape[0])
+    if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_parts < 1:
+        n_parts = 1
+    with nogil:
+        if rows is not None and n > 0:
+            if ordered_packed.shape[0] < n:
+                with gil:
+                    raise ValueError("ordered_packed is shorter than rows.")
+            row_ptr = &rows[0]
+            if n_parts > 1:
+                for i in prange(n, schedule='static', num_threads=n_parts):
+                    ordered_packed[i] = packed[rows[i]]
+            else:
+                for i in range(n):
+                    ordered_packed[i] = packed[rows[i]]
+            values = &ordered_packed[0]
+        if n_parts == 1:
+            _packed_part(&X_binned[0, 0], stride, n_features, row_ptr, 0, n, values,
+                         counting, &acc[0, 0], &cnt[0, 0])
+        else:
+            # prange over parts: each is computed even if fewer threads start
+            for t in prange(n_parts, schedule='static', num_threads=n_parts):
+                _packed_part(&X_binned[0, 0], stride, n_features, row_ptr,
+                             <SIZE_C>(<Py_ssize_t>n * t // n_parts),
+                             <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts), values,
+                             counting, &acc[t, 0], &cnt[t, 0])
+        if n_parts == 1 or n_features < 2:
+            for f in range(n_features):
+                _unpack_feature(&acc[0, f * ACC_BINS], &cnt[0, f * ACC_BINS], part_stride,
+                                n_parts, n_bins, counting, g_scale, h_scale,
+                                constant_hessian, &out[f, 0])
+        else:
+            for f in prange(n_features, schedule='static', num_threads=n_parts):
+                _unpack_feature(&acc[0, f * ACC_BINS], &cnt[0, f * ACC_BINS], part_stride,
+                                n_parts, n_bins, counting, g_scale, h_scale,
+                                constant_hessian, &out[f, 0])
 
 
 cdef inline void _subtract_bin(

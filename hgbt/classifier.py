@@ -53,7 +53,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
                  max_iter=100, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
                  min_child_weight=1e-3, min_gain_to_split=0.0, l1_regularization=0.0,
                  l2_regularization=0.0, max_bins=255, enable_bundle=True,
-                 max_conflict_rate=0.0, grow_policy="lossguide",
+                 max_conflict_rate=0.0, use_quantized_grad=False,
+                 num_grad_quant_bins=16, grow_policy="lossguide",
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, warm_start=False, subsample=1.0,
                  data_sample_strategy="bagging", goss_top_rate=0.2, goss_other_rate=0.1,
@@ -75,6 +76,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         self.max_bins = max_bins
         self.enable_bundle = enable_bundle
         self.max_conflict_rate = max_conflict_rate
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
         self.grow_policy = grow_policy
         self.early_stopping = early_stopping
         self.scoring = scoring

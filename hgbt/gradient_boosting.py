@@ -30,6 +30,10 @@ AUTO_EARLY_STOPPING_ROWS = 10_000
 # (ForestPredictor); larger ones tree by tree, which keeps each tree in cache
 # (measured crossover 200-500 rows, benchmarks/RESULTS.md).
 FOREST_MAX_ROWS = 256
+# Quantized gradient sums live in 32-bit lanes: rows x (bins + 1) must stay
+# below 2**31.
+MAX_GRAD_QUANT_BINS = 1024
+QUANTIZED_LANE_LIMIT = 2**31
 _PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
@@ -54,6 +58,8 @@ class BaseHistGBDT(BaseEstimator):
         "max_bins": [Interval(Integral, 2, 255, closed="both")],
         "enable_bundle": ["boolean"],
         "max_conflict_rate": [Interval(Real, 0, 1, closed="left")],
+        "use_quantized_grad": ["boolean"],
+        "num_grad_quant_bins": [Interval(Integral, 2, MAX_GRAD_QUANT_BINS, closed="both")],
         "grow_policy": [StrOptions({"lossguide", "depthwise"})],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
         "scoring": [str, callable, None],
@@ -299,6 +305,12 @@ class BaseHistGBDT(BaseEstimator):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
         n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
+        if (self.use_quantized_grad
+                and n_samples * (self.num_grad_quant_bins + 1) >= QUANTIZED_LANE_LIMIT):
+            raise ValueError(
+                f"use_quantized_grad=True with {n_samples} rows needs num_grad_quant_bins "
+                f"< {QUANTIZED_LANE_LIMIT // n_samples - 1}: quantized sums must fit in "
+                "32 bits.")
         if not warm:
             self._baseline_prediction = loss.baseline(y)
             self._predictors = []
@@ -343,9 +355,13 @@ class BaseHistGBDT(BaseEstimator):
                 refit_weight[row_sampler.reweighted_rows] *= row_sampler.other_weight
             trees = []
             for k in range(k_trees):
+                quantize = None
+                if self.use_quantized_grad:
+                    quantize = (self.num_grad_quant_bins, int(np.random.SeedSequence(
+                        [self._seed, iteration, k]).generate_state(1, np.uint64)[0]))
                 trees.append(self._grow_tree(
                     data, loss, y, refit_weight, raw[k], gradients[k], hessians[k],
-                    rows, unsampled, X, X_binned, feature_sampler, n_threads))
+                    rows, unsampled, X, X_binned, feature_sampler, n_threads, quantize))
             self._predictors.append(trees)
             if raw_val is not None:
                 for k, tree in enumerate(trees):
@@ -367,8 +383,8 @@ class BaseHistGBDT(BaseEstimator):
             self._val_scores if early_stopping and X_val is not None else [])
 
     def _grow_tree(self, data, loss, y, refit_weight, raw, gradients, hessians, rows,
-                   unsampled, X, X_binned, feature_sampler, n_threads):
-        data.start_tree(gradients, hessians, rows)
+                   unsampled, X, X_binned, feature_sampler, n_threads, quantize=None):
+        data.start_tree(gradients, hessians, rows, quantize=quantize)
         grower = TreeGrower(
             data, self._bin_mapper.bin_thresholds_, self._bin_mapper.n_bins_non_missing_,
             feature_sampler=feature_sampler, n_threads=n_threads, **self._grower_params())
@@ -382,6 +398,10 @@ class BaseHistGBDT(BaseEstimator):
                 w = None if refit_weight is None else refit_weight[leaf_rows]
                 tree.nodes["value"][leaf] = self.learning_rate * grower.clip_leaf_value(
                     leaf, loss.refit_leaf(y[leaf_rows], raw[leaf_rows], w))
+        elif quantize is not None:
+            # Splits were chosen on quantized sums; leaf values use the float ones.
+            for leaf, sum_g, sum_h in zip(leaves, *data.leaf_sums(leaves)):
+                tree.nodes["value"][leaf] = grower.renewed_value(leaf, sum_g, sum_h)
         data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
         if unsampled is not None and unsampled.size:
             if X_binned is not None:
@@ -564,6 +584,20 @@ COMMON_PARAMETERS_DOC = """\
         such a row the feature with more non-zeros keeps its value, the other
         is seen as 0 during training). 0 keeps the model exactly the
         unbundled one.
+    use_quantized_grad : bool, default=False
+        Build histograms from gradients and hessians rounded stochastically
+        to a few integer levels (LightGBM's ``use_quantized_grad``). One
+        integer add then updates a bin's gradient and hessian sums, so
+        histograms (most of a fit) build faster (measured in
+        ``benchmarks/RESULTS.md``). Splits are
+        chosen on the quantized sums; leaf values are refit from the exact
+        float sums of each leaf's rows. Rounding is seeded by
+        ``random_state``, so the model still does not depend on the thread
+        count. Not supported by the Dask estimators yet.
+    num_grad_quant_bins : int, default=16
+        Levels of the quantized gradients (within ±bins/2) and hessians
+        (within [0, bins]); more levels are more accurate. Rows × (bins + 1)
+        must stay below 2**31.
     grow_policy : {'lossguide', 'depthwise'}, default='lossguide'
         'lossguide' splits the leaf with the largest gain first; 'depthwise'
         grows level by level (still capped by ``max_leaf_nodes``: set it to

@@ -223,6 +223,14 @@ class TreeGrower:
         else:
             left.lower = right.upper = mid
 
+    def renewed_value(self, node_id, sum_gradients, sum_hessians):
+        """A leaf's shrunk Newton value from other (e.g. unquantized) sums,
+        within the leaf's bounds."""
+        node = self._nodes[node_id]
+        return self.learning_rate * leaf_value(
+            sum_gradients, sum_hessians, self.l1_regularization, self.l2_regularization,
+            node.lower, node.upper)
+
     def clip_leaf_value(self, node_id, value):
         """Clip a re-fitted (unshrunk) leaf value into the leaf's bounds."""
         node = self._nodes[node_id]

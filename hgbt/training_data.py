@@ -5,13 +5,16 @@ training-data object with the methods of :class:`LocalTrainingData`, so a
 distributed implementation (rows on many workers, histograms summed across
 them) can replace it without touching the grower.
 """
+import math
+
 import numpy as np
 
 from ._exact import snap_to_grid
-from ._histogram import (build_histogram, build_histogram_root, build_histogram_sparse,
-                         subtract_histograms)
+from ._histogram import (build_histogram, build_histogram_packed, build_histogram_root,
+                         build_histogram_sparse, subtract_histograms)
 from ._partition import partition_rows, partition_rows_by_table, partition_rows_sparse
 from ._predictor import add_leaf_values
+from ._quantize import leaf_sums, quantize_gradients
 from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
 from .exact import grid_exponent
 
@@ -66,12 +69,14 @@ class LocalTrainingData:
         self._ordered_hessians = np.empty(n_samples, dtype=G_H_DTYPE)
         self._pool = []
         self._ranges = []
+        self._packed = None  # packed quantized gradients of the tree, if any
+        self._packed_buffer = None
 
     @property
     def n_features(self):
         return self.X_binned.shape[1] if self.layout is None else self.layout.n_features
 
-    def start_tree(self, gradients, hessians, rows=None, grid=None):
+    def start_tree(self, gradients, hessians, rows=None, grid=None, quantize=None):
         """Begin a tree: ``rows`` (sorted; default all rows) in the root (node 0).
 
         ``gradients`` and ``hessians`` are 1-D over all rows; ``hessians`` of
@@ -80,13 +85,23 @@ class LocalTrainingData:
         is exact: ``grid`` gives the two grid exponents (a distributed fit
         passes the ones agreed by all workers); by default they come from
         these rows.
+
+        ``quantize=(num_grad_quant_bins, seed)`` builds the tree's histograms
+        from quantized gradients instead (:func:`quantize_exponents`,
+        ``_quantize``); ``gradients`` and ``hessians`` are then left as they
+        are, for :meth:`leaf_sums`.
         """
         n_rows = self._all_rows.shape[0]
-        if grid is None:
-            grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
-        for values, exponent in zip((gradients, hessians), grid):
-            if exponent is not None:
-                snap_to_grid(values, exponent, self.n_threads)
+        self._packed = None
+        if quantize is not None:
+            self._quantize(gradients, hessians, *quantize)
+        else:
+            if grid is None:
+                grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
+            for values, exponent in zip((gradients, hessians), grid):
+                if exponent is not None:
+                    snap_to_grid(values, exponent, self.n_threads)
+            self._hist_gradients, self._hist_hessians = gradients, hessians
         self._gradients = gradients
         self._hessians = hessians
         if rows is None:
@@ -95,6 +110,27 @@ class LocalTrainingData:
         else:
             self._rows[:rows.shape[0]] = rows
             self._ranges = [(0, rows.shape[0])]
+
+    def _quantize(self, gradients, hessians, n_levels, seed):
+        n = self._all_rows.shape[0]
+        if self._packed_buffer is None:
+            self._packed_buffer = np.empty(n, dtype=np.int64)
+            self._ordered_packed = np.empty(n, dtype=np.int64)
+            n_dense = self.X_binned.shape[1]
+            self._acc = np.empty((self.n_threads, n_dense * 256), dtype=np.int64)
+            self._cnt = np.empty((self.n_threads, n_dense * 256), dtype=np.uint32)
+            # float copies only for the sparse-stored columns' float kernel
+            sparse = self._n_columns > n_dense
+            self._q_gradients = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
+            self._q_hessians = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
+        self._exponents = quantize_exponents(gradients, hessians, n_levels)
+        quantize_gradients(gradients, hessians, *self._exponents, seed, self._q_gradients,
+                           self._q_hessians, self._packed_buffer, self.n_threads)
+        self._packed = self._packed_buffer
+        constant = hessians.shape[0] == 1
+        self._constant_hessian = float(hessians[0]) if constant else 0.0
+        self._hist_gradients = self._q_gradients
+        self._hist_hessians = hessians if constant else self._q_hessians
 
     def _new_histogram(self):
         if self._pool:
@@ -112,18 +148,23 @@ class LocalTrainingData:
         n_dense = self.X_binned.shape[1]
         if n_dense == 0:
             pass
+        elif self._packed is not None:
+            rows = None if stop - start == self._rows.shape[0] else self._rows[start:stop]
+            build_histogram_packed(self.X_binned, rows, self._packed, self._ordered_packed,
+                                   *self._exponents, self._constant_hessian, self._acc,
+                                   self._cnt, out[:n_dense], self.n_threads)
         elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
-            build_histogram_root(self.X_binned, self._gradients, self._hessians,
+            build_histogram_root(self.X_binned, self._hist_gradients, self._hist_hessians,
                                  out[:n_dense], self.n_threads)
         else:
-            build_histogram(self.X_binned, self._rows[start:stop], self._gradients,
-                            self._hessians, self._ordered_gradients,
+            build_histogram(self.X_binned, self._rows[start:stop], self._hist_gradients,
+                            self._hist_hessians, self._ordered_gradients,
                             self._ordered_hessians, out[:n_dense], self.n_threads)
         if n_dense < self._n_columns:
             lay = self.layout
             build_histogram_sparse(lay.sparse_indptr, lay.sparse_columns, lay.sparse_codes,
-                                   self._rows[start:stop], self._gradients,
-                                   self._hessians, lay.column_default[n_dense:],
+                                   self._rows[start:stop], self._hist_gradients,
+                                   self._hist_hessians, lay.column_default[n_dense:],
                                    lay.column_width[n_dense:], self._column_bounds,
                                    out[n_dense:], self.n_threads)
         return out
@@ -199,6 +240,20 @@ class LocalTrainingData:
         start, stop = self._ranges[node_id]
         return self._rows[start:stop]
 
+    def leaf_sums(self, leaf_ids):
+        """Float sums of the gradients and hessians of each leaf's rows.
+
+        With quantized histograms, leaf values are refit from these: the
+        split search used the quantized sums, the leaf values do not.
+        """
+        ranges = np.array([self._ranges[k] for k in leaf_ids], dtype=SIZE_DTYPE)
+        sum_gradients = np.empty(len(leaf_ids))
+        sum_hessians = np.empty(len(leaf_ids))
+        leaf_sums(self._rows, np.ascontiguousarray(ranges[:, 0]),
+                  np.ascontiguousarray(ranges[:, 1]), self._gradients, self._hessians,
+                  sum_gradients, sum_hessians, self.n_threads)
+        return sum_gradients, sum_hessians
+
     def add_leaf_values(self, raw_predictions, leaf_ids, leaf_values):
         """Add each leaf's value to the raw predictions of the rows it holds."""
         ranges = np.array([self._ranges[k] for k in leaf_ids], dtype=SIZE_DTYPE)
@@ -222,3 +277,43 @@ def max_abs_grid(values, n_rows):
     if values.shape[0] != n_rows:
         return None
     return grid_exponent(max_abs(values), n_rows)
+
+
+# Tiny gradients: a coarser grid than 2**-100 would not be a float32 normal.
+_MAX_QUANT_EXPONENT = 100
+
+
+def quantize_exponents(gradients, hessians, n_levels):
+    """Exponents ``(g, h)`` of the quantization grids ``2**-g`` and ``2**-h``.
+
+    Gradients get integers within ``±n_levels / 2``, hessians within
+    ``[0, n_levels]`` (LightGBM's ``num_grad_quant_bins``), on power-of-two
+    grids so that scaled integer sums are exact. A constant hessian (length
+    1) is not quantized: its exponent is 0.
+    """
+    g_max = max_abs(gradients)
+    if not math.isfinite(g_max):
+        raise ValueError("Quantized gradients need finite gradients; the loss gave NaN "
+                         "or inf.")
+    h_exponent = 0
+    if hessians.shape[0] != 1:
+        if hessians.shape[0] and float(hessians.min()) < 0:
+            raise ValueError("use_quantized_grad=True needs non-negative hessians; the "
+                             "loss gave a negative one.")
+        h_max = max_abs(hessians)
+        if not math.isfinite(h_max):
+            raise ValueError("Quantized gradients need finite hessians; the loss gave "
+                             "NaN or inf.")
+        h_exponent = _largest_exponent(h_max, n_levels)
+    return _largest_exponent(g_max, n_levels / 2), h_exponent
+
+
+def _largest_exponent(max_value, limit):
+    # the largest s with max_value * 2**s <= limit (capped)
+    if max_value == 0:
+        return 0
+    _, e = math.frexp(limit / max_value)  # limit / max_value < 2**e
+    s = min(e - 1, _MAX_QUANT_EXPONENT)
+    while math.ldexp(max_value, s) > limit:  # the division may round up
+        s -= 1
+    return s

@@ -70,6 +70,10 @@ class _DaskMixin:
             raise ValueError("max_conflict_rate > 0 is not supported by the Dask "
                              "estimators: workers keep every feature in its own column, "
                              "so bundling with conflicts could not be reproduced.")
+        if self.use_quantized_grad:
+            raise ValueError("use_quantized_grad=True is not supported by the Dask "
+                             "estimators yet: the rounding is drawn per row of one "
+                             "process.")
         if self.warm_start:
             raise ValueError("warm_start is not supported by the Dask estimators; "
                              "to_local() gives a local model that can continue.")

@@ -1,0 +1,115 @@
+"""Kernel: quantized gradients (``use_quantized_grad``).
+
+Each row's gradient becomes a small integer ``g_q`` with
+``g ~ g_q * 2**-g_exponent``, rounded stochastically (unbiased: up with
+probability equal to the fractional part), and likewise its hessian. The
+random draw of a row depends only on ``(seed, row)`` (a counter-based hash),
+never on which thread handles the row, so the result is the same for any
+number of threads.
+
+Both integers are packed into one int64, ``g_q * 2**32 + h_q``: one integer
+add then updates both sums of a histogram bin, and the sums are exact. The
+dequantized values are also written as float32 (exactly representable), for
+the kernels that work on float gradients (sparse columns, leaf values).
+"""
+from cython.parallel cimport prange
+from libc.math cimport floor, ldexp
+from libc.stdint cimport int64_t, uint64_t
+
+from ._types cimport G_H_DTYPE_C, SIZE_C
+
+# Rows below which the loop stays on one thread.
+DEF MIN_PARALLEL_ROWS = 16384
+
+
+cdef inline double _uniform(uint64_t seed, uint64_t row) noexcept nogil:
+    # splitmix64 finaliser of (seed, row): a uniform draw in [0, 1).
+    cdef uint64_t z = seed + (row + 1) * <uint64_t>0x9E3779B97F4A7C15
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    z = z ^ (z >> 31)
+    return <double>(z >> 11) * 1.1102230246251565e-16  # 2**-53
+
+
+def quantize_gradients(
+    const G_H_DTYPE_C[::1] gradients,
+    const G_H_DTYPE_C[::1] hessians,
+    int g_exponent,
+    int h_exponent,
+    uint64_t seed,
+    G_H_DTYPE_C[::1] quantized_gradients,
+    G_H_DTYPE_C[::1] quantized_hessians,
+    int64_t[::1] packed,
+    int n_threads,
+):
+    """Quantize every row's gradient and hessian (see the module docstring).
+
+    ``hessians`` of length 1 is a constant hessian: it is not quantized, the
+    low lane of every packed value is 1 (so it counts rows), and
+    ``quantized_hessians`` is not written. Empty ``quantized_*`` arrays are
+    not written either (only the packed values are needed). The caller picks
+    the exponents so that ``|g| * 2**g_exponent`` and ``h * 2**h_exponent``
+    stay within the lane sizes over all rows.
+    """
+    cdef Py_ssize_t i, n = gradients.shape[0]
+    cdef bint constant_hessian = hessians.shape[0] == 1
+    cdef double g_up = ldexp(1.0, g_exponent), g_down = ldexp(1.0, -g_exponent)
+    cdef double h_up = ldexp(1.0, h_exponent), h_down = ldexp(1.0, -h_exponent)
+    cdef uint64_t h_seed = seed ^ <uint64_t>0x5DEECE66D
+    cdef int64_t g_q, h_q
+    cdef int threads = n_threads if n >= MIN_PARALLEL_ROWS else 1
+    cdef bint write_g = quantized_gradients.shape[0] > 0
+    cdef bint write_h = quantized_hessians.shape[0] > 0 and not constant_hessian
+    # the high 32-bit lane holds the gradient, the low one the hessian
+    cdef int64_t lane = (<int64_t>1) << 32
+    if ((write_g and quantized_gradients.shape[0] < n) or packed.shape[0] < n
+            or (write_h and quantized_hessians.shape[0] < n)
+            or (not constant_hessian and hessians.shape[0] != n)):
+        raise ValueError("quantize_gradients: arrays of the wrong length.")
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads):
+        g_q = <int64_t>floor(<double>gradients[i] * g_up + _uniform(seed, i))
+        if write_g:
+            quantized_gradients[i] = <G_H_DTYPE_C>(g_q * g_down)
+        if constant_hessian:
+            h_q = 1
+        else:
+            h_q = <int64_t>floor(<double>hessians[i] * h_up + _uniform(h_seed, i))
+            if write_h:
+                quantized_hessians[i] = <G_H_DTYPE_C>(h_q * h_down)
+        packed[i] = g_q * lane + h_q
+
+
+def leaf_sums(
+    const SIZE_C[::1] rows,
+    const SIZE_C[::1] starts,
+    const SIZE_C[::1] stops,
+    const G_H_DTYPE_C[::1] gradients,
+    const G_H_DTYPE_C[::1] hessians,
+    double[::1] sum_gradients,
+    double[::1] sum_hessians,
+    int n_threads,
+):
+    """Float sums of the gradients and hessians of each leaf's rows.
+
+    Leaf ``k`` holds ``rows[starts[k]:stops[k]]``. Each leaf is summed by one
+    thread, in row order, so the sums do not depend on the thread count.
+    ``hessians`` of length 1 is a constant hessian.
+    """
+    cdef Py_ssize_t n_leaves = starts.shape[0], k
+    cdef SIZE_C i
+    cdef bint constant_hessian = hessians.shape[0] == 1
+    cdef double g, h
+    if (stops.shape[0] != n_leaves or sum_gradients.shape[0] < n_leaves
+            or sum_hessians.shape[0] < n_leaves):
+        raise ValueError("leaf_sums: one start, stop and output per leaf.")
+    for k in prange(n_leaves, nogil=True, schedule="dynamic", num_threads=n_threads):
+        g = 0.0
+        h = 0.0
+        for i in range(starts[k], stops[k]):
+            g = g + gradients[rows[i]]
+            if not constant_hessian:
+                h = h + hessians[rows[i]]
+        if constant_hessian:
+            h = (stops[k] - starts[k]) * <double>hessians[0]
+        sum_gradients[k] = g
+        sum_hessians[k] = h
