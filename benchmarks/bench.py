@@ -209,6 +209,10 @@ def _hgbt_kwargs(task, n_threads):
                 random_state=0, categorical_features=list(task.categorical) or None)
 
 
+def _hgbt_quantized_kwargs(task, n_threads):
+    return dict(_hgbt_kwargs(task, n_threads), use_quantized_grad=True)
+
+
 def _sklearn_kwargs(task, n_threads):
     # Threads come from OMP_NUM_THREADS (set by the parent); no n_jobs parameter.
     # The hessian floor (min_hessian_to_split=1e-3) is internal and not exposed.
@@ -290,10 +294,16 @@ def _classes(regressor, classifier):  # task kind -> "module:Class"
     return {"regression": regressor, "binary": classifier, "multiclass": classifier}
 
 
+# hgbt configurations; the other libraries are the peers they are compared with.
+OURS = ("hgbt", "hgbt_quantized")
+
 LIBS = {
     "hgbt": Lib("hgbt", "hgbt", "hgbt",
                 _classes("hgbt:HistGBDTRegressor", "hgbt:HistGBDTClassifier"),
                 _hgbt_kwargs),
+    "hgbt_quantized": Lib("hgbt quantized", "hgbt", "hgbt",
+                          _classes("hgbt:HistGBDTRegressor", "hgbt:HistGBDTClassifier"),
+                          _hgbt_quantized_kwargs),
     "sklearn": Lib("scikit-learn", "sklearn", "scikit-learn",
                    _classes("sklearn.ensemble:HistGradientBoostingRegressor",
                             "sklearn.ensemble:HistGradientBoostingClassifier"),
@@ -460,7 +470,7 @@ def run_worker(lib_name, task, data_dir, n_threads):
         vmhwm_mb=_vmhwm_mb(),
         import_s=import_s,
     )
-    if lib_name == "hgbt":
+    if lib_name in OURS:
         from hgbt._openmp import openmp_enabled
         result["openmp"] = bool(openmp_enabled())
     print(RESULT_PREFIX + json.dumps(result), flush=True)
@@ -622,6 +632,8 @@ def render_section(task, args, runs, skipped, data, command):
 
     versions = [f"Python {platform.python_version()}", f"numpy {np.__version__}"]
     for name, lib in LIBS.items():
+        if name in OURS[1:]:  # the same package as hgbt
+            continue
         v = _version(lib.dist)
         if name == "hgbt" and v:
             git = _git_description()
@@ -831,20 +843,34 @@ def record_medians(task, runs, args):
     plot_ratios(table, Path(args.output).with_name("ratios.png"))
 
 
-def _ratios(entry):
-    """hgbt / fastest peer for fit, predict, 1-row predict; hgbt / LightGBM for RSS."""
+def _ratios(entry, ours="hgbt"):
+    """hgbt (or ``ours``, another hgbt configuration) / fastest peer for fit,
+    predict, 1-row predict; / LightGBM for RSS."""
     med = entry["medians"]
-    peers = [lib for lib in med if lib != "hgbt"]
-    if "hgbt" not in med or not peers:
+    peers = [lib for lib in med if lib not in OURS]
+    if ours not in med or not peers:
         return None
     out = {}
     for key in ("fit_s", "predict_s", "predict_1row_us"):
         best = min(peers, key=lambda lib: med[lib][key])
-        out[key] = (med["hgbt"][key] / med[best][key], LIBS[best].label)
+        out[key] = (med[ours][key] / med[best][key], LIBS[best].label)
     if "lightgbm" in med:
-        out["peak_rss_mb"] = (med["hgbt"]["peak_rss_mb"] / med["lightgbm"]["peak_rss_mb"],
+        out["peak_rss_mb"] = (med[ours]["peak_rss_mb"] / med["lightgbm"]["peak_rss_mb"],
                               "LightGBM")
     return out
+
+
+def _quality(entry, ours):
+    """(ours, best peer) on the task's first metric, as text."""
+    med = entry["medians"]
+    metric = next((m for m in METRICS if m in med.get(ours, {})), None)
+    peers = [lib for lib in med if lib not in OURS and metric in med[lib]]
+    if metric is None or not peers:
+        return "n/a"
+    lower_better = metric in ("rmse", "logloss")
+    best = (min if lower_better else max)(peers, key=lambda lib: med[lib][metric])
+    return (f"{METRICS[metric][0]} {med[ours][metric]:.4f} vs {med[best][metric]:.4f} "
+            f"({LIBS[best].label})")
 
 
 def render_summary(table):
@@ -853,19 +879,22 @@ def render_summary(table):
              "Medians of the latest run of each task (sections below). Targets: fit "
              "≤ 0.6 × the fastest peer, batch predict and 1-row predict ≤ 0.5 × "
              "(XGBoost; here the fastest peer), peak RSS ≤ LightGBM's, and the small "
-             "task's fit ≤ XGBoost's. `benchmarks/ratios.png` plots the same ratios.",
+             "task's fit ≤ XGBoost's; quality equal to the best peer's. "
+             "`benchmarks/ratios.png` plots the default configuration's ratios.",
              "",
-             "| task | threads | fit hgbt/fastest | batch predict | 1-row predict "
-             "| peak RSS hgbt/LightGBM |",
-             "|---|---:|---|---|---|---:|"]
+             "| task | hgbt | threads | fit hgbt/fastest | batch predict | 1-row predict "
+             "| peak RSS hgbt/LightGBM | quality (hgbt vs best peer) |",
+             "|---|---|---:|---|---|---|---:|---|"]
     for name, entry in table.items():
-        r = _ratios(entry)
-        if r is None:
-            continue
-        cell = lambda key: f"{r[key][0]:.2f} ({r[key][1]})" if key in r else "n/a"
-        rss = f"{r['peak_rss_mb'][0]:.2f}" if "peak_rss_mb" in r else "n/a"
-        lines.append(f"| {name} | {entry['n_threads']} | {cell('fit_s')} "
-                     f"| {cell('predict_s')} | {cell('predict_1row_us')} | {rss} |")
+        for ours in OURS:
+            r = _ratios(entry, ours)
+            if r is None:
+                continue
+            cell = lambda key: f"{r[key][0]:.2f} ({r[key][1]})" if key in r else "n/a"
+            rss = f"{r['peak_rss_mb'][0]:.2f}" if "peak_rss_mb" in r else "n/a"
+            lines.append(f"| {name} | {LIBS[ours].label} | {entry['n_threads']} "
+                         f"| {cell('fit_s')} | {cell('predict_s')} "
+                         f"| {cell('predict_1row_us')} | {rss} | {_quality(entry, ours)} |")
     return "\n".join(lines)
 
 

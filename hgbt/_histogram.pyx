@@ -149,6 +149,15 @@ def build_histogram(
 # Rows of the per-thread integer accumulators: a constant stride lets the
 # compiler fold the per-feature offsets of a block.
 DEF ACC_BINS = 256
+# Nodes with fewer than 1/ROW_WISE_RATIO of the rows read the row-major copy
+# of the bins: their rows are too far apart for column reads to share cache
+# lines (benchmarks/RESULTS.md).
+DEF ROW_WISE_RATIO = 20
+# Rows ahead whose bins are prefetched by the row-wise kernel.
+DEF PREFETCH_DISTANCE = 16
+
+cdef extern from *:
+    void __builtin_prefetch(const void*) noexcept nogil
 
 
 cdef inline void _packed_rows(
@@ -212,6 +221,49 @@ cdef void _packed_part(
         f += step
 
 
+cdef void _packed_row_wise(
+    const X_BINNED_DTYPE_C* X_rows, int n_features, const SIZE_C* rows, SIZE_C lo,
+    SIZE_C hi, const int64_t* packed, bint counting, int64_t* acc, uint32_t* cnt,
+) noexcept nogil:
+    # One row's bins are adjacent: one cache line feeds every feature.
+    # ``packed`` is indexed by row (no gather needed).
+    cdef SIZE_C i
+    cdef int f
+    cdef int64_t v
+    cdef const X_BINNED_DTYPE_C* row
+    memset(acc, 0, n_features * ACC_BINS * sizeof(int64_t))
+    if counting:
+        memset(cnt, 0, n_features * ACC_BINS * sizeof(uint32_t))
+    for i in range(lo, hi):
+        if i + PREFETCH_DISTANCE < hi:
+            __builtin_prefetch(X_rows + <Py_ssize_t>rows[i + PREFETCH_DISTANCE] * n_features)
+            __builtin_prefetch(packed + rows[i + PREFETCH_DISTANCE])
+        row = X_rows + <Py_ssize_t>rows[i] * n_features
+        v = packed[rows[i]]
+        for f in range(n_features):
+            acc[f * ACC_BINS + row[f]] += v
+            if counting:
+                cnt[f * ACC_BINS + row[f]] += 1
+
+
+cdef void _packed_node_part(
+    const X_BINNED_DTYPE_C* X, Py_ssize_t stride, int n_features,
+    const X_BINNED_DTYPE_C* X_rows, const SIZE_C* rows, SIZE_C lo, SIZE_C hi,
+    const int64_t* packed, int64_t* ordered, bint counting, int64_t* acc, uint32_t* cnt,
+) noexcept nogil:
+    # Rows [lo, hi) of a node: row-wise when X_rows is given, else column-wise
+    # from the node's packed values gathered into row order (root: in place).
+    cdef SIZE_C i
+    if X_rows != NULL:
+        _packed_row_wise(X_rows, n_features, rows, lo, hi, packed, counting, acc, cnt)
+    elif rows == NULL:
+        _packed_part(X, stride, n_features, NULL, lo, hi, packed, counting, acc, cnt)
+    else:
+        for i in range(lo, hi):
+            ordered[i] = packed[rows[i]]
+        _packed_part(X, stride, n_features, rows, lo, hi, ordered, counting, acc, cnt)
+
+
 cdef void _unpack_feature(
     const int64_t* acc, const uint32_t* cnt, Py_ssize_t part_stride, int n_parts,
     int n_bins, bint counting, double g_scale, double h_scale, double constant_hessian,
@@ -252,10 +304,13 @@ def build_histogram_packed(
     uint32_t[:, ::1] cnt,
     hist_struct[:, ::1] out,
     int n_threads,
+    const X_BINNED_DTYPE_C[:, ::1] X_rows=None,
 ):
     """Histograms from packed quantized gradients (``_quantize``).
 
-    ``rows`` None means every row, in order (the root). The result equals
+    ``rows`` None means every row, in order (the root). ``X_rows``, a
+    C-ordered copy of ``X_binned``, is read instead for nodes with few rows.
+    The result equals
     ``build_histogram`` on the dequantized gradients bit for bit: the
     integer sums are exact and scaled by powers of two. Rows are split
     between threads, each summing into its own row of ``acc`` / ``cnt``
@@ -269,7 +324,13 @@ def build_histogram_packed(
     cdef bint counting = constant_hessian <= 0
     cdef double g_scale = ldexp(1.0, -g_exponent), h_scale = ldexp(1.0, -h_exponent)
     cdef const SIZE_C* row_ptr = NULL
-    cdef const int64_t* values = &packed[0]
+    cdef int64_t* ordered = NULL
+    cdef const X_BINNED_DTYPE_C* x_rows = NULL
+    cdef bint row_wise = (rows is not None and X_rows is not None
+                          and <Py_ssize_t>n * ROW_WISE_RATIO < X_binned.shape[0])
+    if row_wise and (X_rows.shape[0] != X_binned.shape[0]
+                     or X_rows.shape[1] != n_features):
+        raise ValueError("X_rows must have the shape of X_binned.")
     if out.shape[0] != n_features:
         raise ValueError("out needs one row per feature.")
     if (acc.shape[1] < n_features * ACC_BINS or cnt.shape[1] < n_features * ACC_BINS
@@ -277,32 +338,28 @@ def build_histogram_packed(
         raise ValueError("acc and cnt need n_features * 256 columns per thread.")
     if n_features == 0:
         return
+    if rows is not None and n > 0:
+        if ordered_packed.shape[0] < n:
+            raise ValueError("ordered_packed is shorter than rows.")
+        row_ptr = &rows[0]
+        ordered = &ordered_packed[0]
+        if row_wise:
+            x_rows = &X_rows[0, 0]
     n_parts = min(n_threads, <int>acc.shape[0])
     if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_parts < 1:
         n_parts = 1
     with nogil:
-        if rows is not None and n > 0:
-            if ordered_packed.shape[0] < n:
-                with gil:
-                    raise ValueError("ordered_packed is shorter than rows.")
-            row_ptr = &rows[0]
-            if n_parts > 1:
-                for i in prange(n, schedule='static', num_threads=n_parts):
-                    ordered_packed[i] = packed[rows[i]]
-            else:
-                for i in range(n):
-                    ordered_packed[i] = packed[rows[i]]
-            values = &ordered_packed[0]
         if n_parts == 1:
-            _packed_part(&X_binned[0, 0], stride, n_features, row_ptr, 0, n, values,
-                         counting, &acc[0, 0], &cnt[0, 0])
+            _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_ptr, 0, n,
+                              &packed[0], ordered, counting, &acc[0, 0], &cnt[0, 0])
         else:
-            # prange over parts: each is computed even if fewer threads start
+            # One region for gather and sums (each part gathers its own rows);
+            # a prange over parts computes each even if fewer threads start.
             for t in prange(n_parts, schedule='static', num_threads=n_parts):
-                _packed_part(&X_binned[0, 0], stride, n_features, row_ptr,
-                             <SIZE_C>(<Py_ssize_t>n * t // n_parts),
-                             <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts), values,
-                             counting, &acc[t, 0], &cnt[t, 0])
+                _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_ptr,
+                                  <SIZE_C>(<Py_ssize_t>n * t // n_parts),
+                                  <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts),
+                                  &packed[0], ordered, counting, &acc[t, 0], &cnt[t, 0])
         if n_parts == 1 or n_features < 2:
             for f in range(n_features):
                 _unpack_feature(&acc[0, f * ACC_BINS], &cnt[0, f * ACC_BINS], part_stride,

@@ -117,6 +117,8 @@ class LocalTrainingData:
             self._packed_buffer = np.empty(n, dtype=np.int64)
             self._ordered_packed = np.empty(n, dtype=np.int64)
             n_dense = self.X_binned.shape[1]
+            # row-major bins for nodes with few rows (read row-wise)
+            self._X_rows = np.ascontiguousarray(self.X_binned)
             self._acc = np.empty((self.n_threads, n_dense * 256), dtype=np.int64)
             self._cnt = np.empty((self.n_threads, n_dense * 256), dtype=np.uint32)
             # float copies only for the sparse-stored columns' float kernel
@@ -152,7 +154,7 @@ class LocalTrainingData:
             rows = None if stop - start == self._rows.shape[0] else self._rows[start:stop]
             build_histogram_packed(self.X_binned, rows, self._packed, self._ordered_packed,
                                    *self._exponents, self._constant_hessian, self._acc,
-                                   self._cnt, out[:n_dense], self.n_threads)
+                                   self._cnt, out[:n_dense], self.n_threads, self._X_rows)
         elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
             build_histogram_root(self.X_binned, self._hist_gradients, self._hist_hessians,
                                  out[:n_dense], self.n_threads)

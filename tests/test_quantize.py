@@ -106,19 +106,21 @@ def test_leaf_sums_match_numpy():
 
 
 # ------------------------------------------------------ packed histogram kernel
-def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=256):
+def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=256,
+                     row_wise=False):
     n, n_features = X.shape
     acc = np.full((3, n_features * 256), 77, np.int64)  # garbage: must be reset
     cnt = np.full((3, n_features * 256), 5, np.uint32)
     out = np.full((n_features, n_bins), 9, dtype=HISTOGRAM_DTYPE)
     build_histogram_packed(X, rows, packed, np.empty(n, np.int64), g_exp, h_exp,
-                           constant, acc, cnt, out, n_threads)
+                           constant, acc, cnt, out, n_threads,
+                           np.ascontiguousarray(X) if row_wise else None)
     return out
 
 
 @pytest.mark.parametrize("constant_hessian", [False, True])
 @pytest.mark.parametrize("n_features", [1, 3, 13, 29])
-@pytest.mark.parametrize("n_rows", [0, 1, 700, 20_000, None])
+@pytest.mark.parametrize("n_rows", [0, 1, 700, 1400, 20_000, None])
 def test_packed_histogram_matches_brute_force_and_float_kernel(constant_hessian,
                                                                n_features, n_rows):
     rng = np.random.default_rng(n_features)
@@ -138,8 +140,11 @@ def test_packed_histogram_matches_brute_force_and_float_kernel(constant_hessian,
         build_histogram(X, rows, gq, hq, np.empty(n, G_H_DTYPE), np.empty(n, G_H_DTYPE),
                         ref_float, 2)
     for n_threads in (1, 2, 3):
-        out = packed_histogram(X, rows, packed, 3, 4, constant, n_threads)
-        assert out.tobytes() == ref_float.tobytes()  # bit for bit
+        # row_wise: nodes under 5% of the rows read the row-major copy
+        for row_wise in (False, True):
+            out = packed_histogram(X, rows, packed, 3, 4, constant, n_threads,
+                                   row_wise=row_wise)
+            assert out.tobytes() == ref_float.tobytes()  # bit for bit
     for f in range(n_features):  # brute force
         codes = X[idx, f].astype(np.intp)
         np.testing.assert_array_equal(out["count"][f], np.bincount(codes, minlength=256))
@@ -161,6 +166,12 @@ def test_packed_histogram_fewer_bins_and_bad_shapes():
         build_histogram_packed(X, None, packed, np.empty(5000, np.int64), 3, 4, 0.0,
                                np.empty((2, 10), np.int64), np.empty((2, 10), np.uint32),
                                ref, 2)
+    with pytest.raises(ValueError, match="shape of X_binned"):
+        build_histogram_packed(X, np.arange(3, dtype=SIZE_DTYPE), packed,
+                               np.empty(5000, np.int64), 3, 4, 0.0,
+                               np.empty((2, 1024), np.int64),
+                               np.empty((2, 1024), np.uint32), ref, 2,
+                               np.ascontiguousarray(X[:, :3]))
     with pytest.raises(ValueError, match="one row per feature"):
         build_histogram_packed(X, None, packed, np.empty(5000, np.int64), 3, 4, 0.0,
                                np.empty((2, 1024), np.int64),
