@@ -9,6 +9,10 @@ time to the missing direction, so they follow it too.
 Sparse (CSR) input takes the same traversal: each thread scatters a row into a
 dense scratch row of zeros, walks the trees and zeroes the touched entries
 again, so results are bit-identical to the dense kernels on ``X.toarray()``.
+
+Dense batches of rows walk a packed copy of the forest instead (``pack_forest``,
+``predict_forest_packed_add``, at the end): the same routing on order-preserving
+integer keys, bit-identical sums, several times faster.
 """
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
@@ -381,3 +385,269 @@ def predict_forest_csr_add(
                  &indices[0] if indices.shape[0] else NULL,
                  &indptr[0], n, scratch, &out[0, 0], out.strides[0] // sizeof(double),
                  n_threads)
+
+
+# ----------------------------------------------------------------- packed forest
+# Batch prediction walks a compact copy of the forest (``pack_forest``). A block
+# of rows is first turned into order-preserving unsigned keys, stored by
+# "slot" (a feature the forest reads, with NaN as the smallest or the largest
+# key, or as a category code). A step is then a single integer compare plus
+# index arithmetic, without branches: the children of a node are adjacent
+# (right = left + 1) and a leaf loops to itself, so LANES rows walk a tree in
+# lockstep for as many steps as the tree is deep (unrolled, their loads overlap).
+# About 7 instructions a step, against a mispredicted branch per node before.
+from libc.stdint cimport uint64_t, uint32_t, uint8_t
+from libc.string cimport memcpy
+
+cdef packed struct cnode:
+    uint64_t threshold  # go right iff key > threshold (a leaf, categorical: 2**64 - 1)
+    uint32_t slot       # the slot's keys start at slot * BLOCK in a block
+    uint32_t left       # local index of the left child; a leaf: its own
+
+CNODE_DTYPE = np.dtype([("threshold", np.uint64), ("slot", np.uint32), ("left", np.uint32)])
+assert CNODE_DTYPE.itemsize == sizeof(cnode)
+
+DEF LANES = 8       # rows walking a tree together: 16 measured no faster
+DEF BLOCK = 32      # rows through every tree before the next (64: same speed)
+DEF CAT_WORDS = 16  # a node's go-right bits: 256 codes + 1 (invalid), padded to 16
+
+# Slot kinds: NaN goes left (key 0), right (key 2**64 - 1), a category code.
+DEF SLOT_NAN_LEFT = 0
+DEF SLOT_NAN_RIGHT = 1
+DEF SLOT_CODE = 2
+
+
+cdef inline uint64_t _key(double x) noexcept nogil:
+    """Unsigned key in the order of the values: 2**52 - 1 (-inf) to 2**64 - 2**52
+    (+inf); -0.0 one below 0.0. Not for NaN."""
+    cdef uint64_t b
+    memcpy(&b, &x, 8)
+    return b ^ ((0 - (b >> 63)) | (<uint64_t> 1 << 63))
+
+
+def pack_forest(const node_struct[::1] nodes, const long long[::1] tree_starts,
+                const long long[::1] bitset_starts, const BITSET_WORD_C[:, ::1] cat_bitsets):
+    """The forest packed for ``predict_forest_packed_add``, from the trees
+    concatenated as for ``predict_forest_add``.
+
+    Returns ``(cnodes, values, depths, bits, slot_features, slot_kinds)``:
+    compact nodes (tree ``t`` keeps offset ``tree_starts[t]``, its nodes
+    renumbered breadth first), leaf values by node, tree depths, each node's
+    go-right bits (shape (n_nodes, 16) if any node is categorical, else (1,
+    16)) and the feature and kind of each slot. None if a threshold is NaN
+    (the reference kernel sends every number right there; keys cannot).
+    """
+    cdef Py_ssize_t n_nodes = nodes.shape[0], n_trees = tree_starts.shape[0]
+    cdef Py_ssize_t t, base, size, head, count, o, j, row, w, depth
+    cdef const node_struct* nd
+    cdef cnode* pk
+    cdef int kind
+    cnodes_arr = np.zeros(n_nodes, dtype=CNODE_DTYPE)
+    values_arr = np.zeros(n_nodes, dtype=np.float64)
+    depths_arr = np.zeros(n_trees, dtype=np.intp)
+    order_arr = np.zeros((max(n_nodes, 1), 2), dtype=np.intp)  # (node, depth)
+    cdef cnode* cnodes = <cnode*> <size_t> cnodes_arr.ctypes.data
+    cdef double[::1] values = values_arr
+    cdef Py_ssize_t[::1] depths = depths_arr
+    cdef Py_ssize_t[:, ::1] order = order_arr
+    cdef bint has_cat = False
+    for j in range(n_nodes):
+        has_cat |= nodes[j].is_categorical and not nodes[j].is_leaf
+    bits_arr = np.zeros((n_nodes if has_cat else 1, CAT_WORDS), dtype=np.uint32)
+    cdef uint32_t[:, ::1] bits = bits_arr
+    slots = {}  # (feature, kind) -> slot
+    for t in range(n_trees):
+        base = tree_starts[t]
+        size = (tree_starts[t + 1] if t + 1 < n_trees else n_nodes) - base
+        if base < 0 or size <= 0 or base + size > n_nodes:
+            raise ValueError("tree_starts must be increasing offsets into nodes.")
+        # breadth first: each internal node's children take the next two places
+        order[0, 0], order[0, 1] = 0, 0
+        head, count = 0, 1
+        while head < count:
+            o, depth = order[head, 0], order[head, 1]
+            nd = &nodes[base + o]
+            j = base + head
+            pk = &cnodes[j]
+            pk.threshold = ~(<uint64_t> 0)
+            if nd.is_leaf:  # every key goes left: the leaf itself
+                pk.slot = 0
+                pk.left = head
+                values[j] = nd.value
+                if depth > depths[t]:
+                    depths[t] = depth
+            else:
+                if count + 2 > size or nd.left >= size or nd.right >= size:
+                    raise ValueError(f"Tree {t} is not a binary tree of {size} nodes.")
+                if nd.is_categorical:
+                    kind = SLOT_CODE
+                    row = bitset_starts[t] + nd.bitset_idx
+                    for w in range(8):
+                        bits[j, w] = ~cat_bitsets[row, w]
+                    bits[j, 8] = 0 if nd.missing_go_to_left else 1  # code 256
+                else:
+                    if nd.num_threshold != nd.num_threshold:
+                        return None
+                    kind = SLOT_NAN_LEFT if nd.missing_go_to_left else SLOT_NAN_RIGHT
+                    # x <= T iff key(x) <= key(T) (-0.0 as 0.0: they are equal)
+                    pk.threshold = _key(nd.num_threshold + 0.0)
+                pk.slot = slots.setdefault((nd.feature_idx, kind), len(slots)) * BLOCK
+                pk.left = count
+                order[count, 0], order[count, 1] = nd.left, depth + 1
+                order[count + 1, 0], order[count + 1, 1] = nd.right, depth + 1
+                count += 2
+            head += 1
+    if len(slots) * BLOCK > 0xFFFFFFFF:
+        return None
+    slot_features = np.zeros(len(slots), dtype=np.intp)
+    slot_kinds = np.zeros(len(slots), dtype=np.uint8)
+    for (f, k), s in slots.items():
+        slot_features[s], slot_kinds[s] = f, k
+    return cnodes_arr, values_arr, depths_arr, bits_arr, slot_features, slot_kinds
+
+
+cdef inline size_t _step(const cnode* tree, const uint32_t* bits, size_t i,
+                         const uint64_t* keys, bint has_cat) noexcept nogil:
+    """The child of ``tree[i]`` a row goes to (a leaf: itself); ``keys + s * BLOCK``
+    is the row's key in slot ``s``."""
+    cdef const cnode* nd = &tree[i]
+    cdef uint64_t k = keys[nd.slot]
+    cdef size_t right = k > nd.threshold
+    if has_cat:
+        # A categorical node's threshold sends every code left and its bits
+        # send a code right; other nodes' bits are 0: no branch on the kind.
+        right += (bits[i * CAT_WORDS + ((k >> 5) & (CAT_WORDS - 1))] >> (k & 31)) & 1
+    return nd.left + right
+
+
+cdef inline void _walk(const cnode* tree, const uint32_t* bits, const uint64_t* keys,
+                       Py_ssize_t depth, size_t* leaves, bint has_cat) noexcept nogil:
+    """The leaves of the LANES rows whose keys are at ``keys + lane``."""
+    cdef size_t i0 = 0, i1 = 0, i2 = 0, i3 = 0, i4 = 0, i5 = 0, i6 = 0, i7 = 0
+    cdef Py_ssize_t d
+    for d in range(depth):
+        i0 = _step(tree, bits, i0, keys, has_cat)
+        i1 = _step(tree, bits, i1, keys + 1, has_cat)
+        i2 = _step(tree, bits, i2, keys + 2, has_cat)
+        i3 = _step(tree, bits, i3, keys + 3, has_cat)
+        i4 = _step(tree, bits, i4, keys + 4, has_cat)
+        i5 = _step(tree, bits, i5, keys + 5, has_cat)
+        i6 = _step(tree, bits, i6, keys + 6, has_cat)
+        i7 = _step(tree, bits, i7, keys + 7, has_cat)
+    leaves[0], leaves[1], leaves[2], leaves[3] = i0, i1, i2, i3
+    leaves[4], leaves[5], leaves[6], leaves[7] = i4, i5, i6, i7
+
+
+cdef inline void _fill_block(const floating[:, :] X, Py_ssize_t start, Py_ssize_t nb,
+                             const Py_ssize_t* slot_features, const uint8_t* slot_kinds,
+                             Py_ssize_t n_slots, uint64_t* keys) noexcept nogil:
+    """The keys of rows ``start:start + nb`` by slot. A category code is 256 for
+    anything but an integer 0..255 (NaN too). Lanes past ``nb`` (up to a whole
+    walk) get key 0; their leaves are not used."""
+    cdef Py_ssize_t s, r, f, stop = (nb + LANES - 1) // LANES * LANES
+    cdef double x
+    cdef uint64_t nan_mask
+    cdef uint64_t* col
+    cdef uint8_t kind
+    for s in range(n_slots):
+        col = keys + s * BLOCK
+        f, kind = slot_features[s], slot_kinds[s]
+        for r in range(nb):
+            x = X[start + r, f]
+            if kind == SLOT_CODE:
+                col[r] = (<unsigned int> x if x >= 0.0 and x < 256.0
+                          and x == <double> <unsigned int> x else 256)
+            else:
+                nan_mask = 0 - <uint64_t> (x != x)
+                if kind == SLOT_NAN_LEFT:
+                    col[r] = _key(x) & ~nan_mask
+                else:
+                    col[r] = _key(x) | nan_mask
+        for r in range(nb, stop):
+            col[r] = 0
+
+
+cdef inline void _packed_block(
+    const cnode* cnodes, const double* values, const Py_ssize_t* depths,
+    const uint32_t* bits, const long long* tree_starts, const int* tree_outputs,
+    Py_ssize_t n_trees, const uint64_t* keys, Py_ssize_t nb, double* out,
+    Py_ssize_t out_stride, bint has_cat,
+) noexcept nogil:
+    """``out[tree_outputs[t] * out_stride + r] += tree_t(row r)`` for the ``nb``
+    rows of a filled block, trees in order: each row's sum as the reference's."""
+    cdef size_t leaves[LANES]
+    cdef Py_ssize_t g, t, l, m
+    cdef const double* vals
+    cdef double* o
+    for t in range(n_trees):
+        vals = values + tree_starts[t]
+        o = out + tree_outputs[t] * out_stride
+        for g in range(0, nb, LANES):
+            _walk(cnodes + tree_starts[t], bits + tree_starts[t] * CAT_WORDS if has_cat
+                  else bits, keys + g, depths[t], leaves, has_cat)
+            m = nb - g if nb - g < LANES else LANES
+            for l in range(m):
+                o[g + l] += vals[leaves[l]]
+
+
+def predict_forest_packed_add(
+    const cnode[::1] cnodes,
+    const double[::1] values,
+    const Py_ssize_t[::1] depths,
+    const uint32_t[:, ::1] bits,
+    const Py_ssize_t[::1] slot_features,
+    const uint8_t[::1] slot_kinds,
+    const long long[::1] tree_starts,
+    const int[::1] tree_outputs,
+    const floating[:, :] X,
+    Y_DTYPE_C[:, ::1] out,
+    int n_threads,
+):
+    """``predict_forest_add`` on the forest packed by ``pack_forest``: the same
+    sums bit for bit, several times faster on many rows (any layout of X).
+
+    Blocks of BLOCK rows go through every tree in order, their keys in L1;
+    threads take whole blocks, so the result does not depend on their number.
+    """
+    cdef Py_ssize_t n = X.shape[0], n_trees = tree_starts.shape[0]
+    cdef Py_ssize_t n_nodes = cnodes.shape[0], n_slots = slot_features.shape[0]
+    cdef Py_ssize_t n_blocks = (n + BLOCK - 1) // BLOCK, b, start, nb, s
+    cdef Py_ssize_t out_stride = out.strides[0] // sizeof(double)
+    cdef bint has_cat = bits.shape[0] > 1
+    cdef uint64_t* keys
+    _check_forest(n_trees, tree_outputs, tree_starts, out, n)
+    if values.shape[0] != n_nodes or slot_kinds.shape[0] != n_slots:
+        raise ValueError("values and cnodes, slot_kinds and slot_features must have "
+                         "the same length.")
+    if bits.shape[1] != CAT_WORDS or bits.shape[0] not in (1, n_nodes):
+        raise ValueError(f"bits must have shape (1 or {n_nodes}, {CAT_WORDS}).")
+    for s in range(n_slots):
+        if not 0 <= slot_features[s] < X.shape[1] or slot_kinds[s] > SLOT_CODE:
+            raise ValueError(f"Slot {s} reads feature {slot_features[s]} (kind "
+                             f"{slot_kinds[s]}); X has {X.shape[1]} features.")
+    for s in range(n_trees):
+        if not 0 <= tree_starts[s] < n_nodes:
+            raise ValueError(f"Tree {s} starts at {tree_starts[s]}, past {n_nodes} nodes.")
+    if n == 0 or n_trees == 0:
+        return
+    if n_threads < 1 or n < MIN_PARALLEL_ROWS:
+        n_threads = 1
+    # one slot more than read: leaves read slot 0 even where there is none
+    cdef uint64_t[:, ::1] scratch = np.zeros((n_threads, (n_slots + 1) * BLOCK),
+                                             dtype=np.uint64)
+    # dynamic: a thread slowed by another process does not hold up the others
+    with nogil, parallel(num_threads=n_threads):
+        for b in prange(n_blocks, schedule='dynamic', chunksize=4):
+            start = b * BLOCK
+            nb = n - start if n - start < BLOCK else BLOCK
+            keys = &scratch[threadid(), 0]
+            _fill_block(X, start, nb, &slot_features[0] if n_slots else NULL,
+                        &slot_kinds[0] if n_slots else NULL, n_slots, keys)
+            if has_cat:
+                _packed_block(&cnodes[0], &values[0], &depths[0], &bits[0, 0],
+                              &tree_starts[0], &tree_outputs[0], n_trees, keys, nb,
+                              &out[0, start], out_stride, True)
+            else:
+                _packed_block(&cnodes[0], &values[0], &depths[0], &bits[0, 0],
+                              &tree_starts[0], &tree_outputs[0], n_trees, keys, nb,
+                              &out[0, start], out_stride, False)

@@ -18,7 +18,7 @@ from .bundling import DenseSource, SparseSource, build_layout
 from .categorical import validate_X
 from .early_stopping import Scorer, should_stop, split_validation
 from .grower import TreeGrower
-from .predictor import ForestPredictor
+from .predictor import PACKED_MIN_ROWS, ForestPredictor
 from .persistence import pickle_state, save_model, unpickle_state
 from .sampling import FeatureSampler, RowSampler
 from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
@@ -26,10 +26,14 @@ from .training_data import LocalTrainingData
 
 # early_stopping='auto' turns on above this many rows.
 AUTO_EARLY_STOPPING_ROWS = 10_000
-# Inputs below this many rows are predicted by one kernel call over all trees
-# (ForestPredictor); larger ones tree by tree, which keeps each tree in cache
-# (measured crossover 200-500 rows, benchmarks/RESULTS.md).
-FOREST_MAX_ROWS = 256
+# Prediction is one kernel call over all trees (ForestPredictor): dense inputs
+# below this many rows walk them row by row, larger ones through the packed
+# forest (measured crossover 4-8 rows, benchmarks/RESULTS.md).
+FOREST_MAX_ROWS = PACKED_MIN_ROWS
+# Inputs of this many rows check that the cached forest holds the current tree
+# objects (a tree replaced after fit is seen); smaller ones skip the O(n_trees)
+# check for latency.
+FOREST_CHECK_ROWS = 256
 # Quantized gradient sums live in 32-bit lanes: rows x (bins + 1) must stay
 # below 2**31.
 MAX_GRAD_QUANT_BINS = 1024
@@ -463,24 +467,24 @@ class BaseHistGBDT(BaseEstimator):
 
     def _raw_predict_validated(self, X, n_threads):
         out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
-        # CSR rows are scattered into a dense row once for all trees, not per tree.
-        if X.shape[0] >= FOREST_MAX_ROWS and not sp.issparse(X):
-            return self._raw_from_trees(out, X=X, n_threads=n_threads)
         out[:] = self._baseline_prediction[:, None]
-        return self._forest().predict_add(X, out, n_threads)
+        forest = self._forest(check_trees=X.shape[0] >= FOREST_CHECK_ROWS)
+        return forest.predict_add(X, out, n_threads)
 
     def _set_forest(self):
-        """Pack the fitted trees for small predictions (after fit or loading):
+        """Pack the fitted trees for prediction (after fit or loading):
         ``predict`` itself must not change the estimator."""
         self._forest_cache = (self._predictors, len(self._predictors),
                               ForestPredictor(self._predictors))
 
-    def _forest(self):
-        """Every tree in one ForestPredictor (packed anew if the trees changed)."""
+    def _forest(self, check_trees=False):
+        """Every tree in one ForestPredictor (packed anew if the trees changed;
+        with ``check_trees``, also if a round holds other tree objects)."""
         cache = getattr(self, "_forest_cache", None)
         # the list itself (not its id) is kept, so a new list is always noticed
         if (cache is None or cache[0] is not self._predictors
-                or cache[1] != len(self._predictors)):
+                or cache[1] != len(self._predictors)
+                or (check_trees and not cache[2].holds(self._predictors))):
             return ForestPredictor(self._predictors)
         return cache[2]
 

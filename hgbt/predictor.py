@@ -2,9 +2,15 @@
 import numpy as np
 import scipy.sparse as sp
 
-from ._predictor import (predict_add, predict_binned_add, predict_csr_add,
-                         predict_forest_add, predict_forest_csr_add)
+from ._predictor import (pack_forest, predict_add, predict_binned_add, predict_csr_add,
+                         predict_forest_add, predict_forest_csr_add,
+                         predict_forest_packed_add)
 from ._types import BITSET_DTYPE, BITSET_WORDS, Y_DTYPE
+
+# Dense inputs of at least this many rows take the packed forest (blocks of rows
+# walk each tree in lockstep, branch-free); smaller ones are walked row by row,
+# which is faster below 4-8 rows (benchmarks/RESULTS.md).
+PACKED_MIN_ROWS = 8
 
 
 def _csr_parts(X):
@@ -87,11 +93,12 @@ class TreePredictor:
 
 
 class ForestPredictor:
-    """Every tree of a model packed into one node array, predicted in one kernel call.
+    """Every tree of a model in one node array, predicted in one kernel call.
 
     Bit-identical to adding the trees one by one (each output adds its trees
-    in the same order). Used for small inputs, where a Python call per tree
-    would cost more than the trees (single-row latency).
+    in the same order). Dense inputs of ``PACKED_MIN_ROWS`` rows or more walk
+    a compact copy of the forest (``packed``, see ``_predictor.pack_forest``);
+    smaller ones and CSR input walk the node array row by row.
 
     Parameters
     ----------
@@ -114,13 +121,27 @@ class ForestPredictor:
             [np.zeros((0, BITSET_WORDS), dtype=BITSET_DTYPE)]
             + [tree.cat_bitsets for _, tree in trees]), dtype=BITSET_DTYPE)
         self.n_trees = len(trees)
+        self._trees = [(tree, tree.nodes, tree.cat_bitsets) for _, tree in trees]
+        # None where the compact walk cannot follow (a NaN threshold)
+        self.packed = (pack_forest(self.nodes, self.tree_starts, self.bitset_starts,
+                                   self.cat_bitsets) if trees else None)
+
+    def holds(self, rounds):
+        """Whether this forest was packed from these very trees (and arrays)."""
+        trees = [tree for trees in rounds for tree in trees]
+        return len(trees) == len(self._trees) and all(
+            a is tree and b is tree.nodes and c is tree.cat_bitsets
+            for tree, (a, b, c) in zip(trees, self._trees))
 
     def predict_add(self, X, out, n_threads=1):
         """Add every tree's prediction on raw ``X`` (dense or CSR) to ``out`` of
         shape (K, n_samples)."""
         csr = _csr_parts(X)
         if self.n_trees:
-            if csr is None:
+            if csr is None and self.packed is not None and X.shape[0] >= PACKED_MIN_ROWS:
+                predict_forest_packed_add(*self.packed, self.tree_starts, self.tree_outputs,
+                                          X, out, n_threads)
+            elif csr is None:
                 predict_forest_add(self.nodes, self.tree_starts, self.tree_outputs,
                                    self.bitset_starts, self.cat_bitsets, X, out,
                                    n_threads)

@@ -440,3 +440,248 @@ def test_csr_invalid_input_raises():
         predict_forest_csr_add(nodes, np.zeros(1, np.int64), np.zeros(1, np.int32),
                                np.zeros(1, np.int64), np.zeros((0, 8), np.uint32),
                                data, indices, indptr, 3, np.zeros((1, 2)), 1)
+
+
+# ------------------------------------------------------------- packed forest
+# The packed kernel (blocks of rows, integer keys, branch-free lockstep walk)
+# against the reference: tree-by-tree ``predict_add`` (one row at a time down
+# the node array), itself checked above against the pure-Python traversal.
+def edge_X(rng, n_samples, n_features, cat_features=(), dtype=np.float64):
+    """random_X plus signed zeros, subnormals, huge values (inf in float32) and,
+    in the category columns, codes 0..255 mixed with every kind of invalid value."""
+    X = random_X(rng, n_samples, n_features)
+    special = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-310, 1e300, -1e300, 3.4e38, 1e-40])
+    mask = rng.random(X.shape) < 0.08
+    X[mask] = rng.choice(special, mask.sum())
+    for f in cat_features:
+        X[:, f] = rng.choice(
+            [0, 0, 1, 2, 3, 7, 31, 32, 33, 64, 200, 254, 255, 256, 300, -1, -0.0, 2.5,
+             1e10, -1e10, np.nan, np.inf, -np.inf], n_samples)
+    with np.errstate(over="ignore"):
+        return X.astype(dtype)
+
+
+def random_cat_tree(rng, n_features, X_pool, cat_features, max_depth=7, leaf_prob=0.2):
+    """random_tree whose splits on ``cat_features`` are categorical, with random
+    left sets; numeric thresholds also include ±0.0 and values between data
+    points (not float32-exact). Returns (nodes, cat_bitsets)."""
+    nodes = random_tree(rng, n_features, X_pool, max_depth, leaf_prob)
+    internal = np.flatnonzero(nodes["is_leaf"] == 0)
+    bitsets = []
+    for i in internal:
+        f = int(nodes["feature_idx"][i])
+        if f in cat_features:
+            nodes["is_categorical"][i] = 1
+            nodes["bitset_idx"][i] = len(bitsets)
+            bitsets.append(rng.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32))
+        elif rng.random() < 0.2:
+            nodes["num_threshold"][i] = rng.choice([0.0, -0.0, 1e-310, -5e-324])
+        elif rng.random() < 0.2:
+            nodes["num_threshold"][i] = np.nextafter(nodes["num_threshold"][i], 0.0)
+    return nodes, np.array(bitsets, dtype=np.uint32).reshape(-1, 8)
+
+
+def random_rounds(rng, n_rounds, n_outputs, n_features, X_pool, cat_features=()):
+    """``n_rounds`` rounds of ``n_outputs`` random trees; some are single leaves."""
+    rounds = []
+    for _ in range(n_rounds):
+        trees = []
+        for _ in range(n_outputs):
+            if rng.random() < 0.1:
+                nodes = np.zeros(1, dtype=NODE_DTYPE)
+                nodes[0]["value"], nodes[0]["is_leaf"] = rng.normal(), 1
+                trees.append(TreePredictor(nodes))
+            else:
+                trees.append(TreePredictor(*random_cat_tree(rng, n_features, X_pool,
+                                                            cat_features)))
+        rounds.append(trees)
+    return rounds
+
+
+def tree_by_tree(rounds, X, base, n_threads=1):
+    """The reference: the baseline, then each tree's ``predict_add`` in order."""
+    out = np.repeat(base[:, None], X.shape[0], axis=1)
+    for trees in rounds:
+        for k, tree in enumerate(trees):
+            tree.predict_add(X, out[k], n_threads)
+    return out
+
+
+def packed_add(forest, X, base, n_threads):
+    from hgbt._predictor import predict_forest_packed_add
+
+    out = np.repeat(base[:, None], X.shape[0], axis=1)
+    predict_forest_packed_add(*forest.packed, forest.tree_starts, forest.tree_outputs, X,
+                              out, n_threads)
+    return out
+
+
+def test_reference_traversal_of_categorical_nodes():
+    # The reference kernel's categorical rule, against Python: a value goes left
+    # iff it is an integer code 0..255 whose bit is set; anything else follows
+    # missing_go_to_left.
+    rng = np.random.default_rng(30)
+    X = edge_X(rng, 600, 3, cat_features=(1,))
+    nodes, bitsets = random_cat_tree(rng, 3, X, cat_features=(1,))
+    assert nodes["is_categorical"].any()
+
+    def go(x):
+        i = 0
+        while not nodes["is_leaf"][i]:
+            v = float(x[int(nodes["feature_idx"][i])])
+            if math.isnan(v):
+                left = bool(nodes["missing_go_to_left"][i])
+            elif nodes["is_categorical"][i]:
+                if 0 <= v < 256 and v == int(v):
+                    word = bitsets[nodes["bitset_idx"][i], int(v) // 32]
+                    left = bool((int(word) >> (int(v) % 32)) & 1)
+                else:
+                    left = bool(nodes["missing_go_to_left"][i])
+            else:
+                left = v <= float(nodes["num_threshold"][i])
+            i = int(nodes["left"][i] if left else nodes["right"][i])
+        return float(nodes["value"][i])
+
+    np.testing.assert_array_equal(TreePredictor(nodes, bitsets).predict(X),
+                                  [go(x) for x in X])
+
+
+@pytest.mark.parametrize("with_cat", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_packed_forest_equals_tree_by_tree(with_cat, dtype, order):
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(31 + with_cat)
+    cat = (2, 5) if with_cat else ()
+    X = np.asarray(edge_X(rng, 1000, 7, cat, dtype), order=order)
+    rounds = random_rounds(rng, 6, 3, 7, X.astype(np.float64), cat)
+    forest = ForestPredictor(rounds)
+    assert forest.packed is not None
+    assert (forest.packed[3].shape[0] > 1) == with_cat  # the categorical walk or not
+    base = rng.normal(size=3)
+    expected = tree_by_tree(rounds, X, base)
+    # odd sizes around the lane (8) and block (32) multiples, 0 and 1 row
+    for n in (0, 1, 5, 8, 31, 33, 67, 1000):
+        for n_threads in (1, 2):
+            got = packed_add(forest, X[:n], base, n_threads)
+            assert got.tobytes() == expected[:, :n].tobytes(), (n, n_threads)
+    # through ForestPredictor.predict_add (which picks the kernel by size)
+    for n in (3, 500):
+        out = np.repeat(base[:, None], n, axis=1)
+        assert forest.predict_add(X[:n], out, 2).tobytes() == expected[:, :n].tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_packed_forest_parallel_path_thread_independent(dtype):
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(33)
+    X = edge_X(rng, 5003, 6, (4,), dtype)  # >= 2048 rows: threads share blocks
+    rounds = random_rounds(rng, 10, 2, 6, X.astype(np.float64), (4,))
+    forest = ForestPredictor(rounds)
+    base = rng.normal(size=2)
+    expected = tree_by_tree(rounds, X, base)
+    for n_threads in (1, 2, 3):
+        assert packed_add(forest, X, base, n_threads).tobytes() == expected.tobytes()
+
+
+def test_packed_forest_strided_and_reversed_X():
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(34)
+    big = edge_X(rng, 900, 12, (2,))
+    rounds = random_rounds(rng, 5, 1, 6, big, (1,))
+    forest = ForestPredictor(rounds)
+    base = np.array([0.25])
+    big32 = edge_X(rng, 900, 12, (2,), np.float32)
+    for X in (big[::3, ::2], big[::-1, :6], big32[:, 5::-1], big32[::-2, 1:7]):
+        assert not X.flags.c_contiguous and not X.flags.f_contiguous
+        assert packed_add(forest, X, base, 2).tobytes() == \
+            tree_by_tree(rounds, X, base).tobytes()
+
+
+def test_packed_forest_of_fitted_models():
+    # Multiclass with NaN and a categorical feature, the estimator's own path
+    # (ForestPredictor via predict) against tree by tree, every layout.
+    from hgbt import HistGBDTClassifier, HistGBDTRegressor
+
+    rng = np.random.default_rng(35)
+    X = rng.standard_normal((4000, 6))
+    X[:, 4] = rng.integers(0, 30, 4000)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 4] % 3 == 0)
+    y_reg = X[:, 1] + X[:, 0] ** 2
+    X[rng.random(X.shape) < 0.1] = np.nan
+    clf = HistGBDTClassifier(max_iter=25, categorical_features=[4], early_stopping=False,
+                             random_state=0).fit(X, y)
+    reg = HistGBDTRegressor(max_iter=25, early_stopping=False, random_state=0).fit(X, y_reg)
+    for model in (clf, reg):
+        base = model._baseline_prediction
+        for dtype in (np.float64, np.float32):
+            for order in ("C", "F"):
+                x = np.asarray(X[:2999], dtype=dtype, order=order)
+                expected = tree_by_tree(model._predictors, x, base)
+                got = model._raw_predict(x)
+                assert got.tobytes() == expected.tobytes()
+                assert model._raw_predict(x[:9]).tobytes() == expected[:, :9].tobytes()
+
+
+def test_forest_holds_its_trees():
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(38)
+    rounds = random_rounds(rng, 3, 2, 4, random_X(rng, 50, 4))
+    forest = ForestPredictor(rounds)
+    assert forest.holds(rounds) and forest.holds([list(r) for r in rounds])
+    assert not forest.holds(rounds[:2])
+    swapped = [list(r) for r in rounds]
+    swapped[1][0] = TreePredictor(swapped[1][0].nodes.copy())
+    assert not forest.holds(swapped)
+
+
+def test_packed_forest_only_leaves_and_nan_threshold():
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(36)
+    X = random_X(rng, 50, 3)
+    leaf = np.zeros(1, dtype=NODE_DTYPE)
+    leaf[0]["value"], leaf[0]["is_leaf"] = 1.5, 1
+    rounds = [[TreePredictor(leaf.copy())] for _ in range(3)]
+    forest = ForestPredictor(rounds)
+    assert forest.packed[5].size == 0  # no slot read
+    np.testing.assert_array_equal(packed_add(forest, X, np.zeros(1), 1), np.full((1, 50), 4.5))
+    # no features at all
+    np.testing.assert_array_equal(packed_add(forest, np.zeros((40, 0)), np.zeros(1), 2),
+                                  np.full((1, 40), 4.5))
+    # a NaN threshold sends every number right: not expressible by keys, so the
+    # forest keeps the row-by-row walk (same result as tree by tree)
+    nodes = random_tree(rng, 3, X)
+    nodes["num_threshold"][0] = np.nan
+    rounds = [[TreePredictor(nodes)]]
+    forest = ForestPredictor(rounds)
+    assert forest.packed is None
+    np.testing.assert_array_equal(forest.predict_add(X, np.zeros((1, 50))),
+                                  tree_by_tree(rounds, X, np.zeros(1)))
+
+
+def test_packed_forest_invalid_input_raises():
+    from hgbt._predictor import predict_forest_packed_add
+    from hgbt.predictor import ForestPredictor
+
+    rng = np.random.default_rng(37)
+    X = random_X(rng, 40, 4)
+    forest = ForestPredictor(random_rounds(rng, 2, 1, 4, X))
+    cnodes, values, depths, bits, slot_features, slot_kinds = forest.packed
+    args = (forest.tree_starts, forest.tree_outputs)
+    out = np.zeros((1, 40))
+    with pytest.raises(ValueError, match="features"):
+        predict_forest_packed_add(*forest.packed, *args, X[:, :int(slot_features.max())],
+                                  out, 1)
+    with pytest.raises(ValueError, match="out has"):
+        predict_forest_packed_add(*forest.packed, *args, X, np.zeros((1, 39)), 1)
+    with pytest.raises(ValueError, match="same length"):
+        predict_forest_packed_add(cnodes, values[:-1], depths, bits, slot_features,
+                                  slot_kinds, *args, X, out, 1)
+    with pytest.raises(ValueError, match="bits must have shape"):
+        predict_forest_packed_add(cnodes, values, depths, np.zeros((2, 16), np.uint32),
+                                  slot_features, slot_kinds, *args, X, out, 1)
