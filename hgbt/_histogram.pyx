@@ -172,6 +172,8 @@ cdef inline void _packed_rows(
     cdef int k
     cdef int64_t v
     cdef X_BINNED_DTYPE_C b
+    # two loops rather than ``rows[i] if rows else i`` per row: the test in
+    # the hot loop cost a third of the kernel's time
     if rows == NULL:
         for i in range(lo, hi):
             v = packed[i]

@@ -248,20 +248,20 @@ class LocalTrainingData:
         With quantized histograms, leaf values are refit from these: the
         split search used the quantized sums, the leaf values do not.
         """
-        ranges = np.array([self._ranges[k] for k in leaf_ids], dtype=SIZE_DTYPE)
         sum_gradients = np.empty(len(leaf_ids))
         sum_hessians = np.empty(len(leaf_ids))
-        leaf_sums(self._rows, np.ascontiguousarray(ranges[:, 0]),
-                  np.ascontiguousarray(ranges[:, 1]), self._gradients, self._hessians,
-                  sum_gradients, sum_hessians, self.n_threads)
+        leaf_sums(self._rows, *self._leaf_ranges(leaf_ids), self._gradients,
+                  self._hessians, sum_gradients, sum_hessians, self.n_threads)
         return sum_gradients, sum_hessians
+
+    def _leaf_ranges(self, leaf_ids):
+        # (starts, stops) of the leaves' slices of the row-index array
+        ranges = np.array([self._ranges[k] for k in leaf_ids], dtype=SIZE_DTYPE)
+        return np.ascontiguousarray(ranges[:, 0]), np.ascontiguousarray(ranges[:, 1])
 
     def add_leaf_values(self, raw_predictions, leaf_ids, leaf_values):
         """Add each leaf's value to the raw predictions of the rows it holds."""
-        ranges = np.array([self._ranges[k] for k in leaf_ids], dtype=SIZE_DTYPE)
-        add_leaf_values(raw_predictions, self._rows,
-                        np.ascontiguousarray(ranges[:, 0]),
-                        np.ascontiguousarray(ranges[:, 1]),
+        add_leaf_values(raw_predictions, self._rows, *self._leaf_ranges(leaf_ids),
                         np.ascontiguousarray(leaf_values, dtype=np.float64),
                         self.n_threads)
 
