@@ -299,11 +299,12 @@ def quantize_exponents(gradients, hessians, n_levels):
                          "or inf.")
     h_exponent = 0
     if hessians.shape[0] != 1:
-        if hessians.shape[0] and float(hessians.min()) < 0:
+        h_min = float(hessians.min()) if hessians.shape[0] else 0.0
+        if h_min < 0:
             raise ValueError("use_quantized_grad=True needs non-negative hessians; the "
                              "loss gave a negative one.")
-        h_max = max_abs(hessians)
-        if not math.isfinite(h_max):
+        h_max = float(hessians.max()) if hessians.shape[0] else 0.0
+        if not (math.isfinite(h_max) and math.isfinite(h_min)):
             raise ValueError("Quantized gradients need finite hessians; the loss gave "
                              "NaN or inf.")
         h_exponent = _largest_exponent(h_max, n_levels)

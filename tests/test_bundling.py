@@ -23,6 +23,7 @@ from hgbt.bundling import (MAX_BUNDLE_CODES, DenseSource, FeatureLayout, SparseS
 from hgbt.exact import grid_exponent
 from hgbt.sparse import bin_stored_entries
 from hgbt.training_data import LocalTrainingData
+from test_histogram import garbage_histogram, row_subsets  # shared kernel-test helpers
 
 MISSING_BIN = 255
 N_BINS = MISSING_BIN + 1
@@ -119,23 +120,6 @@ def sparse_histogram(csr, rows, g, h, default, bounds, n_bins, n_threads, width=
                            np.asarray(width, dtype=np.uint16),
                            np.asarray(bounds, dtype=np.uint32), out, n_threads)
     return out
-
-
-def garbage_histogram(n_cols, n_bins):
-    out = np.empty((n_cols, n_bins), dtype=HISTOGRAM_DTYPE)
-    out["sum_gradients"] = 123.0  # the kernel must overwrite, not accumulate
-    out["sum_hessians"] = -7.0
-    out["count"] = 99
-    return out
-
-
-def row_subsets(rng, n):
-    yield np.array([], dtype=np.intp)                       # empty node
-    yield np.array([rng.integers(n)])                       # single row
-    yield rng.permutation(n)[: n // 3]                      # arbitrary, unsorted
-    yield np.sort(rng.choice(n, n // 2, replace=False))     # sorted subset
-    yield rng.permutation(n)                                # all rows, shuffled
-    yield np.arange(n)[::-1]                                # reversed
 
 
 def column_codes(layout, c):

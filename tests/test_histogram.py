@@ -42,12 +42,18 @@ def assert_hist_close(hist, ref):
     np.testing.assert_allclose(hist["sum_hessians"], sh, rtol=1e-12, atol=1e-9)
 
 
+def garbage_histogram(n_cols, n_bins):
+    """An output array the kernels must overwrite, not accumulate into."""
+    out = np.empty((n_cols, n_bins), dtype=HISTOGRAM_DTYPE)
+    out["sum_gradients"] = 123.0
+    out["sum_hessians"] = -7.0
+    out["count"] = 99
+    return out
+
+
 def run_rows(X, rows, g, h, n_threads, n_bins=N_BINS, garbage=True):
-    out = np.empty((X.shape[1], n_bins), dtype=HISTOGRAM_DTYPE)
-    if garbage:  # the kernel must overwrite, not accumulate into, ``out``
-        out["sum_gradients"] = 123.0
-        out["sum_hessians"] = -7.0
-        out["count"] = 99
+    out = (garbage_histogram(X.shape[1], n_bins) if garbage
+           else np.empty((X.shape[1], n_bins), dtype=HISTOGRAM_DTYPE))
     og = np.full(max(len(rows), 1) + 3, np.nan, dtype=G_H_DTYPE)
     oh = np.full(max(len(rows), 1) + 3, np.nan, dtype=G_H_DTYPE)
     build_histogram(X, np.asarray(rows, dtype=SIZE_DTYPE), g, h, og, oh, out, n_threads)

@@ -219,21 +219,13 @@ def test_numeric_trees_need_no_bitsets():
 
 
 @pytest.mark.parametrize("n_rows", [1, 7, 300, 3000])
-def test_forest_predictor_equals_tree_by_tree(n_rows):
+def test_forest_predictor_equals_tree_by_tree(categorical_model, n_rows):
     # Multiclass, NaN and a categorical feature: one kernel call over all trees
     # must add exactly what the trees add one by one, in the same order.
-    from hgbt import HistGBDTClassifier
     from hgbt.predictor import ForestPredictor
 
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((3000, 4))
-    X[:, 3] = rng.integers(0, 9, 3000)
-    y = (X[:, 0] > 0).astype(int) + (X[:, 3] % 3 == 0)
-    X[rng.random(X.shape) < 0.05] = np.nan
-    model = HistGBDTClassifier(max_iter=15, categorical_features=[3], early_stopping=False,
-                               random_state=0).fit(X, y)
-    assert any(t.cat_bitsets.shape[0] for trees in model._predictors for t in trees)
-    x = X[:n_rows]
+    model = categorical_model
+    x = categorical_test_X(np.random.default_rng(n_rows), n_rows)
     expected = np.zeros((3, n_rows))
     for trees in model._predictors:
         for k, tree in enumerate(trees):
