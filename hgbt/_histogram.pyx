@@ -5,7 +5,7 @@ result does not depend on the number of threads.
 """
 from cython.parallel cimport prange
 from libc.math cimport ldexp
-from libc.stdint cimport int64_t, uint32_t
+from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from ._csr cimport first_at_least
@@ -152,9 +152,11 @@ DEF ACC_BINS = 256
 # Nodes with fewer than 1/ROW_WISE_RATIO of the rows read the row-major copy
 # of the bins: their rows are too far apart for column reads to share cache
 # lines (benchmarks/RESULTS.md).
-DEF ROW_WISE_RATIO = 20
+DEF ROW_WISE_RATIO = 10
 # Rows ahead whose bins are prefetched by the row-wise kernel.
 DEF PREFETCH_DISTANCE = 16
+# Row parts of one node (threads) at most.
+DEF MAX_PARTS = 256
 
 cdef extern from *:
     void __builtin_prefetch(const void*) noexcept nogil
@@ -162,8 +164,7 @@ cdef extern from *:
 
 cdef inline void _packed_rows(
     const X_BINNED_DTYPE_C* X, Py_ssize_t stride, const SIZE_C* rows,
-    SIZE_C lo, SIZE_C hi, const int64_t* packed, int n_block, bint counting,
-    int64_t* acc, uint32_t* cnt,
+    SIZE_C lo, SIZE_C hi, const int64_t* packed, int n_block, int64_t* acc,
 ) noexcept nogil:
     # n_block features at once: one load of the row's packed value feeds
     # several independent bins, so consecutive adds rarely wait on each
@@ -171,127 +172,142 @@ cdef inline void _packed_rows(
     cdef SIZE_C i, r
     cdef int k
     cdef int64_t v
-    cdef X_BINNED_DTYPE_C b
     # two loops rather than ``rows[i] if rows else i`` per row: the test in
     # the hot loop cost a third of the kernel's time
     if rows == NULL:
         for i in range(lo, hi):
             v = packed[i]
             for k in range(n_block):
-                b = X[k * stride + i]
-                acc[k * ACC_BINS + b] += v
-                if counting:
-                    cnt[k * ACC_BINS + b] += 1
+                acc[k * ACC_BINS + X[k * stride + i]] += v
     else:
         for i in range(lo, hi):
             r = rows[i]
             v = packed[i]
             for k in range(n_block):
-                b = X[k * stride + r]
-                acc[k * ACC_BINS + b] += v
-                if counting:
-                    cnt[k * ACC_BINS + b] += 1
+                acc[k * ACC_BINS + X[k * stride + r]] += v
 
 
 cdef void _packed_part(
     const X_BINNED_DTYPE_C* X, Py_ssize_t stride, int n_features, const SIZE_C* rows,
-    SIZE_C lo, SIZE_C hi, const int64_t* packed, bint counting, int64_t* acc,
-    uint32_t* cnt,
+    SIZE_C lo, SIZE_C hi, const int64_t* packed, int64_t* acc,
 ) noexcept nogil:
     # All features of rows [lo, hi), in blocks of 8, then 4, then 1 feature.
     cdef int f = 0, step
     cdef Py_ssize_t o
-    memset(acc, 0, n_features * ACC_BINS * sizeof(int64_t))
-    if counting:
-        memset(cnt, 0, n_features * ACC_BINS * sizeof(uint32_t))
     while f < n_features:
-        # literal block sizes, so each call's inner loop unrolls (and the
-        # loop-invariant ``counting`` test is hoisted by the compiler)
+        # literal block sizes, so each call's inner loop unrolls
         o = f * ACC_BINS
         if f + 8 <= n_features:
             step = 8
-            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 8, counting,
-                         acc + o, cnt + o)
+            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 8, acc + o)
         elif f + 4 <= n_features:
             step = 4
-            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 4, counting,
-                         acc + o, cnt + o)
+            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 4, acc + o)
         else:
             step = 1
-            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 1, counting,
-                         acc + o, cnt + o)
+            _packed_rows(X + f * stride, stride, rows, lo, hi, packed, 1, acc + o)
         f += step
 
 
 cdef void _packed_row_wise(
     const X_BINNED_DTYPE_C* X_rows, int n_features, const SIZE_C* rows, SIZE_C lo,
-    SIZE_C hi, const int64_t* packed, bint counting, int64_t* acc, uint32_t* cnt,
+    SIZE_C hi, const int64_t* packed, int64_t* acc,
 ) noexcept nogil:
     # One row's bins are adjacent: one cache line feeds every feature.
     # ``packed`` is indexed by row (no gather needed).
     cdef SIZE_C i
-    cdef int f
+    cdef int f, k
     cdef int64_t v
     cdef const X_BINNED_DTYPE_C* row
-    memset(acc, 0, n_features * ACC_BINS * sizeof(int64_t))
-    if counting:
-        memset(cnt, 0, n_features * ACC_BINS * sizeof(uint32_t))
     for i in range(lo, hi):
         if i + PREFETCH_DISTANCE < hi:
             __builtin_prefetch(X_rows + <Py_ssize_t>rows[i + PREFETCH_DISTANCE] * n_features)
             __builtin_prefetch(packed + rows[i + PREFETCH_DISTANCE])
         row = X_rows + <Py_ssize_t>rows[i] * n_features
         v = packed[rows[i]]
-        for f in range(n_features):
+        f = 0
+        while f + 8 <= n_features:  # a literal block the compiler unrolls
+            for k in range(8):
+                acc[(f + k) * ACC_BINS + row[f + k]] += v
+            f += 8
+        while f < n_features:
             acc[f * ACC_BINS + row[f]] += v
-            if counting:
-                cnt[f * ACC_BINS + row[f]] += 1
+            f += 1
+
+
+cdef inline void _decode(int64_t v, int h_shift, int g_shift, int64_t* lanes) noexcept nogil:
+    # lanes[0..2] += the gradient, hessian and count sums packed in ``v``;
+    # the low lanes are never negative, so the top one is ``v >> g_shift``.
+    lanes[0] += v >> g_shift
+    lanes[1] += (v >> h_shift) & (((<int64_t>1) << (g_shift - h_shift)) - 1)
+    lanes[2] += v & (((<int64_t>1) << h_shift) - 1)
+
+
+cdef void _flush(
+    int64_t* acc, int64_t* sums, Py_ssize_t n_entries, int h_shift, int g_shift,
+) noexcept nogil:
+    # Move a block's packed sums into the wide per-lane sums, emptying acc.
+    cdef Py_ssize_t j
+    for j in range(n_entries):
+        if acc[j] != 0:
+            _decode(acc[j], h_shift, g_shift, sums + 3 * j)
+            acc[j] = 0
 
 
 cdef void _packed_node_part(
     const X_BINNED_DTYPE_C* X, Py_ssize_t stride, int n_features,
     const X_BINNED_DTYPE_C* X_rows, const SIZE_C* rows, SIZE_C lo, SIZE_C hi,
-    const int64_t* packed, int64_t* ordered, bint counting, int64_t* acc, uint32_t* cnt,
+    const int64_t* packed, int64_t* ordered, int h_shift, int g_shift,
+    SIZE_C block_rows, int64_t* acc, int64_t* sums, bint* flushed,
 ) noexcept nogil:
     # Rows [lo, hi) of a node: row-wise when X_rows is given, else column-wise
     # from the node's packed values gathered into row order (root: in place).
-    cdef SIZE_C i
-    if X_rows != NULL:
-        _packed_row_wise(X_rows, n_features, rows, lo, hi, packed, counting, acc, cnt)
-    elif rows == NULL:
-        _packed_part(X, stride, n_features, NULL, lo, hi, packed, counting, acc, cnt)
-    else:
-        for i in range(lo, hi):
-            ordered[i] = packed[rows[i]]
-        _packed_part(X, stride, n_features, rows, lo, hi, ordered, counting, acc, cnt)
+    # Blocks of block_rows rows, so that no lane of acc overflows; when a
+    # part has more, each block is flushed into ``sums``.
+    cdef SIZE_C i, a, b
+    cdef Py_ssize_t n_entries = <Py_ssize_t>n_features * ACC_BINS
+    memset(acc, 0, n_entries * sizeof(int64_t))
+    flushed[0] = hi - lo > block_rows
+    if flushed[0]:
+        memset(sums, 0, 3 * n_entries * sizeof(int64_t))
+    a = lo
+    while a < hi:
+        b = hi if hi - a <= block_rows else a + block_rows
+        if X_rows != NULL:
+            _packed_row_wise(X_rows, n_features, rows, a, b, packed, acc)
+        elif rows == NULL:
+            _packed_part(X, stride, n_features, NULL, a, b, packed, acc)
+        else:
+            for i in range(a, b):
+                ordered[i] = packed[rows[i]]
+            _packed_part(X, stride, n_features, rows, a, b, ordered, acc)
+        if flushed[0]:
+            _flush(acc, sums, n_entries, h_shift, g_shift)
+        a = b
 
 
 cdef void _unpack_feature(
-    const int64_t* acc, const uint32_t* cnt, Py_ssize_t part_stride, int n_parts,
-    int n_bins, bint counting, double g_scale, double h_scale, double constant_hessian,
-    hist_struct* out,
+    const int64_t* acc, const int64_t* sums, const bint* flushed, Py_ssize_t part_stride,
+    int n_parts, int n_bins, int h_shift, int g_shift, double g_scale, double h_scale,
+    double constant_hessian, hist_struct* out,
 ) noexcept nogil:
     # Sum the threads' integer parts (exact, so in any order) and decode.
-    cdef int b, t
-    cdef int64_t total, h_sum
-    # the high 32-bit lane holds the gradient, the low one the hessian
-    cdef int64_t lane = (<int64_t>1) << 32
-    cdef unsigned int count
+    cdef int b, t, k
+    cdef int64_t lanes[3]
     for b in range(n_bins):
-        total = acc[b]
-        count = cnt[b] if counting else 0
-        for t in range(1, n_parts):
-            total = total + acc[t * part_stride + b]
-            if counting:
-                count = count + cnt[t * part_stride + b]
-        h_sum = <int64_t>(<uint32_t>total)  # the low lane, never negative
-        out[b].sum_gradients = ((total - h_sum) // lane) * g_scale
-        if counting:
-            out[b].sum_hessians = h_sum * h_scale
-            out[b].count = count
-        else:  # constant hessian: the low lane counts rows
-            out[b].count = <unsigned int>h_sum
+        lanes[0] = lanes[1] = lanes[2] = 0
+        for t in range(n_parts):
+            if flushed[t]:
+                for k in range(3):
+                    lanes[k] += sums[3 * (t * part_stride + b) + k]
+            else:
+                _decode(acc[t * part_stride + b], h_shift, g_shift, lanes)
+        out[b].sum_gradients = lanes[0] * g_scale
+        out[b].count = <unsigned int>lanes[2]
+        if constant_hessian > 0:
             out[b].sum_hessians = out[b].count * constant_hessian
+        else:
+            out[b].sum_hessians = lanes[1] * h_scale
 
 
 def build_histogram_packed(
@@ -301,33 +317,39 @@ def build_histogram_packed(
     int64_t[::1] ordered_packed,
     int g_exponent,
     int h_exponent,
+    int h_shift,
+    int g_shift,
+    SIZE_C block_rows,
     G_H_DTYPE_C constant_hessian,
     int64_t[:, ::1] acc,
-    uint32_t[:, ::1] cnt,
+    int64_t[:, ::1] sums,
     hist_struct[:, ::1] out,
     int n_threads,
     const X_BINNED_DTYPE_C[:, ::1] X_rows=None,
 ):
     """Histograms from packed quantized gradients (``_quantize``).
 
+    Each packed value holds a row's gradient above bit ``g_shift``, its
+    hessian in bits ``[h_shift, g_shift)`` and 1 below (a row count); the
+    sums of ``block_rows`` rows fit every lane (``packed_layout``).
     ``rows`` None means every row, in order (the root). ``X_rows``, a
     C-ordered copy of ``X_binned``, is read instead for nodes with few rows.
-    The result equals
-    ``build_histogram`` on the dequantized gradients bit for bit: the
-    integer sums are exact and scaled by powers of two. Rows are split
-    between threads, each summing into its own row of ``acc`` / ``cnt``
-    (shape (n_threads, n_features * 256)); integer sums do not depend on
-    the split. ``constant_hessian`` > 0 means the low lanes count rows and
-    every hessian is that constant (``cnt`` is then unused).
+    The result equals ``build_histogram`` on the dequantized gradients bit
+    for bit: the integer sums are exact and scaled by powers of two. Rows
+    are split between threads, each summing into its own row of ``acc``
+    (shape (n_threads, n_features * 256)) and, past ``block_rows`` rows,
+    of ``sums`` (three lanes per bin, shape (n_threads, n_features * 768));
+    integer sums do not depend on the split. ``constant_hessian`` > 0 means
+    every hessian is that constant (the hessian lanes are then 0).
     """
-    cdef SIZE_C n = X_binned.shape[0] if rows is None else rows.shape[0], i
+    cdef SIZE_C n = X_binned.shape[0] if rows is None else rows.shape[0]
     cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f, t, n_parts
     cdef Py_ssize_t stride = X_binned.shape[0], part_stride = acc.shape[1]
-    cdef bint counting = constant_hessian <= 0
     cdef double g_scale = ldexp(1.0, -g_exponent), h_scale = ldexp(1.0, -h_exponent)
     cdef const SIZE_C* row_ptr = NULL
     cdef int64_t* ordered = NULL
     cdef const X_BINNED_DTYPE_C* x_rows = NULL
+    cdef bint flushed[MAX_PARTS]
     cdef bint row_wise = (rows is not None and X_rows is not None
                           and <Py_ssize_t>n * ROW_WISE_RATIO < X_binned.shape[0])
     if row_wise and (X_rows.shape[0] != X_binned.shape[0]
@@ -335,9 +357,12 @@ def build_histogram_packed(
         raise ValueError("X_rows must have the shape of X_binned.")
     if out.shape[0] != n_features:
         raise ValueError("out needs one row per feature.")
-    if (acc.shape[1] < n_features * ACC_BINS or cnt.shape[1] < n_features * ACC_BINS
-            or cnt.shape[0] < acc.shape[0] or n_bins > ACC_BINS):
-        raise ValueError("acc and cnt need n_features * 256 columns per thread.")
+    if (acc.shape[1] < n_features * ACC_BINS or sums.shape[1] != 3 * acc.shape[1]
+            or sums.shape[0] < acc.shape[0] or n_bins > ACC_BINS):
+        raise ValueError("acc needs n_features * 256 columns per thread and sums three "
+                         "times as many.")
+    if not (0 < h_shift < g_shift < 63) or block_rows < 1:
+        raise ValueError("Invalid packed layout.")
     if n_features == 0:
         return
     if rows is not None and n > 0:
@@ -347,13 +372,14 @@ def build_histogram_packed(
         ordered = &ordered_packed[0]
         if row_wise:
             x_rows = &X_rows[0, 0]
-    n_parts = min(n_threads, <int>acc.shape[0])
+    n_parts = min(n_threads, <int>acc.shape[0], MAX_PARTS)
     if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_parts < 1:
         n_parts = 1
     with nogil:
         if n_parts == 1:
             _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_ptr, 0, n,
-                              &packed[0], ordered, counting, &acc[0, 0], &cnt[0, 0])
+                              &packed[0], ordered, h_shift, g_shift, block_rows,
+                              &acc[0, 0], &sums[0, 0], &flushed[0])
         else:
             # One region for gather and sums (each part gathers its own rows);
             # a prange over parts computes each even if fewer threads start.
@@ -361,17 +387,18 @@ def build_histogram_packed(
                 _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_ptr,
                                   <SIZE_C>(<Py_ssize_t>n * t // n_parts),
                                   <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts),
-                                  &packed[0], ordered, counting, &acc[t, 0], &cnt[t, 0])
+                                  &packed[0], ordered, h_shift, g_shift, block_rows,
+                                  &acc[t, 0], &sums[t, 0], &flushed[t])
         if n_parts == 1 or n_features < 2:
             for f in range(n_features):
-                _unpack_feature(&acc[0, f * ACC_BINS], &cnt[0, f * ACC_BINS], part_stride,
-                                n_parts, n_bins, counting, g_scale, h_scale,
-                                constant_hessian, &out[f, 0])
+                _unpack_feature(&acc[0, f * ACC_BINS], &sums[0, 3 * f * ACC_BINS],
+                                flushed, part_stride, n_parts, n_bins, h_shift, g_shift,
+                                g_scale, h_scale, constant_hessian, &out[f, 0])
         else:
             for f in prange(n_features, schedule='static', num_threads=n_parts):
-                _unpack_feature(&acc[0, f * ACC_BINS], &cnt[0, f * ACC_BINS], part_stride,
-                                n_parts, n_bins, counting, g_scale, h_scale,
-                                constant_hessian, &out[f, 0])
+                _unpack_feature(&acc[0, f * ACC_BINS], &sums[0, 3 * f * ACC_BINS],
+                                flushed, part_stride, n_parts, n_bins, h_shift, g_shift,
+                                g_scale, h_scale, constant_hessian, &out[f, 0])
 
 
 cdef inline void _subtract_bin(

@@ -7,8 +7,9 @@ random draw of a row depends only on ``(seed, row)`` (a counter-based hash),
 never on which thread handles the row, so the result is the same for any
 number of threads.
 
-Both integers are packed into one int64, ``g_q * 2**32 + h_q``: one integer
-add then updates both sums of a histogram bin, and the sums are exact. The
+Both integers and a 1 are packed into one int64,
+``g_q * 2**g_shift + h_q * 2**h_shift + 1``: one integer add then updates a
+histogram bin's gradient sum, hessian sum and row count, all exact. The
 dequantized values are also written as float32 (exactly representable), for
 the kernels that work on float gradients (sparse columns, leaf values).
 """
@@ -36,6 +37,8 @@ def quantize_gradients(
     const G_H_DTYPE_C[::1] hessians,
     int g_exponent,
     int h_exponent,
+    int h_shift,
+    int g_shift,
     uint64_t seed,
     G_H_DTYPE_C[::1] quantized_gradients,
     G_H_DTYPE_C[::1] quantized_hessians,
@@ -44,12 +47,12 @@ def quantize_gradients(
 ):
     """Quantize every row's gradient and hessian (see the module docstring).
 
-    ``hessians`` of length 1 is a constant hessian: it is not quantized, the
-    low lane of every packed value is 1 (so it counts rows), and
-    ``quantized_hessians`` is not written. Empty ``quantized_*`` arrays are
-    not written either (only the packed values are needed). The caller picks
-    the exponents so that ``|g| * 2**g_exponent`` and ``h * 2**h_exponent``
-    stay within the lane sizes over all rows.
+    ``hessians`` of length 1 is a constant hessian: it is not quantized, its
+    lane of every packed value is 0, and ``quantized_hessians`` is not
+    written. Empty ``quantized_*`` arrays are not written either (only the
+    packed values are needed). The caller picks the exponents so that
+    ``|g| * 2**g_exponent`` and ``h * 2**h_exponent`` stay within the levels
+    the shifts were chosen for (``training_data.packed_layout``).
     """
     cdef Py_ssize_t i, n = gradients.shape[0]
     cdef bint constant_hessian = hessians.shape[0] == 1
@@ -60,23 +63,24 @@ def quantize_gradients(
     cdef int threads = n_threads if n >= MIN_PARALLEL_ROWS else 1
     cdef bint write_g = quantized_gradients.shape[0] > 0
     cdef bint write_h = quantized_hessians.shape[0] > 0 and not constant_hessian
-    # the high 32-bit lane holds the gradient, the low one the hessian
-    cdef int64_t lane = (<int64_t>1) << 32
+    cdef int64_t g_lane = (<int64_t>1) << g_shift, h_lane = (<int64_t>1) << h_shift
     if ((write_g and quantized_gradients.shape[0] < n) or packed.shape[0] < n
             or (write_h and quantized_hessians.shape[0] < n)
             or (not constant_hessian and hessians.shape[0] != n)):
         raise ValueError("quantize_gradients: arrays of the wrong length.")
+    if not 0 < h_shift < g_shift < 63:
+        raise ValueError("quantize_gradients: invalid lane shifts.")
     for i in prange(n, nogil=True, schedule="static", num_threads=threads):
         g_q = <int64_t>floor(<double>gradients[i] * g_up + _uniform(seed, i))
         if write_g:
             quantized_gradients[i] = <G_H_DTYPE_C>(g_q * g_down)
         if constant_hessian:
-            h_q = 1
+            h_q = 0
         else:
             h_q = <int64_t>floor(<double>hessians[i] * h_up + _uniform(h_seed, i))
             if write_h:
                 quantized_hessians[i] = <G_H_DTYPE_C>(h_q * h_down)
-        packed[i] = g_q * lane + h_q
+        packed[i] = g_q * g_lane + h_q * h_lane + 1
 
 
 def leaf_sums(

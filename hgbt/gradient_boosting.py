@@ -34,10 +34,9 @@ FOREST_MAX_ROWS = PACKED_MIN_ROWS
 # objects (a tree replaced after fit is seen); smaller ones skip the O(n_trees)
 # check for latency.
 FOREST_CHECK_ROWS = 256
-# Quantized gradient sums live in 32-bit lanes: rows x (bins + 1) must stay
-# below 2**31.
+# LightGBM's quantization uses a few levels; more than this would only shrink
+# the blocks of rows the histogram kernel packs (training_data.packed_layout).
 MAX_GRAD_QUANT_BINS = 1024
-QUANTIZED_LANE_LIMIT = 2**31
 _PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
@@ -309,12 +308,6 @@ class BaseHistGBDT(BaseEstimator):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
         n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
-        if (self.use_quantized_grad
-                and n_samples * (self.num_grad_quant_bins + 1) >= QUANTIZED_LANE_LIMIT):
-            raise ValueError(
-                f"use_quantized_grad=True with {n_samples} rows needs num_grad_quant_bins "
-                f"< {QUANTIZED_LANE_LIMIT // n_samples - 1}: quantized sums must fit in "
-                "32 bits.")
         if not warm:
             self._baseline_prediction = loss.baseline(y)
             self._predictors = []
@@ -600,8 +593,7 @@ COMMON_PARAMETERS_DOC = """\
         count. Not supported by the Dask estimators yet.
     num_grad_quant_bins : int, default=16
         Levels of the quantized gradients (within ±bins/2) and hessians
-        (within [0, bins]); more levels are more accurate. Rows × (bins + 1)
-        must stay below 2**31.
+        (within [0, bins]); more levels are more accurate.
     grow_policy : {'lossguide', 'depthwise'}, default='lossguide'
         'lossguide' splits the leaf with the largest gain first; 'depthwise'
         grows level by level (still capped by ``max_leaf_nodes``: set it to

@@ -120,16 +120,18 @@ class LocalTrainingData:
             # row-major bins for nodes with few rows (read row-wise)
             self._X_rows = np.ascontiguousarray(self.X_binned)
             self._acc = np.empty((self.n_threads, n_dense * 256), dtype=np.int64)
-            self._cnt = np.empty((self.n_threads, n_dense * 256), dtype=np.uint32)
+            self._sums = np.empty((self.n_threads, n_dense * 768), dtype=np.int64)
             # float copies only for the sparse-stored columns' float kernel
             sparse = self._n_columns > n_dense
             self._q_gradients = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
             self._q_hessians = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
-        self._exponents = quantize_exponents(gradients, hessians, n_levels)
-        quantize_gradients(gradients, hessians, *self._exponents, seed, self._q_gradients,
-                           self._q_hessians, self._packed_buffer, self.n_threads)
-        self._packed = self._packed_buffer
         constant = hessians.shape[0] == 1
+        self._exponents = quantize_exponents(gradients, hessians, n_levels)
+        self._layout = packed_layout(n_levels, constant)
+        quantize_gradients(gradients, hessians, *self._exponents, *self._layout[:2], seed,
+                           self._q_gradients, self._q_hessians, self._packed_buffer,
+                           self.n_threads)
+        self._packed = self._packed_buffer
         self._constant_hessian = float(hessians[0]) if constant else 0.0
         self._hist_gradients = self._q_gradients
         self._hist_hessians = hessians if constant else self._q_hessians
@@ -153,8 +155,9 @@ class LocalTrainingData:
         elif self._packed is not None:
             rows = None if stop - start == self._rows.shape[0] else self._rows[start:stop]
             build_histogram_packed(self.X_binned, rows, self._packed, self._ordered_packed,
-                                   *self._exponents, self._constant_hessian, self._acc,
-                                   self._cnt, out[:n_dense], self.n_threads, self._X_rows)
+                                   *self._exponents, *self._layout, self._constant_hessian,
+                                   self._acc, self._sums, out[:n_dense], self.n_threads,
+                                   self._X_rows)
         elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
             build_histogram_root(self.X_binned, self._hist_gradients, self._hist_hessians,
                                  out[:n_dense], self.n_threads)
@@ -309,6 +312,27 @@ def quantize_exponents(gradients, hessians, n_levels):
                              "NaN or inf.")
         h_exponent = _largest_exponent(h_max, n_levels)
     return _largest_exponent(g_max, n_levels / 2), h_exponent
+
+
+def packed_layout(n_levels, constant_hessian):
+    """Lanes of the packed quantized values: ``(h_shift, g_shift, block_rows)``.
+
+    A packed value is ``g_q * 2**g_shift + h_q * 2**h_shift + 1`` (gradient,
+    hessian, row count). The histogram kernel sums up to ``block_rows`` rows
+    in one int64 and then moves the lanes into separate int64 sums, so no
+    lane can overflow. The most rows whose worst-case sums (gradients of
+    ``±ceil(n_levels / 2)``, hessians of ``n_levels``, zero when constant)
+    fit in 63 bits are chosen: 131,072 for 16 levels.
+    """
+    g_max = -(-n_levels // 2)
+    h_max = 0 if constant_hessian else n_levels
+    for k in range(30, -1, -1):
+        rows = 1 << k
+        h_shift = rows.bit_length()  # the count lane holds 0..rows
+        g_shift = h_shift + max((rows * h_max).bit_length(), 1)
+        if (rows * g_max).bit_length() + g_shift <= 63:  # the signed top lane
+            return h_shift, g_shift, rows
+    raise ValueError(f"num_grad_quant_bins={n_levels} is too large to pack.")
 
 
 def _largest_exponent(max_value, limit):

@@ -8,17 +8,25 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt._histogram import build_histogram, build_histogram_packed, build_histogram_root
 from hgbt._quantize import leaf_sums, quantize_gradients
 from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
-from hgbt.training_data import quantize_exponents
+from hgbt.training_data import packed_layout, quantize_exponents
 
 EMPTY = np.empty(0, dtype=G_H_DTYPE)
+LAYOUT = packed_layout(16, False)  # levels within ±8 and [0, 16]
 
 
-def quantize(g, h, g_exp, h_exp, seed=7, n_threads=2):
+def quantize(g, h, g_exp, h_exp, seed=7, n_threads=2, layout=LAYOUT):
     n = g.shape[0]
     gq, hq, packed = (np.empty(n, G_H_DTYPE), np.empty(n, G_H_DTYPE),
                       np.empty(n, np.int64))
-    quantize_gradients(g, h, g_exp, h_exp, seed, gq, hq, packed, n_threads)
+    quantize_gradients(g, h, g_exp, h_exp, *layout[:2], seed, gq, hq, packed, n_threads)
     return gq, hq, packed
+
+
+def unpack(packed, layout=LAYOUT):
+    # (gradient, hessian, count) lanes of packed values or sums of them
+    h_shift, g_shift, _ = layout
+    return (packed >> g_shift, (packed >> h_shift) & ((1 << (g_shift - h_shift)) - 1),
+            packed & ((1 << h_shift) - 1))
 
 
 def gradients(n, seed=0, constant_hessian=False):
@@ -37,9 +45,10 @@ def test_quantized_values_are_neighbouring_grid_points():
         k = q / scale
         np.testing.assert_array_equal(k, np.round(k))  # on the grid
         assert np.all(np.abs(q.astype(np.float64) - raw) < scale)  # floor or ceil
-    # packed = g_q * 2**32 + h_q
-    np.testing.assert_array_equal(packed, (gq * 8).astype(np.int64) * 2**32
-                                  + (hq * 16).astype(np.int64))
+    # packed = g_q * 2**g_shift + h_q * 2**h_shift + 1
+    for lane, want in zip(unpack(packed), ((gq * 8).astype(np.int64),
+                                           (hq * 16).astype(np.int64), 1)):
+        np.testing.assert_array_equal(lane, want)
 
 
 def test_stochastic_rounding_is_unbiased():
@@ -60,11 +69,28 @@ def test_rounding_depends_on_seed_and_row_not_threads():
     assert not np.array_equal(ref[0], quantize(g, h, 2, 3, seed=12)[0])
 
 
-def test_constant_hessian_counts_rows_in_low_lane():
+def test_constant_hessian_leaves_hessian_lane_empty():
     g, h = gradients(1000, constant_hessian=True)
-    gq, hq, packed = quantize(g, h, 2, 0)
-    np.testing.assert_array_equal(packed & 0xFFFFFFFF, 1)
-    np.testing.assert_array_equal(packed >> 32, (gq * 4).astype(np.int64))
+    layout = packed_layout(16, True)
+    gq, hq, packed = quantize(g, h, 2, 0, layout=layout)
+    g_lane, h_lane, count = unpack(packed, layout)
+    np.testing.assert_array_equal(g_lane, (gq * 4).astype(np.int64))
+    np.testing.assert_array_equal(h_lane, 0)
+    np.testing.assert_array_equal(count, 1)
+
+
+@pytest.mark.parametrize("n_levels", [2, 3, 16, 17, 255, 1024])
+@pytest.mark.parametrize("constant_hessian", [False, True])
+def test_packed_layout_holds_worst_case_block_sums(n_levels, constant_hessian):
+    h_shift, g_shift, rows = layout = packed_layout(n_levels, constant_hessian)
+    g_max, h_max = -(-n_levels // 2), 0 if constant_hessian else n_levels
+    for g, h in ((g_max, h_max), (-g_max, h_max), (-g_max, 0), (g_max, 0)):
+        one = (g << g_shift) + (h << h_shift) + 1  # Python ints: no overflow
+        total = rows * one
+        assert -2**63 <= total < 2**63
+        assert tuple(int(v) for v in unpack(np.int64(total), layout)) == (
+            rows * g, rows * h, rows)
+    assert rows >= 8192
 
 
 def test_exponents_keep_levels_within_bins():
@@ -107,13 +133,15 @@ def test_leaf_sums_match_numpy():
 
 # ------------------------------------------------------ packed histogram kernel
 def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=256,
-                     row_wise=False):
+                     row_wise=False, block_rows=None, layout=LAYOUT):
     n, n_features = X.shape
     acc = np.full((3, n_features * 256), 77, np.int64)  # garbage: must be reset
-    cnt = np.full((3, n_features * 256), 5, np.uint32)
+    sums = np.full((3, n_features * 768), 5, np.int64)
     out = np.full((n_features, n_bins), 9, dtype=HISTOGRAM_DTYPE)
+    h_shift, g_shift, rows_per_block = layout
     build_histogram_packed(X, rows, packed, np.empty(n, np.int64), g_exp, h_exp,
-                           constant, acc, cnt, out, n_threads,
+                           h_shift, g_shift, block_rows or rows_per_block, constant, acc,
+                           sums, out, n_threads,
                            np.ascontiguousarray(X) if row_wise else None)
     return out
 
@@ -127,7 +155,8 @@ def test_packed_histogram_matches_brute_force_and_float_kernel(constant_hessian,
     n = 30_000
     X = np.asfortranarray(rng.integers(0, 256, (n, n_features), dtype=np.uint8))
     g, h = gradients(n, constant_hessian=constant_hessian)
-    gq, hq, packed = quantize(g, h, 3, 4)
+    layout = packed_layout(16, constant_hessian)
+    gq, hq, packed = quantize(g, h, 3, 4, layout=layout)
     hq = h if constant_hessian else hq
     constant = float(h[0]) if constant_hessian else 0.0
     rows = (None if n_rows is None
@@ -140,11 +169,14 @@ def test_packed_histogram_matches_brute_force_and_float_kernel(constant_hessian,
         build_histogram(X, rows, gq, hq, np.empty(n, G_H_DTYPE), np.empty(n, G_H_DTYPE),
                         ref_float, 2)
     for n_threads in (1, 2, 3):
-        # row_wise: nodes under 5% of the rows read the row-major copy
+        # row_wise: nodes under 5% of the rows read the row-major copy;
+        # block_rows=97: parts of more rows are summed in flushed blocks
         for row_wise in (False, True):
-            out = packed_histogram(X, rows, packed, 3, 4, constant, n_threads,
-                                   row_wise=row_wise)
-            assert out.tobytes() == ref_float.tobytes()  # bit for bit
+            for block_rows in (None, 97):
+                out = packed_histogram(X, rows, packed, 3, 4, constant, n_threads,
+                                       row_wise=row_wise, block_rows=block_rows,
+                                       layout=layout)
+                assert out.tobytes() == ref_float.tobytes()  # bit for bit
     for f in range(n_features):  # brute force
         codes = X[idx, f].astype(np.intp)
         np.testing.assert_array_equal(out["count"][f], np.bincount(codes, minlength=256))
@@ -162,20 +194,25 @@ def test_packed_histogram_fewer_bins_and_bad_shapes():
     ref = np.empty((4, 17), dtype=HISTOGRAM_DTYPE)
     build_histogram_root(X, gq, hq, ref, 1)
     assert out.tobytes() == ref.tobytes()
+    ordered = np.empty(5000, np.int64)
+    acc, sums = np.empty((2, 1024), np.int64), np.empty((2, 3072), np.int64)
     with pytest.raises(ValueError, match="256 columns"):
-        build_histogram_packed(X, None, packed, np.empty(5000, np.int64), 3, 4, 0.0,
-                               np.empty((2, 10), np.int64), np.empty((2, 10), np.uint32),
+        build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0,
+                               np.empty((2, 10), np.int64), np.empty((2, 30), np.int64),
                                ref, 2)
+    with pytest.raises(ValueError, match="three times"):
+        build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0, acc,
+                               np.empty((2, 1024), np.int64), ref, 2)
     with pytest.raises(ValueError, match="shape of X_binned"):
-        build_histogram_packed(X, np.arange(3, dtype=SIZE_DTYPE), packed,
-                               np.empty(5000, np.int64), 3, 4, 0.0,
-                               np.empty((2, 1024), np.int64),
-                               np.empty((2, 1024), np.uint32), ref, 2,
+        build_histogram_packed(X, np.arange(3, dtype=SIZE_DTYPE), packed, ordered, 3, 4,
+                               *LAYOUT, 0.0, acc, sums, ref, 2,
                                np.ascontiguousarray(X[:, :3]))
     with pytest.raises(ValueError, match="one row per feature"):
-        build_histogram_packed(X, None, packed, np.empty(5000, np.int64), 3, 4, 0.0,
-                               np.empty((2, 1024), np.int64),
-                               np.empty((2, 1024), np.uint32), ref[:3], 2)
+        build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0, acc, sums,
+                               ref[:3], 2)
+    with pytest.raises(ValueError, match="packed layout"):
+        build_histogram_packed(X, None, packed, ordered, 3, 4, 20, 10, 100, 0.0, acc,
+                               sums, ref, 2)
 
 
 # -------------------------------------------------------------- quantized fits
@@ -247,15 +284,6 @@ def test_quantized_with_sampling_and_multiclass_runs_deterministically():
     a = HistGBDTClassifier(n_threads=1, **kw).fit(X, y3).predict_proba(X)
     b = HistGBDTClassifier(n_threads=2, **kw).fit(X, y3).predict_proba(X)
     np.testing.assert_array_equal(a, b)
-
-
-def test_too_many_rows_for_the_bins_is_a_clear_error(monkeypatch):
-    import hgbt.gradient_boosting as gb
-    X, y = binary_data(500)
-    est = HistGBDTClassifier(use_quantized_grad=True, num_grad_quant_bins=1024)
-    monkeypatch.setattr(gb, "QUANTIZED_LANE_LIMIT", 500 * 1025)
-    with pytest.raises(ValueError, match="num_grad_quant_bins"):
-        est.fit(X, y)
 
 
 def test_quantized_rejects_bad_num_bins():
