@@ -287,13 +287,31 @@ cdef void _packed_node_part(
 
 
 cdef void _unpack_feature(
-    const int64_t* acc, const int64_t* sums, const bint* flushed, Py_ssize_t part_stride,
-    int n_parts, int n_bins, int h_shift, int g_shift, double g_scale, double h_scale,
-    double constant_hessian, hist_struct* out,
+    const int64_t* acc, const int64_t* sums, const bint* flushed, bint merge,
+    Py_ssize_t part_stride, int n_parts, int n_bins, int h_shift, int g_shift,
+    double g_scale, double h_scale, double constant_hessian, hist_struct* out,
 ) noexcept nogil:
     # Sum the threads' integer parts (exact, so in any order) and decode.
+    # ``merge``: the node has at most a block of rows, so the packed parts
+    # can be added before decoding (the common, cheaper case).
     cdef int b, t, k
     cdef int64_t lanes[3]
+    cdef int64_t v
+    cdef int64_t h_mask = ((<int64_t>1) << (g_shift - h_shift)) - 1
+    cdef int64_t c_mask = ((<int64_t>1) << h_shift) - 1
+    cdef bint constant = constant_hessian > 0
+    if merge:
+        for b in range(n_bins):
+            v = acc[b]
+            for t in range(1, n_parts):
+                v = v + acc[t * part_stride + b]
+            out[b].sum_gradients = (v >> g_shift) * g_scale
+            out[b].count = <unsigned int>(v & c_mask)
+            if constant:
+                out[b].sum_hessians = out[b].count * constant_hessian
+            else:
+                out[b].sum_hessians = ((v >> h_shift) & h_mask) * h_scale
+        return
     for b in range(n_bins):
         lanes[0] = lanes[1] = lanes[2] = 0
         for t in range(n_parts):
@@ -304,7 +322,7 @@ cdef void _unpack_feature(
                 _decode(acc[t * part_stride + b], h_shift, g_shift, lanes)
         out[b].sum_gradients = lanes[0] * g_scale
         out[b].count = <unsigned int>lanes[2]
-        if constant_hessian > 0:
+        if constant:
             out[b].sum_hessians = out[b].count * constant_hessian
         else:
             out[b].sum_hessians = lanes[1] * h_scale
@@ -392,13 +410,15 @@ def build_histogram_packed(
         if n_parts == 1 or n_features < 2:
             for f in range(n_features):
                 _unpack_feature(&acc[0, f * ACC_BINS], &sums[0, 3 * f * ACC_BINS],
-                                flushed, part_stride, n_parts, n_bins, h_shift, g_shift,
-                                g_scale, h_scale, constant_hessian, &out[f, 0])
+                                flushed, n <= block_rows, part_stride, n_parts, n_bins,
+                                h_shift, g_shift, g_scale, h_scale, constant_hessian,
+                                &out[f, 0])
         else:
             for f in prange(n_features, schedule='static', num_threads=n_parts):
                 _unpack_feature(&acc[0, f * ACC_BINS], &sums[0, 3 * f * ACC_BINS],
-                                flushed, part_stride, n_parts, n_bins, h_shift, g_shift,
-                                g_scale, h_scale, constant_hessian, &out[f, 0])
+                                flushed, n <= block_rows, part_stride, n_parts, n_bins,
+                                h_shift, g_shift, g_scale, h_scale, constant_hessian,
+                                &out[f, 0])
 
 
 cdef inline void _subtract_bin(
