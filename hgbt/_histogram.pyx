@@ -286,6 +286,19 @@ cdef void _packed_node_part(
         a = b
 
 
+cdef inline void _store(
+    const int64_t* lanes, double g_scale, double h_scale, double constant_hessian,
+    hist_struct* out,
+) noexcept nogil:
+    # One bin from its decoded integer sums (gradient, hessian, count).
+    out.sum_gradients = lanes[0] * g_scale
+    out.count = <unsigned int>lanes[2]
+    if constant_hessian > 0:
+        out.sum_hessians = out.count * constant_hessian
+    else:
+        out.sum_hessians = lanes[1] * h_scale
+
+
 cdef void _unpack_feature(
     const int64_t* acc, const int64_t* sums, const bint* flushed, bint merge,
     Py_ssize_t part_stride, int n_parts, int n_bins, int h_shift, int g_shift,
@@ -293,24 +306,19 @@ cdef void _unpack_feature(
 ) noexcept nogil:
     # Sum the threads' integer parts (exact, so in any order) and decode.
     # ``merge``: the node has at most a block of rows, so the packed parts
-    # can be added before decoding (the common, cheaper case).
+    # can be added before decoding, once per bin (the common, cheaper case;
+    # a loop of its own, as a per-bin test cost 15% of a small node).
     cdef int b, t, k
     cdef int64_t lanes[3]
     cdef int64_t v
-    cdef int64_t h_mask = ((<int64_t>1) << (g_shift - h_shift)) - 1
-    cdef int64_t c_mask = ((<int64_t>1) << h_shift) - 1
-    cdef bint constant = constant_hessian > 0
     if merge:
         for b in range(n_bins):
             v = acc[b]
             for t in range(1, n_parts):
                 v = v + acc[t * part_stride + b]
-            out[b].sum_gradients = (v >> g_shift) * g_scale
-            out[b].count = <unsigned int>(v & c_mask)
-            if constant:
-                out[b].sum_hessians = out[b].count * constant_hessian
-            else:
-                out[b].sum_hessians = ((v >> h_shift) & h_mask) * h_scale
+            lanes[0] = lanes[1] = lanes[2] = 0
+            _decode(v, h_shift, g_shift, lanes)
+            _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
         return
     for b in range(n_bins):
         lanes[0] = lanes[1] = lanes[2] = 0
@@ -320,12 +328,7 @@ cdef void _unpack_feature(
                     lanes[k] += sums[3 * (t * part_stride + b) + k]
             else:
                 _decode(acc[t * part_stride + b], h_shift, g_shift, lanes)
-        out[b].sum_gradients = lanes[0] * g_scale
-        out[b].count = <unsigned int>lanes[2]
-        if constant:
-            out[b].sum_hessians = out[b].count * constant_hessian
-        else:
-            out[b].sum_hessians = lanes[1] * h_scale
+        _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
 
 
 def build_histogram_packed(
