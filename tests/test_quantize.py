@@ -60,6 +60,27 @@ def test_stochastic_rounding_is_unbiased():
     assert abs(hq.mean() - 0.75) < 0.003
 
 
+def test_gradient_and_hessian_draws_are_independent():
+    # Both draws come from one hash per row: its two halves must not round
+    # a row's gradient and hessian up together more often than chance.
+    n = 400_000
+    g = np.full(n, -0.25, dtype=G_H_DTYPE)  # -0.5 levels: -1 or 0 equally often
+    h = np.full(n, 0.5, dtype=G_H_DTYPE)  # 0.5 levels
+    gq, hq, _ = quantize(g, h, 1, 0)
+    g_up, h_up = gq == 0.0, hq == 1.0
+    assert abs(g_up.mean() - 0.5) < 0.005 and abs(h_up.mean() - 0.5) < 0.005
+    assert abs(np.corrcoef(g_up, h_up)[0, 1]) < 0.01
+
+
+def test_values_on_the_grid_are_kept():
+    # floor(x + u) with u in [0, 1) leaves grid points alone, negative ones too.
+    g = np.array([-3.0, -0.5, 0.0, 0.5, 2.5] * 1000, dtype=G_H_DTYPE)
+    h = np.array([0.0, 0.5, 1.0, 1.5, 3.0] * 1000, dtype=G_H_DTYPE)
+    gq, hq, _ = quantize(g, h, 1, 1)
+    np.testing.assert_array_equal(gq, g)
+    np.testing.assert_array_equal(hq, h)
+
+
 def test_rounding_depends_on_seed_and_row_not_threads():
     g, h = gradients(100_003)
     ref = quantize(g, h, 2, 3, seed=11, n_threads=1)
