@@ -13,6 +13,8 @@ is always filled.
 """
 from cython.parallel cimport parallel, prange
 from libc.math cimport exp, fabs
+from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
 from libc.stdlib cimport free, malloc
 
 from ._types cimport G_H_DTYPE_C, Y_DTYPE_C
@@ -106,6 +108,16 @@ cdef inline grad_hess _tweedie(double y, double raw, double power) noexcept nogi
     return out
 
 
+cdef inline double _select(bint condition, double a, double b) noexcept nogil:
+    # a if condition else b, computed on the bits (no branch).
+    cdef uint64_t bits_a, bits_b, mask = -<uint64_t>condition
+    memcpy(&bits_a, &a, 8)
+    memcpy(&bits_b, &b, 8)
+    bits_a = (bits_a & mask) | (bits_b & ~mask)
+    memcpy(&a, &bits_a, 8)
+    return a
+
+
 cdef inline grad_hess _binary(double y, double raw) noexcept nogil:
     # l = log(1 + exp(raw)) - y raw; p = sigmoid(raw). With e = exp(-|raw|)
     # (never overflows), p - y and p (1 - p) = e / (1 + e)^2 are formed
@@ -113,10 +125,10 @@ cdef inline grad_hess _binary(double y, double raw) noexcept nogil:
     cdef grad_hess out
     cdef double e = exp(-fabs(raw))
     cdef double d = 1.0 + e
-    if raw >= 0:      # p = 1 / (1 + e)
-        out.gradient = ((1.0 - y) - y * e) / d
-    else:             # p = e / (1 + e)
-        out.gradient = (e * (1.0 - y) - y) / d
+    # p = 1 / (1 + e) if raw >= 0, else e / (1 + e): both numerators, then a
+    # bitwise select, as the sign of raw is unpredictable and a branch on it
+    # mispredicts (gcc turns a ternary back into one).
+    out.gradient = _select(raw >= 0, (1.0 - y) - y * e, e * (1.0 - y) - y) / d
     out.hessian = e / (d * d)
     return out
 
