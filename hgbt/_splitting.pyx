@@ -28,7 +28,7 @@ from ._types cimport hist_struct, split_info_struct, BITSET_WORD_C
 from ._types import SPLIT_INFO_DTYPE
 
 # Below this many features x bins the scan runs without an OpenMP region.
-DEF MIN_PARALLEL_WORK = 8192
+DEF MIN_PARALLEL_WORK = 2048
 
 
 cdef struct split_params:
