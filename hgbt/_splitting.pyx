@@ -6,18 +6,22 @@ scanned in parallel into per-feature results, then reduced in feature order,
 so ties resolve to the lowest feature, lowest bin, missing-right first,
 whatever the number of threads.
 
-Categorical features (bin = category code) split on a set of categories:
-with at most ``max_cat_to_onehot`` categories present in the node, each
-category alone against the rest; otherwise the node's categories are sorted
-by G / (H + cat_smooth) (ties: lower code first) and every prefix of that
-order is a candidate left set. Both scans try missing values right then left
-at each candidate, exactly like the bins of a numeric feature, and end with
-"every category left, missing right" when the node has missing values.
-Scanning prefixes from one end suffices: with missing on either side, a
-prefix-left split is the suffix-left split with its sides swapped, and the
-gain and constraints are symmetric. Every category with data takes part
-(cat_smooth shrinks the ratio of small ones towards 0); categories without
-data in the node go right.
+Categorical features (bin = category code) split on a set of categories.
+With at most ``max_cat_to_onehot`` categories present in the node, each
+category alone goes against the rest. Otherwise the categories with at least
+``cat_smooth`` rows in the node are sorted by G / (H + cat_smooth) (ties:
+lower code first); candidate left sets are the first 1, 2, ... of that
+order, then the last 1, 2, ..., at most ``max_cat_threshold`` and at most
+half of them from each end. Going along, a candidate is only taken once the
+categories added since the previous one hold ``min_data_per_group`` rows,
+and a direction stops when fewer rows than that would remain on the right.
+These candidates are scored with ``l2_regularization + cat_l2`` for the
+children (the node's own term keeps ``l2_regularization``), which favours
+numeric and one-hot splits over fitting many small categories. Categories
+with fewer rows never go left; nor do those without data in the node. Every
+candidate is tried with missing values right then left, like the bins of a
+numeric feature; last comes "every category left, missing right" (scored
+without ``cat_l2``) when the node has missing values.
 """
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs
@@ -29,6 +33,11 @@ from ._types import SPLIT_INFO_DTYPE
 
 # Below this many features x bins the scan runs without an OpenMP region.
 DEF MIN_PARALLEL_WORK = 2048
+# Categorical candidates while scanning, before they become a bitset: i is
+# the sorted prefix (or one-vs-rest category) i, SUFFIX + i the sorted
+# suffix of i + 1 categories, ALL_LEFT every category.
+DEF SUFFIX = 512
+DEF ALL_LEFT = 1024
 
 
 cdef struct split_params:
@@ -40,6 +49,9 @@ cdef struct split_params:
     int missing_bin
     unsigned int max_cat_to_onehot
     double cat_smooth
+    double cat_l2
+    unsigned int min_data_per_group
+    unsigned int max_cat_threshold
     # Monotonic constraints: per feature -1/0/1 (NULL: none), and the bounds
     # the node's children values must stay within.
     const signed char* monotonic_cst
@@ -174,17 +186,58 @@ cdef int _compare_categories(const void* a, const void* b) noexcept nogil:
     return (x.code > y.code) - (x.code < y.code)
 
 
+cdef void _scan_sorted(
+    const hist_struct* hist, int f, const cat_entry* used, unsigned int n_used,
+    unsigned int n_cats, double g_total, double h_total, unsigned int n_total,
+    const split_params* p, split_info_struct* best,
+) noexcept nogil:
+    # The many-vs-many candidates of the module docstring over ``used`` (the
+    # sorted categories with enough rows), first from the front, then from
+    # the back; a left set holding all n_cats categories is ALL_LEFT's.
+    cdef const hist_struct* miss = &hist[p.missing_bin]
+    cdef bint has_missing = miss.count > 0
+    cdef unsigned int max_num = min(p.max_cat_threshold, (n_used + 1) // 2)
+    cdef unsigned int i, code, n, group
+    cdef int direction
+    cdef double g, h
+    cdef split_params q = p[0]
+    q.l2_regularization = p.l2_regularization + p.cat_l2  # parent_score keeps l2
+    for direction in range(2):
+        g = h = 0.0
+        n = group = 0
+        for i in range(min(max_num, n_cats - 1)):
+            code = used[i if direction == 0 else n_used - 1 - i].code
+            g += hist[code].sum_gradients
+            h += hist[code].sum_hessians
+            n += hist[code].count
+            group += hist[code].count
+            if n_total - n < p.min_data_per_group:
+                break
+            if group < p.min_data_per_group:
+                continue
+            group = 0
+            _consider(best, f, i + direction * SUFFIX, 0, g, h, n, g_total, h_total,
+                      n_total, &q)
+            if has_missing:
+                _consider(best, f, i + direction * SUFFIX, 1, g + miss.sum_gradients,
+                          h + miss.sum_hessians, n + miss.count, g_total, h_total,
+                          n_total, &q)
+
+
+cdef inline void _set_bit(split_info_struct* best, unsigned int code) noexcept nogil:
+    best.cat_bitset[code >> 5] |= (<BITSET_WORD_C> 1) << (code & 31)
+
+
 cdef void _scan_categorical(
     const hist_struct* hist, int f, unsigned int n_bins_non_missing,
     double g_total, double h_total, unsigned int n_total,
     const split_params* p, split_info_struct* best,
 ) noexcept nogil:
-    # Candidate i is: one-vs-rest, category cats[i] alone; sorted, the
-    # prefix cats[0..i]. As for numeric bins, each candidate is tried with
-    # missing right then missing left; the last one (every category) only
-    # with missing right and only when the node has missing values.
+    # cats: every category with data, by code; used: in the sorted mode,
+    # those with at least cat_smooth rows, sorted by ratio.
     cdef cat_entry cats[256]
-    cdef unsigned int n_cats = 0, b, i, code
+    cdef cat_entry used[256]
+    cdef unsigned int n_cats = 0, n_used = 0, b, i
     cdef const hist_struct* miss = &hist[p.missing_bin]
     cdef bint has_missing = miss.count > 0
     cdef bint one_vs_rest
@@ -197,27 +250,28 @@ cdef void _scan_categorical(
             denominator = hist[b].sum_hessians + p.cat_smooth
             cats[n_cats].ratio = (hist[b].sum_gradients / denominator
                                   if denominator > 0.0 else 0.0)
+            if hist[b].count >= p.cat_smooth:
+                used[n_used] = cats[n_cats]
+                n_used += 1
             n_cats += 1
     if n_cats == 0:
         return
     one_vs_rest = n_cats <= p.max_cat_to_onehot
-    if not one_vs_rest:
-        qsort(cats, n_cats, sizeof(cat_entry), _compare_categories)
-    for i in range(n_cats):
-        if one_vs_rest:
-            g = hist[cats[i].code].sum_gradients
-            h = hist[cats[i].code].sum_hessians
-            n = hist[cats[i].code].count
-        else:
-            g += hist[cats[i].code].sum_gradients
-            h += hist[cats[i].code].sum_hessians
-            n += hist[cats[i].code].count
-        if n_cats > 1 and (i + 1 < n_cats or one_vs_rest):
-            _consider(best, f, i, 0, g, h, n, g_total, h_total, n_total, p)
-            if has_missing:
-                _consider(best, f, i, 1, g + miss.sum_gradients,
-                          h + miss.sum_hessians, n + miss.count,
-                          g_total, h_total, n_total, p)
+    if one_vs_rest:
+        for i in range(n_cats):
+            if n_cats > 1:
+                g = hist[cats[i].code].sum_gradients
+                h = hist[cats[i].code].sum_hessians
+                n = hist[cats[i].code].count
+                _consider(best, f, i, 0, g, h, n, g_total, h_total, n_total, p)
+                if has_missing:
+                    _consider(best, f, i, 1, g + miss.sum_gradients,
+                              h + miss.sum_hessians, n + miss.count,
+                              g_total, h_total, n_total, p)
+    else:
+        # a total order, so the unstable qsort has a single possible result
+        qsort(used, n_used, sizeof(cat_entry), _compare_categories)
+        _scan_sorted(hist, f, used, n_used, n_cats, g_total, h_total, n_total, p, best)
     if has_missing:  # every category left, missing right
         g = h = 0.0
         n = 0
@@ -225,18 +279,22 @@ cdef void _scan_categorical(
             g += hist[cats[i].code].sum_gradients
             h += hist[cats[i].code].sum_hessians
             n += hist[cats[i].code].count
-        _consider(best, f, n_cats, 0, g, h, n, g_total, h_total, n_total, p)
+        _consider(best, f, ALL_LEFT, 0, g, h, n, g_total, h_total, n_total, p)
     if best.feature_idx < 0:
         return
     # Candidate index -> set of codes.
     i = best.bin_idx
-    if i == n_cats or not one_vs_rest:
-        for b in range(min(i + 1, n_cats)):
-            code = cats[b].code
-            best.cat_bitset[code >> 5] |= (<BITSET_WORD_C> 1) << (code & 31)
+    if i == ALL_LEFT:
+        for b in range(n_cats):
+            _set_bit(best, cats[b].code)
+    elif one_vs_rest:
+        _set_bit(best, cats[i].code)
+    elif i >= SUFFIX:
+        for b in range(i - SUFFIX + 1):
+            _set_bit(best, used[n_used - 1 - b].code)
     else:
-        code = cats[i].code
-        best.cat_bitset[code >> 5] |= (<BITSET_WORD_C> 1) << (code & 31)
+        for b in range(i + 1):
+            _set_bit(best, used[b].code)
     best.bin_idx = 0
     best.is_categorical = 1
 
@@ -390,6 +448,9 @@ def find_node_split(
     is_categorical=None,
     unsigned int max_cat_to_onehot=4,
     double cat_smooth=10.0,
+    double cat_l2=10.0,
+    unsigned int min_data_per_group=100,
+    unsigned int max_cat_threshold=32,
     monotonic_cst=None,
     double lower_bound=-INFINITY,
     double upper_bound=INFINITY,
@@ -422,7 +483,11 @@ def find_node_split(
         Up to this many categories with data in the node, one category
         against the rest; above, a scan of the sorted categories.
     cat_smooth : float
-        Added to the hessian sum of a category when ordering categories.
+        Added to the hessian sum of a category when ordering categories;
+        categories with fewer rows in the node do not take part in the
+        sorted scan.
+    cat_l2, min_data_per_group, max_cat_threshold :
+        Regularisation of the sorted scan (see the module docstring).
     monotonic_cst : ndarray of int8, shape (n_features,), or None
         -1 / 0 / 1 per feature: a split on a constrained feature is kept only
         if its (bounded) child values are in that order.
@@ -503,6 +568,9 @@ def find_node_split(
     p.missing_bin = missing_bin
     p.max_cat_to_onehot = max_cat_to_onehot
     p.cat_smooth = cat_smooth
+    p.cat_l2 = cat_l2
+    p.min_data_per_group = min_data_per_group
+    p.max_cat_threshold = max_cat_threshold
     if per_feature is None or per_feature.shape[0] < n_features:
         per_feature = np.empty(n_features, dtype=SPLIT_INFO_DTYPE)
     cdef split_info_struct[::1] res = per_feature

@@ -80,6 +80,9 @@ class BaseHistGBDT(BaseEstimator):
         "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
         "max_cat_to_onehot": [Interval(Integral, 1, None, closed="left")],
         "cat_smooth": [Interval(Real, 0, None, closed="left")],
+        "cat_l2": [Interval(Real, 0, None, closed="left")],
+        "min_data_per_group": [Interval(Integral, 0, None, closed="left")],
+        "max_cat_threshold": [Interval(Integral, 1, None, closed="left")],
         "monotonic_cst": ["array-like", dict, None],
         "interaction_cst": [list, tuple, StrOptions({"pairwise", "no_interactions"}),
                             None],
@@ -421,6 +424,8 @@ class BaseHistGBDT(BaseEstimator):
             is_categorical=self._bin_mapper.is_categorical_,
             known_cat_bitsets=self._bin_mapper.known_cat_bitsets_,
             max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
+            cat_l2=self.cat_l2, min_data_per_group=self.min_data_per_group,
+            max_cat_threshold=self.max_cat_threshold,
             monotonic_cst=self._monotonic_cst_)
 
     def _record_scores(self, scorer, loss, raw, X_score, y_score, y_encoded, w_score,
@@ -641,7 +646,18 @@ COMMON_PARAMETERS_DOC = """\
         category against the rest; others by a scan of categories sorted by
         gradient / (hessian + ``cat_smooth``).
     cat_smooth : float, default=10.0
-        Smoothing added to the hessian when ordering categories.
+        Smoothing added to the hessian when ordering categories; categories
+        with fewer rows than this in a node stay on the right in the sorted
+        scan.
+    cat_l2 : float, default=10.0
+        Extra L2 regularisation of the children of a sorted-scan categorical
+        split, in its gain only (leaf values use ``l2_regularization``).
+    min_data_per_group : int, default=100
+        Sorted scan: rows the categories added to the left set must hold
+        before the next candidate, and rows that must remain on the right.
+    max_cat_threshold : int, default=32
+        Sorted scan: most categories of a left set taken from either end of
+        the order (and at most half of them).
     monotonic_cst : array-like of int, dict or None, default=None
         Per feature -1 (decreasing), 0 (none) or 1 (increasing) constraint on
         the prediction; a dict maps feature indices or names to constraints.

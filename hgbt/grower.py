@@ -64,7 +64,8 @@ class TreeGrower:
         bitsets every other code takes the missing direction, so categories
         unseen at fit time follow missing values.
     max_cat_to_onehot : int
-    cat_smooth : float
+    cat_smooth, cat_l2 : float
+    min_data_per_group, max_cat_threshold : int
         Categorical split search (see ``_splitting``).
     monotonic_cst : ndarray of int8 of shape (n_features,) or None
         -1 / 0 / 1 per feature. A split on a constrained feature must order
@@ -80,6 +81,7 @@ class TreeGrower:
                  l1_regularization=0.0, l2_regularization=0.0, learning_rate=1.0,
                  feature_sampler=None, interaction_groups=None, is_categorical=None,
                  known_cat_bitsets=None, max_cat_to_onehot=4, cat_smooth=10.0,
+                 cat_l2=10.0, min_data_per_group=100, max_cat_threshold=32,
                  monotonic_cst=None, n_threads=1):
         self.data = data
         self.bin_thresholds = bin_thresholds
@@ -100,6 +102,9 @@ class TreeGrower:
         self.known_cat_bitsets = known_cat_bitsets
         self.max_cat_to_onehot = max_cat_to_onehot
         self.cat_smooth = cat_smooth
+        self.cat_l2 = cat_l2
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_threshold = max_cat_threshold
         self.monotonic_cst = (None if monotonic_cst is None or not np.any(monotonic_cst)
                               else np.asarray(monotonic_cst, dtype=np.int8))
         self.n_threads = n_threads
@@ -127,6 +132,7 @@ class TreeGrower:
             self.l2_regularization, self.min_gain_to_split, self.min_child_weight,
             self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(node),
             self.n_threads, self.is_categorical, self.max_cat_to_onehot, self.cat_smooth,
+            self.cat_l2, self.min_data_per_group, self.max_cat_threshold,
             self.monotonic_cst, node.lower, node.upper,
             per_feature=self._per_feature, **getattr(self.data, "split_layout", {}))
         if split["feature_idx"] < 0:

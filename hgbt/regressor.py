@@ -77,7 +77,8 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
                  warm_start=False, subsample=1.0, data_sample_strategy="bagging",
                  goss_top_rate=0.2, goss_other_rate=0.1, colsample_bytree=1.0,
                  colsample_bynode=1.0, categorical_features="from_dtype",
-                 max_cat_to_onehot=4, cat_smooth=10.0, monotonic_cst=None,
+                 max_cat_to_onehot=4, cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
+                 max_cat_threshold=32, monotonic_cst=None,
                  interaction_cst=None, importance_type="gain", n_threads=None,
                  random_state=None, verbose=0):
         self.loss = loss
@@ -114,6 +115,9 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         self.categorical_features = categorical_features
         self.max_cat_to_onehot = max_cat_to_onehot
         self.cat_smooth = cat_smooth
+        self.cat_l2 = cat_l2
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_threshold = max_cat_threshold
         self.monotonic_cst = monotonic_cst
         self.interaction_cst = interaction_cst
         self.importance_type = importance_type

@@ -57,16 +57,25 @@ def categorical_histograms(seed, n_samples=400, n_features=4, n_cats=(3, 12, 40,
     return hist, nbnm, G, H, n_samples, missing_bin
 
 
+# Sorted-scan regularisation off: every prefix is a candidate.
+NO_CAT_REG = dict(cat_l2=0.0, min_data_per_group=0, max_cat_threshold=255)
+
+
 def reference_categorical(hist, nbnm, G, H, N, missing_bin, l2=0.0, gamma=0.0, mcw=0.0,
                           msl=1, l1=0.0, max_cat_to_onehot=4, cat_smooth=10.0,
+                          cat_l2=10.0, min_data_per_group=100, max_cat_threshold=32,
                           is_categorical=None):
     """The documented search, in pure Python, over every (categorical) feature.
 
-    Candidate order per feature: categories (one-vs-rest: each category by
-    increasing code; sorted: prefixes of the order by G / (H + cat_smooth),
-    ties by code), each with missing right then left, then "all categories
-    left, missing right"; a candidate replaces the best only with a strictly
-    larger gain; features in increasing order.
+    Candidate order per feature: one-vs-rest, each category by increasing
+    code; sorted, over the categories with at least cat_smooth rows ordered
+    by G / (H + cat_smooth) then code, the first 1, 2, ... then the last 1,
+    2, ... (at most max_cat_threshold and half of them; a candidate once
+    min_data_per_group rows were added since the last one; stop when fewer
+    than that remain right), children scored with l2 + cat_l2. Each with
+    missing right then left; then "all categories left, missing right"; a
+    candidate replaces the best only with a strictly larger gain; features
+    in increasing order.
     """
     best = None
     for f in range(hist.shape[0]):
@@ -81,20 +90,31 @@ def reference_categorical(hist, nbnm, G, H, N, missing_bin, l2=0.0, gamma=0.0, m
             d = float(hf[b]["sum_hessians"]) + cat_smooth
             return float(hf[b]["sum_gradients"]) / d if d > 0 else 0.0
 
-        one_vs_rest = len(cats) <= max_cat_to_onehot
-        if not one_vs_rest:
-            cats = sorted(cats, key=lambda b: (ratio(b), b))
         k = len(cats)
-        candidates = []
-        for i in range(k):
-            left = [cats[i]] if one_vs_rest else cats[:i + 1]
-            if k > 1 and (i + 1 < k or one_vs_rest):
-                candidates.append((left, 0))
-                if has_missing:
-                    candidates.append((left, 1))
+        candidates = []  # (left set in summation order, missing left, child l2)
+        if k <= max_cat_to_onehot:
+            for i in range(k):
+                if k > 1:
+                    candidates += [([cats[i]], m, l2) for m in (0, 1)[:1 + has_missing]]
+        else:
+            used = sorted((b for b in cats if hf[b]["count"] >= cat_smooth),
+                          key=lambda b: (ratio(b), b))
+            max_num = min(max_cat_threshold, (len(used) + 1) // 2, k - 1)
+            for order in (used, used[::-1]):
+                group = n = 0
+                for i in range(max_num):
+                    n += int(hf[order[i]]["count"])
+                    group += int(hf[order[i]]["count"])
+                    if N - n < min_data_per_group:
+                        break
+                    if group < min_data_per_group:
+                        continue
+                    group = 0
+                    candidates += [(order[:i + 1], m, l2 + cat_l2)
+                                   for m in (0, 1)[:1 + has_missing]]
         if has_missing:
-            candidates.append((cats, 0))
-        for left, missing_left in candidates:
+            candidates.append((cats, 0, l2))
+        for left, missing_left, child_l2 in candidates:
             gl = hl = 0.0
             nl = 0
             for b in left:
@@ -108,7 +128,7 @@ def reference_categorical(hist, nbnm, G, H, N, missing_bin, l2=0.0, gamma=0.0, m
             gr, hr, nr = G - gl, H - hl, N - nl
             if nl < msl or nr < msl or hl < mcw or hr < mcw:
                 continue
-            gain = 0.5 * (_score(gl, hl, l2, l1) + _score(gr, hr, l2, l1)
+            gain = 0.5 * (_score(gl, hl, child_l2, l1) + _score(gr, hr, child_l2, l1)
                           - _score(G, H, l2, l1)) - gamma
             if gain > 0 and (best is None or gain > best["gain"]):
                 best = dict(gain=gain, feature_idx=f, left=sorted(left),
@@ -119,13 +139,13 @@ def reference_categorical(hist, nbnm, G, H, N, missing_bin, l2=0.0, gamma=0.0, m
 
 
 def kernel(hist, nbnm, G, H, N, missing_bin, l2=0.0, gamma=0.0, mcw=0.0, msl=1, l1=0.0,
-           max_cat_to_onehot=4, cat_smooth=10.0, is_categorical=None, n_threads=1,
-           feature_mask=NO_MASK):
+           max_cat_to_onehot=4, cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
+           max_cat_threshold=32, is_categorical=None, n_threads=1, feature_mask=NO_MASK):
     if is_categorical is None:
         is_categorical = np.ones(hist.shape[0], dtype=np.uint8)
     return find_node_split(hist, nbnm, G, H, N, l1, l2, gamma, mcw, msl, missing_bin,
                            feature_mask, n_threads, is_categorical, max_cat_to_onehot,
-                           cat_smooth)
+                           cat_smooth, cat_l2, min_data_per_group, max_cat_threshold)
 
 
 def assert_same_split(split, ref):
@@ -159,15 +179,26 @@ CONSTRAINTS = [  # l2, gamma, min_child_weight, min_samples_leaf, l1
 ]
 
 
+CAT_REGULARISATION = [  # cat_l2, min_data_per_group, max_cat_threshold
+    (0.0, 0, 255),
+    (10.0, 100, 32),  # the defaults
+    (3.0, 25, 4),
+]
+
+
 @pytest.mark.parametrize("constraints", CONSTRAINTS)
 @pytest.mark.parametrize("max_cat_to_onehot", [1, 4, 255])
+@pytest.mark.parametrize("cat_reg", CAT_REGULARISATION)
 @pytest.mark.parametrize("seed", range(4))
-def test_split_matches_reference(constraints, max_cat_to_onehot, seed):
+def test_split_matches_reference(constraints, max_cat_to_onehot, cat_reg, seed):
     l2, gamma, mcw, msl, l1 = constraints
+    cat_l2, min_data_per_group, max_cat_threshold = cat_reg
     hist, nbnm, G, H, N, mb = categorical_histograms(seed, constant_hessian=seed == 0)
     for cat_smooth in (0.0, 10.0):
         args = dict(l2=l2, gamma=gamma, mcw=mcw, msl=msl, l1=l1,
-                    max_cat_to_onehot=max_cat_to_onehot, cat_smooth=cat_smooth)
+                    max_cat_to_onehot=max_cat_to_onehot, cat_smooth=cat_smooth,
+                    cat_l2=cat_l2, min_data_per_group=min_data_per_group,
+                    max_cat_threshold=max_cat_threshold)
         ref = reference_categorical(hist, nbnm, G, H, N, mb, **args)
         split = kernel(hist, nbnm, G, H, N, mb, **args)
         assert_same_split(split, ref)
@@ -220,7 +251,7 @@ def test_sorted_scan_is_optimal_over_all_subsets(seed):
     for f in range(2):
         one = hist[f:f + 1]
         split = kernel(one, nbnm[f:f + 1], G, H, N, mb, max_cat_to_onehot=1,
-                       cat_smooth=0.0)
+                       cat_smooth=0.0, **NO_CAT_REG)
         best = _best_over_subsets(one[0], int(nbnm[f]), mb, G, H, N)
         np.testing.assert_allclose(split["gain"], best, rtol=1e-9)
 
@@ -248,6 +279,67 @@ def test_one_vs_rest_is_best_single_category(seed):
                                                     singletons=True))
         np.testing.assert_allclose(split["gain"], best, rtol=1e-9)
         assert left.size == 1 or left.size == int(nbnm[f])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sorted_split_obeys_categorical_regularisation(seed):
+    # The documented limits, checked on the chosen left set itself.
+    hist, nbnm, G, H, N, mb = categorical_histograms(
+        seed, n_samples=3000, n_features=2, n_cats=(80,), empty_rate=0.1)
+    counts = hist["count"]
+    n_checked = 0
+    for cat_smooth, min_data_per_group, max_cat_threshold in ((10.0, 100, 32),
+                                                              (35.0, 150, 4)):
+        for f in range(2):
+            s = kernel(hist[f:f + 1], nbnm[f:f + 1], G, H, N, mb, max_cat_to_onehot=1,
+                       cat_smooth=cat_smooth, cat_l2=0.0,
+                       min_data_per_group=min_data_per_group,
+                       max_cat_threshold=max_cat_threshold)
+            if s["feature_idx"] < 0:
+                continue
+            left = bitset_to_codes(s["cat_bitset"])
+            n_left = int(counts[f, left].sum())
+            if left.size == int((counts[f, :nbnm[f]] > 0).sum()):
+                continue  # "every category left, missing right"
+            assert left.size <= max_cat_threshold
+            assert counts[f, left].min() >= cat_smooth
+            assert n_left >= min_data_per_group
+            assert N - n_left >= min_data_per_group
+            n_checked += 1
+    assert n_checked >= 2
+
+
+def test_min_data_per_group_keeps_rows_on_the_right():
+    # Category 0 (lowest ratio) holds 950 of 1,000 rows: leaving only 50 on
+    # the right, it is no candidate, and from the other end three categories
+    # (at most half) never gather 100 rows.
+    hist = np.zeros((1, 8), dtype=HISTOGRAM_DTYPE)
+    hist[0, 0] = (-950.0, 950.0, 950)
+    for b in range(1, 6):
+        hist[0, b] = (float(b), 10.0, 10)
+    nbnm, G, H, N = np.array([6], np.uint32), -935.0, 1000.0, 1000
+    args = dict(max_cat_to_onehot=1, cat_smooth=0.0, cat_l2=0.0, max_cat_threshold=32)
+    assert kernel(hist, nbnm, G, H, N, 7, min_data_per_group=100, **args)[
+        "feature_idx"] == -1
+    s = kernel(hist, nbnm, G, H, N, 7, min_data_per_group=50, **args)
+    assert bitset_to_codes(s["cat_bitset"]).tolist() == [0]
+
+
+def test_cat_l2_penalises_only_sorted_splits():
+    hist, nbnm, G, H, N, mb = categorical_histograms(2, n_samples=2000, n_features=1,
+                                                     n_cats=(40,), nan_rate=0.0)
+    plain = kernel(hist, nbnm, G, H, N, mb, max_cat_to_onehot=1, **NO_CAT_REG)
+    penalised = kernel(hist, nbnm, G, H, N, mb, max_cat_to_onehot=1,
+                       **dict(NO_CAT_REG, cat_l2=50.0))
+    gl, hl = float(penalised["sum_gradients_left"]), float(penalised["sum_hessians_left"])
+    expected = 0.5 * (_score(gl, hl, 50.0) + _score(G - gl, H - hl, 50.0)
+                      - _score(G, H, 0.0))
+    np.testing.assert_allclose(penalised["gain"], expected, rtol=1e-12)
+    assert penalised["gain"] < plain["gain"]
+    # one-vs-rest splits are not affected
+    few = kernel(hist, nbnm, G, H, N, mb, max_cat_to_onehot=255, **NO_CAT_REG)
+    assert few.tobytes() == kernel(hist, nbnm, G, H, N, mb, max_cat_to_onehot=255,
+                                   **dict(NO_CAT_REG, cat_l2=50.0)).tobytes()
 
 
 def test_numeric_features_unchanged_and_mixed_with_categorical():
@@ -286,7 +378,7 @@ def test_ties_resolve_to_lowest_feature_and_first_candidate():
     for b, g in enumerate([5.0, -3.0, 5.0, -3.0, 5.0, -3.0]):
         hist[0, b] = (g, 1.0, 1)
     s = kernel(hist, np.array([6], np.uint32), 6.0, 6.0, 6, 7, max_cat_to_onehot=1,
-               cat_smooth=0.0)
+               cat_smooth=0.0, **NO_CAT_REG)
     assert bitset_to_codes(s["cat_bitset"]).tolist() == [1, 3, 5]
 
 

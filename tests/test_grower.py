@@ -470,7 +470,8 @@ def test_categorical_tree_routes_values_and_gains(max_cat_to_onehot):
         grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
                             min_samples_leaf=10, learning_rate=1.0, is_categorical=is_cat,
                             known_cat_bitsets=mapper.known_cat_bitsets_,
-                            max_cat_to_onehot=max_cat_to_onehot, n_threads=n_threads)
+                            max_cat_to_onehot=max_cat_to_onehot, n_threads=n_threads,
+                            cat_l2=0.0)  # so that node gains are the plain formula
         trees.append((grower.grow(), grower, data))
     (tree, grower, data), (tree2, _, _) = trees
     assert tree.nodes.tobytes() == tree2.nodes.tobytes()
