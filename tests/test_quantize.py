@@ -61,8 +61,9 @@ def test_stochastic_rounding_is_unbiased():
 
 
 def test_gradient_and_hessian_draws_are_independent():
-    # Both draws come from one hash per row: its two halves must not round
-    # a row's gradient and hessian up together more often than chance.
+    # The two draws of a row hash the same (seed, row) with different seeds:
+    # they must not round its gradient and hessian up together more often
+    # than chance.
     n = 400_000
     g = np.full(n, -0.25, dtype=G_H_DTYPE)  # -0.5 levels: -1 or 0 equally often
     h = np.full(n, 0.5, dtype=G_H_DTYPE)  # 0.5 levels
