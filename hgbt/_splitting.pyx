@@ -55,8 +55,10 @@ cdef struct split_params:
     # Monotonic constraints: per feature -1/0/1 (NULL: none), and the bounds
     # the node's children values must stay within.
     const signed char* monotonic_cst
-    # T(G)^2 / (H + lambda) of the node itself, the same for every candidate.
+    # T(G)^2 / (H + lambda) of the node itself, the same for every candidate,
+    # and its lambda (l2_regularization even where the children get cat_l2).
     double parent_score
+    double parent_l2
     bint bounded
     double lower_bound
     double upper_bound
@@ -119,13 +121,14 @@ cdef inline double _constrained_gain(
     cdef double v_left = bounded_value(g_left, h_left, l1, l2, p.lower_bound, p.upper_bound)
     cdef double v_right = bounded_value(g_right, h_right, l1, l2, p.lower_bound,
                                         p.upper_bound)
-    cdef double v_parent = bounded_value(g_total, h_total, l1, l2, p.lower_bound,
-                                         p.upper_bound)
+    cdef double v_parent = bounded_value(g_total, h_total, l1, p.parent_l2,
+                                         p.lower_bound, p.upper_bound)
     if (cst > 0 and v_left > v_right) or (cst < 0 and v_left < v_right):
         return -INFINITY
-    return (_reduction(g_left, h_left, v_left, l1, l2)
-            + _reduction(g_right, h_right, v_right, l1, l2)
-            - _reduction(g_total, h_total, v_parent, l1, l2)) - p.min_gain_to_split
+    return ((_reduction(g_left, h_left, v_left, l1, l2)
+             + _reduction(g_right, h_right, v_right, l1, l2)
+             - _reduction(g_total, h_total, v_parent, l1, p.parent_l2))
+            - p.min_gain_to_split)
 
 
 cdef inline void _consider(
@@ -201,7 +204,7 @@ cdef void _scan_sorted(
     cdef int direction
     cdef double g, h
     cdef split_params q = p[0]
-    q.l2_regularization = p.l2_regularization + p.cat_l2  # parent_score keeps l2
+    q.l2_regularization = p.l2_regularization + p.cat_l2  # the parent's terms keep l2
     for direction in range(2):
         g = h = 0.0
         n = group = 0
@@ -560,6 +563,7 @@ def find_node_split(
     p.upper_bound = upper_bound
     p.l1_regularization = l1_regularization
     p.l2_regularization = l2_regularization
+    p.parent_l2 = l2_regularization
     p.parent_score = _score(sum_gradients, sum_hessians, l1_regularization,
                             l2_regularization)
     p.min_gain_to_split = min_gain_to_split

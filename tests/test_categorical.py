@@ -342,6 +342,21 @@ def test_cat_l2_penalises_only_sorted_splits():
                                    **dict(NO_CAT_REG, cat_l2=50.0)).tobytes()
 
 
+def test_cat_l2_same_gain_with_loose_bounds():
+    # With bounds (monotonic constraints above the node) the gain is the
+    # objective decrease at clipped values; bounds that clip nothing must give
+    # the unbounded gain, whose node term keeps l2_regularization.
+    hist, nbnm, G, H, N, mb = categorical_histograms(4, n_samples=2000, n_features=1,
+                                                     n_cats=(40,))
+    args = (hist, nbnm, G, H, N, 0.0, 1.0, 0.0, 0.0, 1, mb, NO_MASK, 1,
+            np.ones(1, np.uint8), 1, 0.0, 20.0, 0, 255, None)
+    free = find_node_split(*args)
+    bounded = find_node_split(*args, -1e9, 1e9)
+    assert free["is_categorical"] == 1
+    assert bounded["cat_bitset"].tobytes() == free["cat_bitset"].tobytes()
+    np.testing.assert_allclose(bounded["gain"], free["gain"], rtol=1e-9)
+
+
 def test_numeric_features_unchanged_and_mixed_with_categorical():
     hist, nbnm, G, H, N, mb = categorical_histograms(3, n_features=4, n_cats=(30,))
     numeric = kernel(hist, nbnm, G, H, N, mb, is_categorical=np.zeros(4, np.uint8))
