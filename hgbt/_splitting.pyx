@@ -261,16 +261,15 @@ cdef void _scan_categorical(
         return
     one_vs_rest = n_cats <= p.max_cat_to_onehot
     if one_vs_rest:
-        for i in range(n_cats):
-            if n_cats > 1:
-                g = hist[cats[i].code].sum_gradients
-                h = hist[cats[i].code].sum_hessians
-                n = hist[cats[i].code].count
-                _consider(best, f, i, 0, g, h, n, g_total, h_total, n_total, p)
-                if has_missing:
-                    _consider(best, f, i, 1, g + miss.sum_gradients,
-                              h + miss.sum_hessians, n + miss.count,
-                              g_total, h_total, n_total, p)
+        # a single category is no candidate (all of it would go left)
+        for i in range(n_cats if n_cats > 1 else 0):
+            g = hist[cats[i].code].sum_gradients
+            h = hist[cats[i].code].sum_hessians
+            n = hist[cats[i].code].count
+            _consider(best, f, i, 0, g, h, n, g_total, h_total, n_total, p)
+            if has_missing:
+                _consider(best, f, i, 1, g + miss.sum_gradients, h + miss.sum_hessians,
+                          n + miss.count, g_total, h_total, n_total, p)
     else:
         # a total order, so the unstable qsort has a single possible result
         qsort(used, n_used, sizeof(cat_entry), _compare_categories)
