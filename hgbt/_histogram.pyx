@@ -152,7 +152,7 @@ DEF ACC_BINS = 256
 # Nodes with fewer than 1/ROW_WISE_RATIO of the rows read the row-major copy
 # of the bins: their rows are too far apart for column reads to share cache
 # lines (benchmarks/RESULTS.md).
-DEF ROW_WISE_RATIO = 10
+DEF ROW_WISE_RATIO = 5
 # Rows ahead whose bins are prefetched by the row-wise kernel.
 DEF PREFETCH_DISTANCE = 16
 # Row parts of one node (threads) at most.
@@ -210,20 +210,21 @@ cdef void _packed_part(
 
 
 cdef void _packed_row_wise(
-    const X_BINNED_DTYPE_C* X_rows, int n_features, const SIZE_C* rows, SIZE_C lo,
-    SIZE_C hi, const int64_t* packed, int64_t* acc,
+    const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, int n_features,
+    const SIZE_C* rows, SIZE_C lo, SIZE_C hi, const int64_t* packed, int64_t* acc,
 ) noexcept nogil:
-    # One row's bins are adjacent: one cache line feeds every feature.
-    # ``packed`` is indexed by row (no gather needed).
+    # One row's bins are adjacent: one cache line feeds every feature (rows
+    # padded so that none straddles two lines). ``packed`` is indexed by row
+    # (no gather needed).
     cdef SIZE_C i
     cdef int f, k
     cdef int64_t v
     cdef const X_BINNED_DTYPE_C* row
     for i in range(lo, hi):
         if i + PREFETCH_DISTANCE < hi:
-            __builtin_prefetch(X_rows + <Py_ssize_t>rows[i + PREFETCH_DISTANCE] * n_features)
+            __builtin_prefetch(X_rows + <Py_ssize_t>rows[i + PREFETCH_DISTANCE] * row_stride)
             __builtin_prefetch(packed + rows[i + PREFETCH_DISTANCE])
-        row = X_rows + <Py_ssize_t>rows[i] * n_features
+        row = X_rows + <Py_ssize_t>rows[i] * row_stride
         v = packed[rows[i]]
         f = 0
         while f + 8 <= n_features:  # a literal block the compiler unrolls
@@ -256,7 +257,8 @@ cdef void _flush(
 
 cdef void _packed_node_part(
     const X_BINNED_DTYPE_C* X, Py_ssize_t stride, int n_features,
-    const X_BINNED_DTYPE_C* X_rows, const SIZE_C* rows, SIZE_C lo, SIZE_C hi,
+    const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, const SIZE_C* rows,
+    SIZE_C lo, SIZE_C hi,
     const int64_t* packed, int64_t* ordered, int h_shift, int g_shift,
     SIZE_C block_rows, int64_t* acc, int64_t* sums, bint* flushed,
 ) noexcept nogil:
@@ -274,7 +276,7 @@ cdef void _packed_node_part(
     while a < hi:
         b = hi if hi - a <= block_rows else a + block_rows
         if X_rows != NULL:
-            _packed_row_wise(X_rows, n_features, rows, a, b, packed, acc)
+            _packed_row_wise(X_rows, row_stride, n_features, rows, a, b, packed, acc)
         elif rows == NULL:
             _packed_part(X, stride, n_features, NULL, a, b, packed, acc)
         else:
@@ -354,7 +356,9 @@ def build_histogram_packed(
     hessian in bits ``[h_shift, g_shift)`` and 1 below (a row count); the
     sums of ``block_rows`` rows fit every lane (``packed_layout``).
     ``rows`` None means every row, in order (the root). ``X_rows``, a
-    C-ordered copy of ``X_binned``, is read instead for nodes with few rows.
+    C-ordered copy of ``X_binned`` whose rows may be padded (shape
+    (n_samples, >= n_features), see ``padded_row_major``), is read instead
+    for nodes with few rows.
     The result equals ``build_histogram`` on the dequantized gradients bit
     for bit: the integer sums are exact and scaled by powers of two. Rows
     are split between threads, each summing into its own row of ``acc``
@@ -365,7 +369,7 @@ def build_histogram_packed(
     """
     cdef SIZE_C n = X_binned.shape[0] if rows is None else rows.shape[0]
     cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f, t, n_parts
-    cdef Py_ssize_t stride = X_binned.shape[0], part_stride = acc.shape[1]
+    cdef Py_ssize_t stride = X_binned.shape[0], part_stride = acc.shape[1], row_stride = 0
     cdef double g_scale = ldexp(1.0, -g_exponent), h_scale = ldexp(1.0, -h_exponent)
     cdef const SIZE_C* row_ptr = NULL
     cdef int64_t* ordered = NULL
@@ -374,8 +378,9 @@ def build_histogram_packed(
     cdef bint row_wise = (rows is not None and X_rows is not None
                           and <Py_ssize_t>n * ROW_WISE_RATIO < X_binned.shape[0])
     if row_wise and (X_rows.shape[0] != X_binned.shape[0]
-                     or X_rows.shape[1] != n_features):
-        raise ValueError("X_rows must have the shape of X_binned.")
+                     or X_rows.shape[1] < n_features):
+        raise ValueError("X_rows must have the rows of X_binned, each with at least "
+                         "n_features columns.")
     if out.shape[0] != n_features:
         raise ValueError("out needs one row per feature.")
     if (acc.shape[1] < n_features * ACC_BINS or sums.shape[1] != 3 * acc.shape[1]
@@ -393,19 +398,22 @@ def build_histogram_packed(
         ordered = &ordered_packed[0]
         if row_wise:
             x_rows = &X_rows[0, 0]
+            row_stride = X_rows.shape[1]
     n_parts = min(n_threads, <int>acc.shape[0], MAX_PARTS)
     if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_parts < 1:
         n_parts = 1
     with nogil:
         if n_parts == 1:
-            _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_ptr, 0, n,
+            _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_stride,
+                              row_ptr, 0, n,
                               &packed[0], ordered, h_shift, g_shift, block_rows,
                               &acc[0, 0], &sums[0, 0], &flushed[0])
         else:
             # One region for gather and sums (each part gathers its own rows);
             # a prange over parts computes each even if fewer threads start.
             for t in prange(n_parts, schedule='static', num_threads=n_parts):
-                _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_ptr,
+                _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_stride,
+                                  row_ptr,
                                   <SIZE_C>(<Py_ssize_t>n * t // n_parts),
                                   <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts),
                                   &packed[0], ordered, h_shift, g_shift, block_rows,

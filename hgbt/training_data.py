@@ -118,7 +118,7 @@ class LocalTrainingData:
             self._ordered_packed = np.empty(n, dtype=np.int64)
             n_dense = self.X_binned.shape[1]
             # row-major bins for nodes with few rows (read row-wise)
-            self._X_rows = np.ascontiguousarray(self.X_binned)
+            self._X_rows = padded_row_major(self.X_binned)
             self._acc = np.empty((self.n_threads, n_dense * 256), dtype=np.int64)
             self._sums = np.empty((self.n_threads, n_dense * 768), dtype=np.int64)
             # float copies only for the sparse-stored columns' float kernel
@@ -312,6 +312,25 @@ def quantize_exponents(gradients, hessians, n_levels):
                              "NaN or inf.")
         h_exponent = _largest_exponent(h_max, n_levels)
     return _largest_exponent(g_max, n_levels / 2), h_exponent
+
+
+def padded_row_major(X_binned):
+    """A C-ordered copy of ``X_binned`` whose rows never straddle cache lines.
+
+    Rows are padded with zeros to the next power of two of bytes (to a multiple
+    of 64 past 64) and the array starts on a 64-byte boundary, so reading a
+    row fetches one line (or whole lines) instead of often two: the row-wise
+    histogram kernel, bound by those fetches, runs 15-35% faster
+    (benchmarks/RESULTS.md).
+    """
+    n, n_features = X_binned.shape
+    width = max(n_features, 1)
+    stride = 1 << (width - 1).bit_length() if width <= 64 else -(-width // 64) * 64
+    buffer = np.zeros(n * stride + 64, dtype=X_BINNED_DTYPE)
+    offset = -buffer.ctypes.data % 64
+    rows = buffer[offset:offset + n * stride].reshape(n, stride)
+    rows[:, :n_features] = X_binned
+    return rows
 
 
 def packed_layout(n_levels, constant_hessian):

@@ -8,7 +8,7 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt._histogram import build_histogram, build_histogram_packed, build_histogram_root
 from hgbt._quantize import leaf_sums, quantize_gradients
 from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
-from hgbt.training_data import packed_layout, quantize_exponents
+from hgbt.training_data import packed_layout, padded_row_major, quantize_exponents
 
 EMPTY = np.empty(0, dtype=G_H_DTYPE)
 LAYOUT = packed_layout(16, False)  # levels within ±8 and [0, 16]
@@ -155,7 +155,7 @@ def test_leaf_sums_match_numpy():
 
 # ------------------------------------------------------ packed histogram kernel
 def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=256,
-                     row_wise=False, block_rows=None, layout=LAYOUT):
+                     row_wise=None, block_rows=None, layout=LAYOUT):
     n, n_features = X.shape
     acc = np.full((3, n_features * 256), 77, np.int64)  # garbage: must be reset
     sums = np.full((3, n_features * 768), 5, np.int64)
@@ -164,7 +164,7 @@ def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=
     build_histogram_packed(X, rows, packed, np.empty(n, np.int64), g_exp, h_exp,
                            h_shift, g_shift, block_rows or rows_per_block, constant, acc,
                            sums, out, n_threads,
-                           np.ascontiguousarray(X) if row_wise else None)
+                           None if row_wise is None else row_wise(X))
     return out
 
 
@@ -191,10 +191,11 @@ def test_packed_histogram_matches_brute_force_and_float_kernel(constant_hessian,
         build_histogram(X, rows, gq, hq, np.empty(n, G_H_DTYPE), np.empty(n, G_H_DTYPE),
                         ref_float, 2)
     for n_threads in (1, 2, 3):
-        # row_wise: nodes under 10% of the rows read the row-major copy;
+        # row_wise: nodes under 20% of the rows read the row-major copy,
+        # as it is or with padded rows;
         # block_rows=97: parts of more rows are summed in flushed blocks;
         # 8000 with 20,000 rows on 3 threads: unflushed parts decoded apart
-        for row_wise in (False, True):
+        for row_wise in (None, np.ascontiguousarray, padded_row_major):
             for block_rows in (None, 97, 8000):
                 out = packed_histogram(X, rows, packed, 3, 4, constant, n_threads,
                                        row_wise=row_wise, block_rows=block_rows,
@@ -226,16 +227,30 @@ def test_packed_histogram_fewer_bins_and_bad_shapes():
     with pytest.raises(ValueError, match="three times"):
         build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0, acc,
                                np.empty((2, 1024), np.int64), ref, 2)
-    with pytest.raises(ValueError, match="shape of X_binned"):
-        build_histogram_packed(X, np.arange(3, dtype=SIZE_DTYPE), packed, ordered, 3, 4,
-                               *LAYOUT, 0.0, acc, sums, ref, 2,
-                               np.ascontiguousarray(X[:, :3]))
+    for bad_rows in (X[:, :3], X[:10]):
+        with pytest.raises(ValueError, match="rows of X_binned"):
+            build_histogram_packed(X, np.arange(3, dtype=SIZE_DTYPE), packed, ordered, 3,
+                                   4, *LAYOUT, 0.0, acc, sums, ref, 2,
+                                   np.ascontiguousarray(bad_rows))
     with pytest.raises(ValueError, match="one row per feature"):
         build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0, acc, sums,
                                ref[:3], 2)
     with pytest.raises(ValueError, match="packed layout"):
         build_histogram_packed(X, None, packed, ordered, 3, 4, 20, 10, 100, 0.0, acc,
                                sums, ref, 2)
+
+
+@pytest.mark.parametrize("n_features, stride", [
+    (0, 1), (1, 1), (5, 8), (8, 8), (9, 16), (28, 32), (50, 64), (64, 64), (65, 128),
+    (130, 192)])
+def test_padded_row_major(n_features, stride):
+    rng = np.random.default_rng(n_features)
+    X = np.asfortranarray(rng.integers(0, 256, (1001, n_features), dtype=np.uint8))
+    X_rows = padded_row_major(X)
+    assert X_rows.shape == (1001, stride) and X_rows.flags.c_contiguous
+    assert X_rows.ctypes.data % 64 == 0  # with the stride: no row straddles lines
+    np.testing.assert_array_equal(X_rows[:, :n_features], X)
+    assert not X_rows[:, n_features:].any()
 
 
 # -------------------------------------------------------------- quantized fits
