@@ -178,7 +178,8 @@ class LocalTrainingData:
         """Histograms of a node from its parent's and its sibling's."""
         out = self._new_histogram()
         subtract_histograms(parent_histogram, child_histogram, out,
-                            None if self.layout is None else self.layout.column_width)
+                            None if self.layout is None else self.layout.column_width,
+                            self.n_threads)
         return out
 
     def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left,

@@ -166,23 +166,43 @@ def test_subtraction_gives_sibling(constant_hessian):
     np.testing.assert_array_equal(rest["count"], reference(X, outside, g, h, N_BINS)[2])
 
 
-def test_subtraction_exact_on_struct_fields():
+@pytest.mark.parametrize("shape", [(3, 5), (40, 256)])  # one thread / split by rows
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_subtraction_exact_on_struct_fields(shape, n_threads):
     rng = np.random.default_rng(8)
-    parent = np.zeros((3, 5), dtype=HISTOGRAM_DTYPE)
-    child = np.zeros((3, 5), dtype=HISTOGRAM_DTYPE)
-    parent["sum_gradients"] = rng.normal(size=(3, 5))
-    parent["sum_hessians"] = rng.uniform(size=(3, 5))
-    parent["count"] = rng.integers(10, 100, size=(3, 5))
-    child["sum_gradients"] = rng.normal(size=(3, 5))
-    child["sum_hessians"] = rng.uniform(size=(3, 5))
-    child["count"] = rng.integers(0, 10, size=(3, 5))
+    parent = np.zeros(shape, dtype=HISTOGRAM_DTYPE)
+    child = np.zeros(shape, dtype=HISTOGRAM_DTYPE)
+    parent["sum_gradients"] = rng.normal(size=shape)
+    parent["sum_hessians"] = rng.uniform(size=shape)
+    parent["count"] = rng.integers(10, 100, size=shape)
+    child["sum_gradients"] = rng.normal(size=shape)
+    child["sum_hessians"] = rng.uniform(size=shape)
+    child["count"] = rng.integers(0, 10, size=shape)
     out = np.empty_like(parent)
-    subtract_histograms(parent, child, out)
+    subtract_histograms(parent, child, out, None, n_threads)
     np.testing.assert_array_equal(out["sum_gradients"],
                                   parent["sum_gradients"] - child["sum_gradients"])
     np.testing.assert_array_equal(out["sum_hessians"],
                                   parent["sum_hessians"] - child["sum_hessians"])
     np.testing.assert_array_equal(out["count"], parent["count"] - child["count"])
+    # column_width: only bins below the width and the last one are written
+    width = rng.integers(0, shape[1] + 3, size=shape[0]).astype(np.uint16)
+    narrow = np.zeros_like(parent)
+    subtract_histograms(parent, child, narrow, width, n_threads)
+    for f in range(shape[0]):
+        used = np.zeros(shape[1], bool)
+        used[:min(width[f], shape[1] - 1)] = used[-1] = True
+        assert narrow[f][used].tobytes() == out[f][used].tobytes()
+        assert not narrow[f][~used]["count"].any()
+
+
+def test_subtraction_rejects_mismatched_shapes():
+    parent = np.zeros((3, 5), dtype=HISTOGRAM_DTYPE)
+    for bad in (np.zeros((2, 5), dtype=HISTOGRAM_DTYPE), np.zeros((3, 4), dtype=HISTOGRAM_DTYPE)):
+        with pytest.raises(ValueError, match="same shape"):
+            subtract_histograms(parent, bad, np.zeros_like(parent))
+        with pytest.raises(ValueError, match="same shape"):
+            subtract_histograms(parent, parent, bad)
 
 
 @pytest.mark.parametrize("constant_hessian", [False, True])

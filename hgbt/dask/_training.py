@@ -113,7 +113,7 @@ class DistributedTrainingData:
 
     def sibling_histogram(self, parent_histogram, child_histogram):
         out = np.empty((self.n_features, self.n_bins), dtype=HISTOGRAM_DTYPE)
-        subtract_histograms(parent_histogram, child_histogram, out)
+        subtract_histograms(parent_histogram, child_histogram, out, None, self.n_threads)
         return out
 
     def release(self, histogram):
