@@ -181,10 +181,15 @@ def find_thresholds(column, max_bins, sample_weight=None):
 
 def _find_thresholds(column, max_bins, sample_weight):
     """:func:`find_thresholds` with ``sample_weight`` already checked."""
-    column = np.asarray(column, dtype=X_DTYPE)
+    column = np.asarray(column)
+    if sample_weight is not None or column.dtype != np.float32:
+        column = column.astype(X_DTYPE, copy=False)
     if sample_weight is not None:
         return _find_weighted_thresholds(column, max_bins, sample_weight)
-    return _sorted_thresholds(np.sort(column[~np.isnan(column)]), max_bins)
+    # float32 sorts in about half the time of float64, and widening after the
+    # sort gives the same array (the cast is exact and keeps the order)
+    values = np.sort(column[~np.isnan(column)])
+    return _sorted_thresholds(values.astype(X_DTYPE, copy=False), max_bins)
 
 
 def _distinct(sorted_values):

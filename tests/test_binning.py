@@ -199,6 +199,21 @@ def test_codes_match_searchsorted_reference(dtype, order, max_bins):
         mapper.transform(X_new), reference_codes(X_new, mapper.bin_thresholds_, max_bins))
 
 
+@pytest.mark.parametrize("max_bins", [16, 255])
+def test_float32_input_gets_the_thresholds_of_its_float64_values(max_bins):
+    # float32 columns are sorted as float32: the same sorted values widened
+    rng = np.random.default_rng(max_bins)
+    X = np.column_stack([rng.normal(size=4000), rng.integers(0, 9, 4000),
+                         rng.exponential(size=4000) * 1e30]).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[:3, 0] = [np.inf, -np.inf, -0.0]
+    t32 = BinMapper(max_bins=max_bins, subsample=None).fit(X).bin_thresholds_
+    t64 = BinMapper(max_bins=max_bins, subsample=None).fit(
+        X.astype(np.float64)).bin_thresholds_
+    for a, b in zip(t32, t64):
+        assert a.dtype == np.float64 and a.tobytes() == b.tobytes()
+
+
 def test_non_contiguous_input_matches_reference():
     rng = np.random.default_rng(3)
     big = rng.normal(size=(3000, 8))
@@ -209,6 +224,9 @@ def test_non_contiguous_input_matches_reference():
     np.testing.assert_array_equal(mapper.transform(X),
                                   reference_codes(X, mapper.bin_thresholds_, 40))
     np.testing.assert_array_equal(mapper.transform(X), mapper.transform(X.copy()))
+    reversed_rows = X[::-1]  # negative row stride
+    np.testing.assert_array_equal(mapper.transform(reversed_rows),
+                                  reference_codes(reversed_rows, mapper.bin_thresholds_, 40))
 
 
 def test_map_to_bins_kernel_direct():
