@@ -2,6 +2,8 @@
 from cython cimport floating
 from cython.parallel cimport prange
 
+import numpy as np
+
 from ._types cimport X_DTYPE_C, X_BINNED_DTYPE_C, BITSET_WORD_C
 
 # Rows per parallel block: a block of a row-major X stays in cache while
@@ -77,6 +79,34 @@ cdef inline X_BINNED_DTYPE_C _category_bin(
         if <double> code == x and (known[code >> 5] >> (code & 31)) & 1:
             return <X_BINNED_DTYPE_C> code
     return missing_bin
+
+
+def category_counts(const floating[:] column, int n_codes):
+    """Rows per code ``0 .. n_codes - 1`` of a categorical column, NaN skipped.
+
+    Returns ``(counts, first_bad)``: ``counts`` an intp array of length
+    ``n_codes``, ``first_bad`` the index of the first value that is no such
+    code (negative, non-integer, too large or infinite), -1 if none. Counting
+    stops there. One pass over a strided column, no copy.
+    """
+    cdef Py_ssize_t i, n = column.shape[0], first_bad = -1
+    counts = np.zeros(n_codes, dtype=np.intp)
+    cdef Py_ssize_t[::1] c = counts
+    cdef double x
+    cdef unsigned int code
+    with nogil:
+        for i in range(n):
+            x = column[i]
+            if x != x:
+                continue
+            if x >= 0.0 and x < n_codes:
+                code = <unsigned int> x
+                if <double> code == x:
+                    c[code] += 1
+                    continue
+            first_bad = i
+            break
+    return counts, first_bad
 
 
 def map_to_bins(

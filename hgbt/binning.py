@@ -5,7 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ._binning import map_to_bins
+from ._binning import category_counts, map_to_bins
 from ._types import BITSET_DTYPE, BITSET_WORDS, X_BINNED_DTYPE, X_DTYPE
 from .sparse import column, constant_positive_weight, sparse_thresholds
 
@@ -28,10 +28,15 @@ def category_codes(column, feature=0):
     Codes must be integers (any float dtype holding them is fine) in
     ``[0, MAX_CATEGORIES)``; anything else raises ``ValueError``.
     """
-    column = np.asarray(column, dtype=X_DTYPE)
-    values = column[~np.isnan(column)]
-    if values.size == 0:
-        return np.empty(0, dtype=np.intp)
+    column = np.asarray(column)
+    if column.dtype not in (np.float32, np.float64) or column.ndim != 1:
+        column = np.asarray(column, dtype=X_DTYPE).ravel()
+    counts, first_bad = category_counts(column, MAX_CATEGORIES)
+    if first_bad < 0:
+        return np.flatnonzero(counts)
+    # Slow path, errors only: report the first non-integer or negative value
+    # if there is one, else the largest code.
+    values = column[~np.isnan(column)].astype(X_DTYPE)
     with np.errstate(invalid="ignore"):
         bad = (values < 0) | (values != np.floor(values))
     if bad.any():
@@ -39,12 +44,10 @@ def category_codes(column, feature=0):
             f"Categorical feature {feature} has the value {values[bad][0]!r}: category "
             "codes must be non-negative integers (NaN for missing); "
             f"{ENCODER_HINT}.")
-    if values.max() >= MAX_CATEGORIES:
-        raise ValueError(
-            f"Categorical feature {feature} has the code {values.max()!r}: codes must be "
-            f"below {MAX_CATEGORIES} (at most {MAX_CATEGORIES} categories); "
-            f"{ENCODER_HINT}.")
-    return np.flatnonzero(np.bincount(values.astype(np.intp), minlength=1))
+    raise ValueError(
+        f"Categorical feature {feature} has the code {values.max()!r}: codes must be "
+        f"below {MAX_CATEGORIES} (at most {MAX_CATEGORIES} categories); "
+        f"{ENCODER_HINT}.")
 
 
 def codes_to_bitset(codes):

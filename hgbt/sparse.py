@@ -33,9 +33,15 @@ def as_csr(X):
 
 
 def column(X, j):
-    """Column ``j`` of a dense or sparse matrix as a dense 1-D float array."""
+    """Column ``j`` of a dense or sparse matrix as a dense 1-D float array.
+
+    A view of a float32 or float64 ndarray (no copy: the callers only read),
+    else a float64 copy.
+    """
     if sp.issparse(X):
         return np.asarray(X[:, [j]].toarray(), dtype=X_DTYPE).ravel()
+    if isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64):
+        return X[:, j]
     return np.asarray(X[:, j], dtype=X_DTYPE)
 
 

@@ -12,7 +12,7 @@ from hgbt._partition import partition_rows_by_table
 from hgbt._predictor import predict_add, predict_binned_add
 from hgbt._splitting import find_node_split
 from hgbt._types import HISTOGRAM_DTYPE, NODE_DTYPE, SIZE_DTYPE
-from hgbt.binning import BinMapper, bitset_to_codes, codes_to_bitset
+from hgbt.binning import BinMapper, bitset_to_codes, category_codes, codes_to_bitset
 from hgbt.predictor import TreePredictor
 
 NO_MASK = np.empty(0, dtype=np.uint8)
@@ -204,6 +204,27 @@ def test_split_matches_reference(constraints, max_cat_to_onehot, cat_reg, seed):
         assert_same_split(split, ref)
         assert split.tobytes() == kernel(hist, nbnm, G, H, N, mb, n_threads=2,
                                          **args).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("n_cats", [9, 17, 100, 255])
+def test_sorted_split_breaks_ratio_ties_by_code(seed, n_cats):
+    # Categories in three groups of equal ratio: a prefix cut short by
+    # max_cat_threshold inside a group takes that group's lowest codes.
+    # Sizes around the kernel's insertion runs (8) and merge widths.
+    rng = np.random.default_rng(seed)
+    hist = np.zeros((1, 256), dtype=HISTOGRAM_DTYPE)
+    ratio = rng.choice([-1.0, 0.0, 1.0], n_cats)
+    hist["count"][0, :n_cats] = 20
+    hist["sum_hessians"][0, :n_cats] = 20.0
+    hist["sum_gradients"][0, :n_cats] = 30.0 * ratio
+    G, H, N = float(hist["sum_gradients"].sum()), float(hist["sum_hessians"].sum()), 20 * n_cats
+    nbnm = np.array([n_cats], dtype=np.uint32)
+    for max_cat_threshold in (3, 37, 255):
+        args = dict(max_cat_to_onehot=1, cat_smooth=10.0, cat_l2=0.0,
+                    min_data_per_group=0, max_cat_threshold=max_cat_threshold)
+        ref = reference_categorical(hist, nbnm, G, H, N, 255, **args)
+        assert_same_split(kernel(hist, nbnm, G, H, N, 255, **args), ref)
 
 
 def test_split_reference_covers_both_modes():
@@ -602,6 +623,37 @@ def test_bin_mapper_rejects_invalid_codes(bad, match):
     X = np.array([[0.0], [1.0], [bad]])
     with pytest.raises(ValueError, match=match):
         BinMapper(is_categorical=[True]).fit(X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_category_codes_match_numpy(dtype, order):
+    # One pass over a strided column of any dtype: the distinct codes of
+    # NumPy's unique, NaN left out; the input is not modified.
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 255, (5000, 3)).astype(dtype, order=order)
+    X[:, 1] = rng.choice([3, 17, 254], 5000)
+    if dtype != np.int64:
+        X[rng.random(5000) < 0.2, 1] = np.nan
+    before = X.copy()
+    for j in range(3):
+        col = X[:, j].astype(np.float64)
+        np.testing.assert_array_equal(category_codes(X[:, j]),
+                                      np.unique(col[~np.isnan(col)]).astype(np.intp))
+    np.testing.assert_array_equal(category_codes(X[::-3, 1]), [3, 17, 254])
+    assert category_codes(np.full(4, np.nan)).size == 0
+    np.testing.assert_array_equal(X, before)
+
+
+@pytest.mark.parametrize("first, later, match", [(300.0, -1.0, "non-negative"),
+                                                 (np.inf, 2.5, "integers"),
+                                                 (-0.5, 300.0, "integers")])
+def test_category_codes_report_the_invalid_code_first(first, later, match):
+    # A non-integer or negative value is reported before a too large code,
+    # wherever each is in the column.
+    column = np.array([0.0, first, 1.0, later, np.nan], dtype=np.float32)
+    with pytest.raises(ValueError, match=match):
+        category_codes(column)
 
 
 # ---------------------------------------------------------------------------
