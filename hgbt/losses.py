@@ -545,7 +545,8 @@ class BinaryLogLoss(BaseLoss):
     """Binary log loss on log-odds: ``l = log(1 + exp(raw)) - y raw``, y in {0, 1}.
 
     ``p = sigmoid(raw)``, ``g = w (p - y)``, ``h = w p (1 - p)``, computed
-    from ``exp(-|raw|)`` so that no ``raw`` overflows. The baseline is the
+    from ``exp(-|raw|)`` so that no ``raw`` overflows, in float32 (the
+    precision of the stored gradients). The baseline is the
     logit of the weighted mean of ``y`` clipped to ``[1e-15, 1 - 1e-15]``;
     ``inverse_link`` returns ``[1 - p, p]`` per row.
     """

@@ -35,19 +35,23 @@ def test_quality_matches_sklearn(load, seed):
 def test_binary_first_tree_matches_sklearn():
     # Same algorithm and settings: the first tree has the same splits (row
     # counts and gains; scikit-learn's gain omits the factor 1/2). Features
-    # are not compared: exact ties (and float-noise splits of pure nodes) may
-    # resolve to different features in the two libraries.
+    # are not compared: exact ties may resolve to different features in the
+    # two libraries. Splits of pure nodes on float noise (gains near 1e-14)
+    # hang on the last bit of the gradients (hgbt's are computed in float32,
+    # scikit-learn's in float64) and are left out.
     X, y = load_breast_cancer(return_X_y=True)
     ours = HistGBDTClassifier(**{**SETTINGS, "max_iter": 1}).fit(X, y)
     theirs = HistGradientBoostingClassifier(**{**SETTINGS, "max_iter": 1}).fit(X, y)
-    # Gains agree to float32 precision (hgbt snaps gradients to an exact grid).
     splits = lambda nodes, scale: sorted(
-        (int(r["count"]), float(r["gain"]) * scale) for r in nodes if not r["is_leaf"])
+        (int(r["count"]), float(r["gain"]) * scale) for r in nodes
+        if not r["is_leaf"] and r["gain"] > 1e-9)
     ours_splits = splits(ours._predictors[0][0].nodes, 1.0)
     theirs_splits = splits(theirs._predictors[0][0].nodes, 0.5)
+    assert len(ours_splits) >= 5
     assert [c for c, _ in ours_splits] == [c for c, _ in theirs_splits]
+    # Gains agree to float32 precision.
     np.testing.assert_allclose([g for _, g in ours_splits], [g for _, g in theirs_splits],
-                               rtol=1e-6, atol=1e-9)  # pure nodes: float-noise gains
+                               rtol=1e-6)
 
 
 def test_multiclass_has_one_tree_per_class_per_round():
