@@ -11,11 +11,10 @@ is constant when unweighted, ``hessians`` may have length 1 (the caller
 keeps the constant 1 there and it is left as it is); a per-row ``hessians``
 is always filled.
 """
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport prange
 from libc.math cimport exp, fabs, fabsf
 from libc.stdint cimport int32_t, uint32_t
 from libc.string cimport memcpy
-from libc.stdlib cimport free, malloc
 
 from ._types cimport G_H_DTYPE_C, Y_DTYPE_C
 
@@ -24,6 +23,9 @@ from ._types cimport G_H_DTYPE_C, Y_DTYPE_C
 DEF MIN_PARALLEL_ROWS = 16384
 # Rows per block of the vectorised binary log-loss loop.
 DEF ROW_BLOCK = 4096
+# Rows per block of the softmax: its per-row scratch and the block's
+# classes stay in cache.
+DEF SOFTMAX_BLOCK = 512
 
 
 cdef inline int _threads_for(Py_ssize_t n, int n_threads) noexcept nogil:
@@ -120,8 +122,8 @@ cdef inline float _select_float(bint condition, float a, float b) noexcept nogil
     return a
 
 
-cdef inline float _exp_nonpositive(float x) noexcept nogil:
-    # exp(x) for x <= 0 in float32 within a few ulp, 0 below -87 (under the
+cdef inline float _exp_float(float x) noexcept nogil:
+    # exp(x) for x <= 88 in float32 within a few ulp, 0 below -87 (under the
     # smallest normal float). Plain arithmetic without branches or calls, so a
     # loop over rows vectorises: glibc's exp is one call per row and took
     # three times as long. 2^k exp(f), k = round(x / ln 2), |f| <= ln(2) / 2,
@@ -137,7 +139,7 @@ cdef inline float _exp_nonpositive(float x) noexcept nogil:
     p = p * f + <float> 1.6666665459e-1
     p = p * f + <float> 5.0000001201e-1
     p = p * f * f + f + <float> 1.0
-    cdef int32_t bits = (<int32_t> k + 127) << 23  # 2^k, k in [-126, 0]
+    cdef int32_t bits = (<int32_t> k + 127) << 23  # 2^k, k in [-126, 127]
     cdef float scale
     memcpy(&scale, &bits, 4)
     return _select_float(x < <float> -87.0, <float> 0.0, p * scale)
@@ -156,11 +158,67 @@ cdef void _binary_rows(
     for i in range(n):
         r = <float> raw[i]
         t = <float> y[i]
-        e = _exp_nonpositive(-fabsf(r))
+        e = _exp_float(-fabsf(r))
         d = <float> 1.0 + e
         gradients[i] = _select_float(r >= 0, (<float> 1.0 - t) - t * e,
                                      e * (<float> 1.0 - t) - t) / d
         hessians[i] = e / (d * d)
+
+
+cdef void _multinomial_rows(
+    const double* y, const double* raw, Py_ssize_t n_classes, G_H_DTYPE_C* gradients,
+    G_H_DTYPE_C* hessians, Py_ssize_t stride, Py_ssize_t n,
+) noexcept nogil:
+    # Softmax of n <= SOFTMAX_BLOCK rows in float32, each loop over rows a
+    # vector loop; class k of row i is at raw[k * stride + i], likewise the
+    # outputs (gradients holds exp(raw - top) in between). With top the largest raw
+    # value of the row (its first class on ties), S = e_top + rest, where rest
+    # sums the other classes' exps directly: 1 - p_top = rest / S keeps its
+    # precision when p_top is near 1 (1 - p would cancel). Every other class
+    # has p <= 1/2, so 1 - p is exact enough there.
+    cdef float top[SOFTMAX_BLOCK]
+    cdef float top_class[SOFTMAX_BLOCK]  # class indices as floats: 32-bit lanes
+    cdef float top_exp[SOFTMAX_BLOCK]
+    cdef float rest[SOFTMAX_BLOCK]
+    cdef float label[SOFTMAX_BLOCK]
+    cdef Py_ssize_t i, k
+    cdef const double* raw_k
+    cdef G_H_DTYPE_C* g_k
+    cdef G_H_DTYPE_C* h_k
+    cdef float r, e, total, p, q, c
+    for i in range(n):
+        top[i] = <float> raw[i]
+        top_class[i] = 0.0
+        top_exp[i] = 0.0
+        rest[i] = 0.0
+        label[i] = <float> y[i]
+    for k in range(1, n_classes):
+        raw_k = raw + k * stride
+        c = <float> k
+        for i in range(n):
+            r = <float> raw_k[i]
+            top_class[i] = _select_float(r > top[i], c, top_class[i])
+            top[i] = _select_float(r > top[i], r, top[i])
+    for k in range(n_classes):
+        raw_k = raw + k * stride
+        g_k = gradients + k * stride
+        c = <float> k
+        for i in range(n):
+            # top is raw_top rounded to float32: e_top is 1 within an ulp or so
+            e = _exp_float(<float> (raw_k[i] - <double> top[i]))
+            g_k[i] = e
+            top_exp[i] = _select_float(top_class[i] == c, e, top_exp[i])
+            rest[i] = rest[i] + _select_float(top_class[i] == c, <float> 0.0, e)
+    for k in range(n_classes):
+        g_k = gradients + k * stride
+        h_k = hessians + k * stride
+        c = <float> k
+        for i in range(n):
+            total = top_exp[i] + rest[i]
+            p = g_k[i] / total
+            q = _select_float(top_class[i] == c, rest[i] / total, <float> 1.0 - p)  # 1 - p
+            g_k[i] = _select_float(label[i] == c, -q, p)  # p - 1{y = k}
+            h_k[i] = p * q
 
 
 # ---------------------------------------------------------------- kernels
@@ -264,7 +322,10 @@ def multinomial_log_loss_gradients(
 
     g_k = w (p_k - 1{y = k}), h_k = w p_k (1 - p_k) (the diagonal of the
     hessian). ``y_true`` holds class indices 0..K-1 as float64. The maximum
-    raw value of the row is subtracted before exponentiating.
+    raw value of the row is subtracted before exponentiating; the rest is
+    float32 arithmetic (the precision of the outputs), with ``1 - p`` of the
+    most likely class formed from the other classes' sum (no cancellation
+    when p is near 1).
     """
     cdef Py_ssize_t n_classes = raw_prediction.shape[0]
     if gradients.shape[0] != n_classes or hessians.shape[0] != n_classes:
@@ -273,27 +334,19 @@ def multinomial_log_loss_gradients(
             f"{gradients.shape[0]} and {hessians.shape[0]}")
     cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[1], sample_weight,
                                       gradients.shape[1], hessians.shape[1], False)
-    cdef Py_ssize_t i, k
-    cdef double w, max_raw, sum_exp, p
-    cdef double* exps = NULL  # per-thread scratch: exp(raw_k - max) of the current row
+    cdef Py_ssize_t i, k, block, start, stop
     cdef bint weighted = sample_weight.shape[0] > 0
-    with nogil, parallel(num_threads=_threads_for(n, n_threads)):
-        exps = <double*> malloc(n_classes * sizeof(double))
-        for i in prange(n, schedule='static'):
-            w = sample_weight[i] if weighted else 1.0
-            max_raw = raw_prediction[0, i]
-            for k in range(1, n_classes):
-                if raw_prediction[k, i] > max_raw:
-                    max_raw = raw_prediction[k, i]
-            sum_exp = 0.0
+    if n == 0:
+        return
+    # Fixed blocks of rows, as in row_gradients: same bits for any thread count.
+    for block in prange((n + SOFTMAX_BLOCK - 1) // SOFTMAX_BLOCK, nogil=True,
+                        schedule='static', num_threads=_threads_for(n, n_threads)):
+        start = block * SOFTMAX_BLOCK
+        stop = min(start + SOFTMAX_BLOCK, n)
+        _multinomial_rows(&y_true[start], &raw_prediction[0, start], n_classes,
+                          &gradients[0, start], &hessians[0, start], n, stop - start)
+        if weighted:
             for k in range(n_classes):
-                exps[k] = exp(raw_prediction[k, i] - max_raw)
-                sum_exp = sum_exp + exps[k]
-            for k in range(n_classes):
-                p = exps[k] / sum_exp
-                if y_true[i] == k:
-                    gradients[k, i] = w * (p - 1.0)
-                else:
-                    gradients[k, i] = w * p
-                hessians[k, i] = w * p * (1.0 - p)
-        free(exps)
+                for i in range(start, stop):
+                    gradients[k, i] = sample_weight[i] * gradients[k, i]
+                    hessians[k, i] = sample_weight[i] * hessians[k, i]

@@ -591,7 +591,9 @@ class MultinomialLogLoss(BaseLoss):
     ``g_k = w (p_k - 1{y = k})`` and ``h_k = w p_k (1 - p_k)`` (the diagonal
     of the hessian, scikit-learn's convention). The baseline is the log of
     the weighted class priors (clipped to at least 1e-15) minus their mean.
-    Softmax subtracts each row's maximum raw value first.
+    Softmax subtracts each row's maximum raw value first and works in float32
+    (the precision of the stored gradients), ``1 - p`` of the most likely
+    class summed from the other classes so that it does not cancel.
     """
 
     name = "log_loss"

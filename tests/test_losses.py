@@ -569,6 +569,32 @@ def test_binary_log_loss_is_float32_accurate():
     assert np.all(np.abs(h[0] - h_ref) <= tolerance * h_ref)
 
 
+def test_multinomial_is_float32_accurate():
+    # Softmax in float32 (vector loops): within a few float32 ulps of float64,
+    # with 1 - p of the top class taken from the other classes (no
+    # cancellation for confident rows).
+    rng = np.random.default_rng(5)
+    K, n = 4, 3000
+    raw = rng.normal(0, 3, (K, n))
+    raw[:, :500] *= 12  # p of the top class within 1e-30 of 1
+    y = rng.integers(0, K, n).astype(Y_DTYPE)
+    g, h = compute(MultinomialLogLoss(K), y, raw)
+    e = np.exp(raw - raw.max(axis=0))
+    total = e.sum(axis=0)
+    p = e / total
+    q = np.array([np.delete(e, k, axis=0).sum(axis=0) for k in range(K)]) / total  # 1 - p
+    g_ref = np.where(np.arange(K)[:, None] == y, -q, p)
+    h_ref = p * q
+    # raw - max rounded to float32: relative 6e-8 of it in each exp of the row
+    tolerance = 4 * np.finfo(np.float32).eps + 6e-8 * np.ptp(raw, axis=0)
+    keep = h_ref > 1e-30  # exps under 1e-38 (float32 normals) are dropped
+    assert np.all(np.abs(g - g_ref)[keep] <= (tolerance * np.abs(g_ref))[keep])
+    assert np.all(np.abs(h - h_ref)[keep] <= (tolerance * h_ref)[keep])
+    # confident rows were checked: 1 - p of their top class is far below float32's eps
+    top = raw.argmax(axis=0), np.arange(n)
+    assert np.count_nonzero(keep[top] & (q[top] < 1e-10)) > 100
+
+
 def test_multinomial_is_stable_for_large_raw():
     raw = np.array([[1000.0, -1000.0, 0.0, 1000.0, 0.0],
                     [-1000.0, 1000.0, 0.0, 1000.0, 0.0],
