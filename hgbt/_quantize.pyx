@@ -3,9 +3,9 @@
 Each row's gradient becomes a small integer ``g_q`` with
 ``g ~ g_q * 2**-g_exponent``, rounded stochastically (unbiased: up with
 probability equal to the fractional part, to 2**-32), and likewise its
-hessian. The two draws of a row are the halves of one 64-bit hash of
-``(seed, row)``, never depending on which thread handles the row, so the
-result is the same for any number of threads.
+hessian. The random draw of a row depends only on ``(seed, row)`` (a
+counter-based hash), never on which thread handles the row, so the result
+is the same for any number of threads.
 
 Both integers and a 1 are packed into one int64,
 ``g_q * 2**g_shift + h_q * 2**h_shift + 1``: one integer add then updates a
@@ -21,26 +21,25 @@ from ._types cimport G_H_DTYPE_C, SIZE_C
 
 # Rows below which the loop stays on one thread.
 DEF MIN_PARALLEL_ROWS = 16384
-DEF TWO_TO_MINUS_32 = 2.3283064365386963e-10
 # 2**20: above every |value| * 2**exponent + 1 (num_grad_quant_bins is capped
-# far below it), with 2**-32 still a step of doubles there.
+# far below it); doubles near it are 2**-32 apart.
 DEF FLOOR_OFFSET = 1048576.0
 
 
 cdef inline int64_t _floor(double x) noexcept nogil:
     # floor(x) for |x| < FLOOR_OFFSET as the truncation of x + FLOOR_OFFSET
-    # > 0: no compare, no branch (the sign of a gradient is random). The
-    # offset rounds x to 2**-32 (the draws' resolution) at most.
+    # > 0: no compare, no branch (the sign of a gradient is random). The sum
+    # is a multiple of 2**-32, so a rounding up is 2**-32 more or less likely.
     return <int64_t>(x + FLOOR_OFFSET) - <int64_t>FLOOR_OFFSET
 
 
-cdef inline uint64_t _mix(uint64_t seed, uint64_t row) noexcept nogil:
-    # splitmix64 finaliser of (seed, row): 64 random bits, two uniform draws
-    # of 32 bits (2**-32 of bias at most per rounding, far below the grid).
+cdef inline double _uniform(uint64_t seed, uint64_t row) noexcept nogil:
+    # splitmix64 finaliser of (seed, row): a uniform draw in [0, 1).
     cdef uint64_t z = seed + (row + 1) * <uint64_t>0x9E3779B97F4A7C15
     z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
     z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
-    return z ^ (z >> 31)
+    z = z ^ (z >> 31)
+    return <double>(z >> 11) * 1.1102230246251565e-16  # 2**-53
 
 
 def quantize_gradients(
@@ -69,7 +68,7 @@ def quantize_gradients(
     cdef bint constant_hessian = hessians.shape[0] == 1
     cdef double g_up = ldexp(1.0, g_exponent), g_down = ldexp(1.0, -g_exponent)
     cdef double h_up = ldexp(1.0, h_exponent), h_down = ldexp(1.0, -h_exponent)
-    cdef uint64_t bits
+    cdef uint64_t h_seed = seed ^ <uint64_t>0x5DEECE66D
     cdef int64_t g_q, h_q
     cdef int threads = n_threads if n >= MIN_PARALLEL_ROWS else 1
     cdef bint write_g = quantized_gradients.shape[0] > 0
@@ -82,15 +81,13 @@ def quantize_gradients(
     if not 0 < h_shift < g_shift < 63:
         raise ValueError("quantize_gradients: invalid lane shifts.")
     for i in prange(n, nogil=True, schedule="static", num_threads=threads):
-        bits = _mix(seed, i)
-        g_q = _floor(<double>gradients[i] * g_up + <double>(bits >> 32) * TWO_TO_MINUS_32)
+        g_q = _floor(<double>gradients[i] * g_up + _uniform(seed, i))
         if write_g:
             quantized_gradients[i] = <G_H_DTYPE_C>(g_q * g_down)
         if constant_hessian:
             h_q = 0
         else:
-            h_q = _floor(<double>hessians[i] * h_up
-                         + <double>(bits & <uint64_t>0xFFFFFFFF) * TWO_TO_MINUS_32)
+            h_q = _floor(<double>hessians[i] * h_up + _uniform(h_seed, i))
             if write_h:
                 quantized_hessians[i] = <G_H_DTYPE_C>(h_q * h_down)
         packed[i] = g_q * g_lane + h_q * h_lane + 1
