@@ -72,7 +72,7 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
                  min_gain_to_split=0.0, l1_regularization=0.0, l2_regularization=0.0,
                  max_bins=255, enable_bundle=True,
                  max_conflict_rate=0.0, use_quantized_grad=False,
-                 num_grad_quant_bins=16, grow_policy="lossguide", early_stopping="auto",
+                 num_grad_quant_bins=32, grow_policy="lossguide", early_stopping="auto",
                  scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  warm_start=False, subsample=1.0, data_sample_strategy="bagging",
                  goss_top_rate=0.2, goss_other_rate=0.1, colsample_bytree=1.0,

@@ -342,7 +342,7 @@ def packed_layout(n_levels, constant_hessian):
     in one int64 and then moves the lanes into separate int64 sums, so no
     lane can overflow. The most rows whose worst-case sums (gradients of
     ``±ceil(n_levels / 2)``, hessians of ``n_levels``, zero when constant)
-    fit in 63 bits are chosen: 131,072 for 16 levels.
+    fit in 63 bits are chosen: 131,072 for 16 or 32 levels.
     """
     g_max = -(-n_levels // 2)
     h_max = 0 if constant_hessian else n_levels
