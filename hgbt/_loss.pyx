@@ -12,7 +12,7 @@ keeps the constant 1 there and it is left as it is); a per-row ``hessians``
 is always filled.
 """
 from cython.parallel cimport prange
-from libc.math cimport exp, fabs, fabsf
+from libc.math cimport exp, fabsf
 from libc.stdint cimport int32_t, uint32_t
 from libc.string cimport memcpy
 
@@ -171,11 +171,11 @@ cdef void _multinomial_rows(
 ) noexcept nogil:
     # Softmax of n <= SOFTMAX_BLOCK rows in float32, each loop over rows a
     # vector loop; class k of row i is at raw[k * stride + i], likewise the
-    # outputs (gradients holds exp(raw - top) in between). With top the largest raw
-    # value of the row (its first class on ties), S = e_top + rest, where rest
-    # sums the other classes' exps directly: 1 - p_top = rest / S keeps its
-    # precision when p_top is near 1 (1 - p would cancel). Every other class
-    # has p <= 1/2, so 1 - p is exact enough there.
+    # outputs (gradients holds exp(raw - top) in between). With top the
+    # largest raw value of the row (its first class on ties), S = e_top +
+    # rest, where rest sums the other classes' exps directly: 1 - p_top =
+    # rest / S keeps its precision when p_top is near 1 (1 - p would cancel).
+    # Every other class has p <= 1/2, so 1 - p is exact enough there.
     cdef float top[SOFTMAX_BLOCK]
     cdef float top_class[SOFTMAX_BLOCK]  # class indices as floats: 32-bit lanes
     cdef float top_exp[SOFTMAX_BLOCK]
