@@ -221,6 +221,17 @@ cdef void _multinomial_rows(
             h_k[i] = p * q
 
 
+cdef inline void _weigh_rows(
+    const double* sample_weight, G_H_DTYPE_C* gradients, G_H_DTYPE_C* hessians,
+    Py_ssize_t n,
+) noexcept nogil:
+    # Multiply n rows' gradients and hessians by their weights, in place.
+    cdef Py_ssize_t i
+    for i in range(n):
+        gradients[i] = sample_weight[i] * gradients[i]
+        hessians[i] = sample_weight[i] * hessians[i]
+
+
 # ---------------------------------------------------------------- kernels
 
 # Kinds of per-row losses served by row_gradients (see losses.py). The first
@@ -297,9 +308,8 @@ def row_gradients(
             _binary_rows(&y_true[start], &raw_prediction[start], &gradients[start],
                          &hessians[start], stop - start)
             if weighted:
-                for i in range(start, stop):
-                    gradients[i] = sample_weight[i] * gradients[i]
-                    hessians[i] = sample_weight[i] * hessians[i]
+                _weigh_rows(&sample_weight[start], &gradients[start], &hessians[start],
+                            stop - start)
         return
     for i in prange(n, nogil=True, schedule='static',
                     num_threads=_threads_for(n, n_threads)):
@@ -334,7 +344,7 @@ def multinomial_log_loss_gradients(
             f"{gradients.shape[0]} and {hessians.shape[0]}")
     cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[1], sample_weight,
                                       gradients.shape[1], hessians.shape[1], False)
-    cdef Py_ssize_t i, k, block, start, stop
+    cdef Py_ssize_t k, block, start, stop
     cdef bint weighted = sample_weight.shape[0] > 0
     if n == 0:
         return
@@ -347,6 +357,5 @@ def multinomial_log_loss_gradients(
                           &gradients[0, start], &hessians[0, start], n, stop - start)
         if weighted:
             for k in range(n_classes):
-                for i in range(start, stop):
-                    gradients[k, i] = sample_weight[i] * gradients[k, i]
-                    hessians[k, i] = sample_weight[i] * hessians[k, i]
+                _weigh_rows(&sample_weight[start], &gradients[k, start], &hessians[k, start],
+                            stop - start)
