@@ -25,7 +25,7 @@ without ``cat_l2``) when the node has missing values.
 """
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 import numpy as np
 
 from ._types cimport hist_struct, split_info_struct, BITSET_WORD_C
@@ -170,13 +170,44 @@ cdef inline void _consider(
         best.n_samples_right = n_right
 
 
+cdef inline void _consider_plain(
+    split_info_struct* best, int f, unsigned int b, unsigned char missing_left,
+    double g_left, double h_left, unsigned int n_left,
+    double g_total, double h_total, unsigned int n_total,
+    const split_params* p,
+) noexcept nogil:
+    # _consider without L1, constraints or bounds, and with a positive
+    # min_child_weight: a scan's common case, without their tests per
+    # candidate (each side's H + lambda >= min_child_weight > 0, so _score's
+    # test is moot too); the same operations as _consider, so the same bits
+    cdef double g_right = g_total - g_left, h_right = h_total - h_left
+    cdef unsigned int n_right = n_total - n_left
+    cdef double gain
+    if n_left < p.min_samples_leaf or n_right < p.min_samples_leaf:
+        return
+    if h_left < p.min_child_weight or h_right < p.min_child_weight:
+        return
+    gain = 0.5 * (g_left * g_left / (h_left + p.l2_regularization)
+                  + g_right * g_right / (h_right + p.l2_regularization)
+                  - p.parent_score) - p.min_gain_to_split
+    if gain > best.gain:
+        best.gain = gain
+        best.feature_idx = f
+        best.bin_idx = b
+        best.missing_go_to_left = missing_left
+        best.sum_gradients_left = g_left
+        best.sum_hessians_left = h_left
+        best.n_samples_left = n_left
+        best.sum_gradients_right = g_right
+        best.sum_hessians_right = h_right
+        best.n_samples_right = n_right
+
+
 cdef inline void _reset(split_info_struct* best) noexcept nogil:
-    cdef int w
+    # every byte, padding too, so equal results compare equal as bytes
+    memset(best, 0, sizeof(split_info_struct))
     best.gain = 0.0  # only splits with positive gain are kept
     best.feature_idx = -1
-    best.is_categorical = 0
-    for w in range(8):
-        best.cat_bitset[w] = 0
 
 
 cdef inline bint _before(const cat_entry* x, const cat_entry* y) noexcept nogil:
@@ -372,6 +403,10 @@ cdef void _scan_feature(
     cdef const hist_struct* miss = &hist[p.missing_bin]
     cdef bint has_missing = miss.count > 0
     _reset(best)
+    if p.l1_regularization == 0.0 and p.min_child_weight > 0.0 and not p.bounded and (
+            p.monotonic_cst == NULL or p.monotonic_cst[f] == 0):
+        _scan_plain(hist, f, n_bins_non_missing, g_total, h_total, n_total, p, best)
+        return
     # One pass; at each bin b, left = value bins 0..b with missing values sent
     # right, then the same plus the missing bin (missing left), so ties keep
     # the documented order. b = last value bin with missing right separates
@@ -388,6 +423,31 @@ cdef void _scan_feature(
                           g_total, h_total, n_total, p)
         elif has_missing:
             _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
+
+
+cdef void _scan_plain(
+    const hist_struct* hist, int f, unsigned int n_bins_non_missing,
+    double g_total, double h_total, unsigned int n_total,
+    const split_params* p, split_info_struct* best,
+) noexcept nogil:
+    # _scan_feature's pass with _consider_plain
+    cdef unsigned int b
+    cdef double g = 0.0, h = 0.0
+    cdef unsigned int n = 0
+    cdef const hist_struct* miss = &hist[p.missing_bin]
+    cdef bint has_missing = miss.count > 0
+    for b in range(n_bins_non_missing):
+        g += hist[b].sum_gradients
+        h += hist[b].sum_hessians
+        n += hist[b].count
+        if b + 1 < n_bins_non_missing:
+            _consider_plain(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
+            if has_missing:
+                _consider_plain(best, f, b, 1, g + miss.sum_gradients,
+                                h + miss.sum_hessians, n + miss.count,
+                                g_total, h_total, n_total, p)
+        elif has_missing:
+            _consider_plain(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
 
 
 cdef struct layout_params:

@@ -342,3 +342,22 @@ def test_feature_mask_restricts_candidates(seed):
     none = call_kernel(hist, nbnm, G, H, N, missing_bin, 0.0, 0.0, 1e-3, 5,
                        feature_mask=np.zeros(hist.shape[0], dtype=np.uint8))
     assert none["feature_idx"] == -1
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("nan_rate", [0.0, 0.15])
+def test_plain_scan_equals_general_scan(seed, nan_rate):
+    # Without L1 or constraints and with min_child_weight > 0 the scan skips
+    # their tests; an L1 of the smallest double soft-thresholds nothing
+    # (|G| - 5e-324 rounds to |G|) but takes the general path: the same
+    # split, bit for bit.
+    hist, nbnm, G, H, N, missing_bin = random_node(300 + seed, n_samples=3000,
+                                                   n_features=8, max_bins=64,
+                                                   nan_rate=nan_rate)
+    for l2, gamma, mcw, msl in [(0.0, 0.0, 1e-3, 20), (1.0, 0.2, 1.0, 5),
+                                (0.0, 0.0, 1e-9, 1)]:
+        plain = call_kernel(hist, nbnm, G, H, N, missing_bin, l2, gamma, mcw, msl)
+        general = call_kernel(hist, nbnm, G, H, N, missing_bin, l2, gamma, mcw, msl,
+                              l1=5e-324)
+        assert plain["feature_idx"] >= 0
+        assert plain.tobytes() == general.tobytes()
