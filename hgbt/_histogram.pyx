@@ -91,9 +91,10 @@ def build_histogram_root(
     cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f
     cdef bint constant_hessian = hessians.shape[0] == 1
     if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_threads == 1:
-        for f in range(n_features):
-            _feature_root(&X_binned[0, f], n, &gradients[0], &hessians[0],
-                          constant_hessian, &out[f, 0], n_bins)
+        with nogil:  # another tree may be growing in another Python thread
+            for f in range(n_features):
+                _feature_root(&X_binned[0, f], n, &gradients[0], &hessians[0],
+                              constant_hessian, &out[f, 0], n_bins)
     else:
         for f in prange(n_features, nogil=True, schedule='static',
                         num_threads=n_threads):

@@ -20,9 +20,10 @@ from .early_stopping import Scorer, should_stop, split_validation
 from .grower import TreeGrower
 from .predictor import PACKED_MIN_ROWS, ForestPredictor
 from .persistence import pickle_state, save_model, unpickle_state
-from .sampling import FeatureSampler, RowSampler
+from .sampling import RowSampler, round_feature_samplers
 from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
 from .training_data import LocalTrainingData
+from .tree_team import TreeTeam
 
 # early_stopping='auto' turns on above this many rows.
 AUTO_EARLY_STOPPING_ROWS = 10_000
@@ -326,55 +327,64 @@ class BaseHistGBDT(BaseEstimator):
                                  np.random.default_rng(self._seed))
         gradients, hessians = loss.allocate_buffers(
             n_samples, full_hessian=row_sampler.active and row_sampler.needs_full_hessian)
-        data = LocalTrainingData(X_binned, self._bin_mapper.missing_bin + 1, n_threads,
-                                 layout)
-        scorer = None
-        if early_stopping or (self.verbose and not self._custom_loss()):
-            scorer = Scorer(self, self.scoring if early_stopping else "loss", self._seed)
-            X_score, y_score, w_score = scorer.subsample_train(X, self._decode(y),
-                                                               sample_weight)
-            if not warm:
-                self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
-                                    raw_val, X_val, y_val, w_val)
-        start = time.perf_counter()
-        for iteration in range(len(self._predictors), self.max_iter):
-            # Sampling draws from a generator seeded by (seed, round), so a
-            # warm-started fit continues exactly as one long fit would.
-            rng = np.random.default_rng([self._seed, iteration])
-            row_sampler.rng = rng
-            feature_sampler = FeatureSampler(X.shape[1], self.colsample_bytree,
-                                             self.colsample_bynode, rng)
-            loss.gradients(y, raw, gradients, hessians, n_threads)
-            rows = row_sampler.sample(gradients, hessians) if row_sampler.active else None
-            unsampled = None if rows is None else _complement(rows, n_samples)
-            refit_weight = sample_weight
-            if rows is not None and loss.needs_leaf_refit and row_sampler.needs_full_hessian:
-                # Leaf refits weight GOSS's up-weighted rows as the gradients do.
-                refit_weight = (np.ones(n_samples) if sample_weight is None
-                                else sample_weight.copy())
-                refit_weight[row_sampler.reweighted_rows] *= row_sampler.other_weight
-            trees = []
-            for k in range(k_trees):
-                quantize = None
-                if self.use_quantized_grad:
-                    quantize = (self.num_grad_quant_bins, int(np.random.SeedSequence(
-                        [self._seed, iteration, k]).generate_state(1, np.uint64)[0]))
-                trees.append(self._grow_tree(
-                    data, loss, y, refit_weight, raw[k], gradients[k], hessians[k],
-                    rows, unsampled, X, X_binned, feature_sampler, n_threads, quantize))
-            self._predictors.append(trees)
-            if raw_val is not None:
-                for k, tree in enumerate(trees):
-                    tree.predict_add(X_val, raw_val[k], n_threads)
-            if scorer is not None:
-                self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
-                                    raw_val, X_val, y_val, w_val)
-            self._report(iteration, start)
-            if scorer is not None:
-                if early_stopping and should_stop(
-                        self._val_scores if X_val is not None else self._train_scores,
-                        self.n_iter_no_change, self.tol):
-                    break
+        # one tree per class: a multiclass round's trees grow side by side
+        with TreeTeam(lambda threads: LocalTrainingData(
+                X_binned, self._bin_mapper.missing_bin + 1, threads, layout),
+                n_threads, k_trees) as team:
+            scorer = None
+            if early_stopping or (self.verbose and not self._custom_loss()):
+                scorer = Scorer(self, self.scoring if early_stopping else "loss",
+                                self._seed)
+                X_score, y_score, w_score = scorer.subsample_train(X, self._decode(y),
+                                                                   sample_weight)
+                if not warm:
+                    self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
+                                        raw_val, X_val, y_val, w_val)
+            start = time.perf_counter()
+            for iteration in range(len(self._predictors), self.max_iter):
+                # Sampling draws from a generator seeded by (seed, round), so a
+                # warm-started fit continues exactly as one long fit would.
+                rng = np.random.default_rng([self._seed, iteration])
+                row_sampler.rng = rng
+                loss.gradients(y, raw, gradients, hessians, n_threads)
+                rows = (row_sampler.sample(gradients, hessians) if row_sampler.active
+                        else None)
+                unsampled = None if rows is None else _complement(rows, n_samples)
+                refit_weight = sample_weight
+                if (rows is not None and loss.needs_leaf_refit
+                        and row_sampler.needs_full_hessian):
+                    # Leaf refits weight GOSS's up-weighted rows as the gradients do.
+                    refit_weight = (np.ones(n_samples) if sample_weight is None
+                                    else sample_weight.copy())
+                    refit_weight[row_sampler.reweighted_rows] *= row_sampler.other_weight
+                # drawn after the rows: a single tree shares the round's generator
+                samplers = round_feature_samplers(X.shape[1], self.colsample_bytree,
+                                                  self.colsample_bynode, rng, self._seed,
+                                                  iteration, k_trees)
+
+                def grow_one(data, k):
+                    quantize = None
+                    if self.use_quantized_grad:
+                        quantize = (self.num_grad_quant_bins, int(np.random.SeedSequence(
+                            [self._seed, iteration, k]).generate_state(1, np.uint64)[0]))
+                    return self._grow_tree(data, loss, y, refit_weight, raw[k],
+                                           gradients[k], hessians[k], rows, unsampled, X,
+                                           X_binned, samplers[k], quantize)
+
+                trees = team.grow(grow_one, k_trees)
+                self._predictors.append(trees)
+                if raw_val is not None:
+                    for k, tree in enumerate(trees):
+                        tree.predict_add(X_val, raw_val[k], n_threads)
+                if scorer is not None:
+                    self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
+                                        raw_val, X_val, y_val, w_val)
+                self._report(iteration, start)
+                if scorer is not None:
+                    if early_stopping and should_stop(
+                            self._val_scores if X_val is not None else self._train_scores,
+                            self.n_iter_no_change, self.tol):
+                        break
         self.n_iter_ = len(self._predictors)
         self.n_trees_per_iteration_ = k_trees
         self._set_forest()
@@ -383,7 +393,8 @@ class BaseHistGBDT(BaseEstimator):
             self._val_scores if early_stopping and X_val is not None else [])
 
     def _grow_tree(self, data, loss, y, refit_weight, raw, gradients, hessians, rows,
-                   unsampled, X, X_binned, feature_sampler, n_threads, quantize=None):
+                   unsampled, X, X_binned, feature_sampler, quantize=None):
+        n_threads = data.n_threads  # the tree's share of the threads
         data.start_tree(gradients, hessians, rows, quantize=quantize)
         grower = TreeGrower(
             data, self._bin_mapper.bin_thresholds_, self._bin_mapper.n_bins_non_missing_,
@@ -673,7 +684,8 @@ COMMON_PARAMETERS_DOC = """\
         number of splits.
     n_threads : int or None, default=None
         OpenMP threads the kernels use; None means all available cores (as
-        limited by ``OMP_NUM_THREADS`` or threadpoolctl).
+        limited by ``OMP_NUM_THREADS`` or threadpoolctl). A multiclass round
+        grows its trees side by side, each on a share of the threads.
     random_state : int, RandomState instance or None, default=None
         Seeds binning subsample, validation split and all sampling. Models
         are bit-identical for equal seeds, whatever ``n_threads``.

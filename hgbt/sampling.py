@@ -17,7 +17,7 @@ import numpy as np
 G_H_DTYPE = np.float32
 SIZE_DTYPE = np.uint32
 
-__all__ = ["RowSampler", "FeatureSampler"]
+__all__ = ["RowSampler", "FeatureSampler", "round_feature_samplers"]
 
 _ROW_STRATEGIES = ("bagging", "goss")
 
@@ -356,3 +356,19 @@ class FeatureSampler:
         mask = np.zeros(self.n_features, dtype=np.uint8)
         mask[allowed[self.rng.choice(allowed.size, size, replace=False, shuffle=False)]] = 1
         return mask
+
+
+def round_feature_samplers(n_features, colsample_bytree, colsample_bynode, rng, seed,
+                           iteration, n_trees):
+    """The feature samplers of one boosting round's trees.
+
+    A single tree draws from the round's generator ``rng``. The trees of a
+    multiclass round each draw from a generator of their own, seeded by
+    ``(seed, iteration, tree, 1)``, so trees grown at the same time draw the
+    same masks whichever finishes first.
+    """
+    if n_trees == 1:
+        return [FeatureSampler(n_features, colsample_bytree, colsample_bynode, rng)]
+    return [FeatureSampler(n_features, colsample_bytree, colsample_bynode,
+                           np.random.default_rng([seed, iteration, k, 1]))
+            for k in range(n_trees)]

@@ -6,6 +6,7 @@ distributed implementation (rows on many workers, histograms summed across
 them) can replace it without touching the grower.
 """
 import math
+import threading
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class LocalTrainingData:
         column. None: every feature is its column of ``X_binned``.
     """
 
-    def __init__(self, X_binned, n_bins, n_threads, layout=None):
+    def __init__(self, X_binned, n_bins, n_threads, layout=None, _row_major=None):
         n_samples = (X_binned if layout is None else layout.X_dense).shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
             raise ValueError(f"At most {np.iinfo(SIZE_DTYPE).max - 1} rows are supported.")
@@ -71,6 +72,14 @@ class LocalTrainingData:
         self._ranges = []
         self._packed = None  # packed quantized gradients of the tree, if any
         self._packed_buffer = None
+        # the row-major bins of quantized histograms, shared with forks
+        self._row_major = _row_major or _RowMajor(self.X_binned)
+
+    def fork(self, n_threads):
+        """A source over the same binned rows for another tree grown at the
+        same time: its own node state, shared read-only data."""
+        return LocalTrainingData(None if self.layout else self.X_binned, self.n_bins,
+                                 n_threads, self.layout, _row_major=self._row_major)
 
     @property
     def n_features(self):
@@ -118,7 +127,7 @@ class LocalTrainingData:
             self._ordered_packed = np.empty(n, dtype=np.int64)
             n_dense = self.X_binned.shape[1]
             # row-major bins for nodes with few rows (read row-wise)
-            self._X_rows = padded_row_major(self.X_binned)
+            self._X_rows = self._row_major.get()
             self._acc = np.empty((self.n_threads, n_dense * 256), dtype=np.int64)
             self._sums = np.empty((self.n_threads, n_dense * 768), dtype=np.int64)
             # float copies only for the sparse-stored columns' float kernel
@@ -268,6 +277,22 @@ class LocalTrainingData:
         add_leaf_values(raw_predictions, self._rows, *self._leaf_ranges(leaf_ids),
                         np.ascontiguousarray(leaf_values, dtype=np.float64),
                         self.n_threads)
+
+
+class _RowMajor:
+    """The padded row-major copy of the bins, made on first use, once for
+    all the sources that share it (forks may ask from several threads)."""
+
+    def __init__(self, X_binned):
+        self._X_binned = X_binned
+        self._rows = None
+        self._lock = threading.Lock()
+
+    def get(self):
+        with self._lock:
+            if self._rows is None:
+                self._rows = padded_row_major(self._X_binned)
+            return self._rows
 
 
 def max_abs(values):

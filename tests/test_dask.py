@@ -112,10 +112,13 @@ def test_multiclass_dataframe_with_category_dtype(client):
     frame["kind"] = pd.Categorical.from_codes(
         np.nan_to_num(X[:, 4], nan=-1).astype(int),
         categories=[f"k{i}" for i in range(12)])
-    local = HistGBDTClassifier(**PARAMS).fit(frame, labels)
+    # column sampling: each class's tree draws its own masks, whether the
+    # trees grow one after another (Dask) or side by side (local, 2 threads)
+    params = dict(PARAMS, colsample_bytree=0.8, colsample_bynode=0.7)
+    local = HistGBDTClassifier(**dict(params, n_threads=2)).fit(frame, labels)
     dframe = dd.from_pandas(frame, npartitions=3)
     dlabels = dd.from_pandas(pd.Series(labels), npartitions=3)
-    model = DaskHistGBDTClassifier(**PARAMS).fit(dframe, dlabels)
+    model = DaskHistGBDTClassifier(**params).fit(dframe, dlabels)
     assert_same_model(local, model)
     assert list(model.feature_names_in_) == ["a", "b", "c", "d", "kind"]
     np.testing.assert_array_equal(model.predict(dframe).compute(), local.predict(frame))

@@ -419,3 +419,28 @@ def test_feature_sampler_validation(args, error, match):
         FeatureSampler(*args, np.random.default_rng(0))
     with pytest.raises(TypeError, match="numpy.random.Generator"):
         FeatureSampler(5, 0.5, 0.5, np.random.RandomState(0))
+
+
+def test_round_feature_samplers_per_tree():
+    from hgbt.sampling import round_feature_samplers
+
+    rng = np.random.default_rng([7, 3])
+    single = round_feature_samplers(40, 0.5, 0.5, rng, 7, 3, 1)
+    assert len(single) == 1 and single[0].rng is rng  # one tree: the round's generator
+
+    def masks(order):
+        samplers = round_feature_samplers(40, 0.5, 0.5, None, 7, 3, 4)
+        out = {}
+        for k in order:  # a tree and its nodes, trees in any order
+            tree = samplers[k].tree_mask()
+            out[k] = (tree, samplers[k].node_mask(tree), samplers[k].node_mask(tree))
+        return out
+
+    forward, backward = masks(range(4)), masks(reversed(range(4)))
+    for k in range(4):
+        for a, b in zip(forward[k], backward[k]):
+            np.testing.assert_array_equal(a, b)
+    trees = [forward[k][0].tobytes() for k in range(4)]
+    assert len(set(trees)) == 4  # each class's tree draws its own mask
+    other_round = round_feature_samplers(40, 0.5, 0.5, None, 7, 4, 4)
+    assert other_round[0].tree_mask().tobytes() != trees[0]

@@ -17,7 +17,7 @@ from .._types import HISTOGRAM_DTYPE
 from ..early_stopping import should_stop
 from ..exact import grid_exponent
 from ..grower import TreeGrower
-from ..sampling import FeatureSampler
+from ..sampling import round_feature_samplers
 
 #: exceptions a shard raises about the user's data: re-raised as they are
 _DATA_ERRORS = (ValueError, TypeError, NotImplementedError)
@@ -172,9 +172,10 @@ def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_va
     telemetry = {"histogram_bytes_per_tree": [], "histograms_per_tree": []}
     start = time.perf_counter()
     for iteration in range(estimator.max_iter):
-        rng = np.random.default_rng([estimator._seed, iteration])
-        feature_sampler = FeatureSampler(n_features, estimator.colsample_bytree,
-                                         estimator.colsample_bynode, rng)
+        samplers = round_feature_samplers(
+            n_features, estimator.colsample_bytree, estimator.colsample_bynode,
+            np.random.default_rng([estimator._seed, iteration]), estimator._seed,
+            iteration, k_trees)
         maxima = shards.call("compute_gradients")
         trees = []
         for k in range(k_trees):
@@ -186,7 +187,7 @@ def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_va
             data.start_tree(k, grid)
             grower = TreeGrower(data, bin_mapper.bin_thresholds_,
                                 bin_mapper.n_bins_non_missing_,
-                                feature_sampler=feature_sampler, n_threads=n_threads,
+                                feature_sampler=samplers[k], n_threads=n_threads,
                                 **estimator._grower_params())
             tree = grower.grow()
             leaves = grower.leaf_ids()
