@@ -87,19 +87,34 @@ def build_histogram_root(
 
     ``hessians`` of length 1 means the hessian is that constant for every row.
     """
-    cdef SIZE_C n = X_binned.shape[0]
-    cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f
-    cdef bint constant_hessian = hessians.shape[0] == 1
+    cdef int f
+    if X_binned.shape[0] == 0:  # no rows: all-zero histograms
+        for f in range(X_binned.shape[1]):
+            _zero(&out[f, 0], out.shape[1])
+        return
+    if X_binned.shape[1] == 0:
+        return
+    with nogil:  # another tree may be growing in another Python thread
+        histogram_root(&X_binned[0, 0], X_binned.shape[0], X_binned.shape[1],
+                       &gradients[0], &hessians[0], hessians.shape[0] == 1, &out[0, 0],
+                       out.shape[1], n_threads)
+
+
+cdef void histogram_root(
+    const X_BINNED_DTYPE_C* X, SIZE_C n, int n_features, const G_H_DTYPE_C* gradients,
+    const G_H_DTYPE_C* hessians, bint constant_hessian, hist_struct* out, int n_bins,
+    int n_threads,
+) noexcept nogil:
+    # X: n rows x n_features, F-ordered; out: a row of n_bins per feature
+    cdef int f
     if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_threads == 1:
-        with nogil:  # another tree may be growing in another Python thread
-            for f in range(n_features):
-                _feature_root(&X_binned[0, f], n, &gradients[0], &hessians[0],
-                              constant_hessian, &out[f, 0], n_bins)
+        for f in range(n_features):
+            _feature_root(X + <Py_ssize_t>f * n, n, gradients, hessians,
+                          constant_hessian, out + f * n_bins, n_bins)
     else:
-        for f in prange(n_features, nogil=True, schedule='static',
-                        num_threads=n_threads):
-            _feature_root(&X_binned[0, f], n, &gradients[0], &hessians[0],
-                          constant_hessian, &out[f, 0], n_bins)
+        for f in prange(n_features, schedule='static', num_threads=n_threads):
+            _feature_root(X + <Py_ssize_t>f * n, n, gradients, hessians,
+                          constant_hessian, out + f * n_bins, n_bins)
 
 
 def build_histogram(
@@ -118,36 +133,47 @@ def build_histogram(
     order in ``ordered_*`` (length >= len(rows)), so the per-feature loops
     read them sequentially.
     """
-    cdef SIZE_C n = rows.shape[0], i
-    cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f
-    cdef bint constant_hessian = hessians.shape[0] == 1
-    cdef bint parallel = (<Py_ssize_t>n * n_features >= MIN_PARALLEL_WORK
-                          and n_threads > 1)
-    if n == 0:  # empty node: all-zero histograms
-        for f in range(n_features):
-            _zero(&out[f, 0], n_bins)
+    cdef int f
+    if rows.shape[0] == 0:  # empty node: all-zero histograms
+        for f in range(X_binned.shape[1]):
+            _zero(&out[f, 0], out.shape[1])
         return
     with nogil:
-        if parallel:
+        histogram_rows(&X_binned[0, 0], X_binned.shape[0], X_binned.shape[1], &rows[0],
+                       rows.shape[0], &gradients[0], &hessians[0],
+                       hessians.shape[0] == 1, &ordered_gradients[0],
+                       &ordered_hessians[0], &out[0, 0], out.shape[1], n_threads)
+
+
+cdef void histogram_rows(
+    const X_BINNED_DTYPE_C* X, SIZE_C stride, int n_features, const SIZE_C* rows,
+    SIZE_C n, const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians,
+    bint constant_hessian, G_H_DTYPE_C* ordered_gradients,
+    G_H_DTYPE_C* ordered_hessians, hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil:
+    # X: ``stride`` rows x n_features, F-ordered; n >= 1 rows
+    cdef SIZE_C i
+    cdef int f
+    if <Py_ssize_t>n * n_features >= MIN_PARALLEL_WORK and n_threads > 1:
+        for i in prange(n, schedule='static', num_threads=n_threads):
+            ordered_gradients[i] = gradients[rows[i]]
+        if not constant_hessian:
             for i in prange(n, schedule='static', num_threads=n_threads):
-                ordered_gradients[i] = gradients[rows[i]]
-            if not constant_hessian:
-                for i in prange(n, schedule='static', num_threads=n_threads):
-                    ordered_hessians[i] = hessians[rows[i]]
-            for f in prange(n_features, schedule='static', num_threads=n_threads):
-                _feature_rows(&X_binned[0, f], &rows[0], n, &ordered_gradients[0],
-                              &ordered_hessians[0], constant_hessian,
-                              &hessians[0], &out[f, 0], n_bins)
-        else:
+                ordered_hessians[i] = hessians[rows[i]]
+        for f in prange(n_features, schedule='static', num_threads=n_threads):
+            _feature_rows(X + <Py_ssize_t>f * stride, rows, n, ordered_gradients,
+                          ordered_hessians, constant_hessian, hessians,
+                          out + f * n_bins, n_bins)
+    else:
+        for i in range(n):
+            ordered_gradients[i] = gradients[rows[i]]
+        if not constant_hessian:
             for i in range(n):
-                ordered_gradients[i] = gradients[rows[i]]
-            if not constant_hessian:
-                for i in range(n):
-                    ordered_hessians[i] = hessians[rows[i]]
-            for f in range(n_features):
-                _feature_rows(&X_binned[0, f], &rows[0], n, &ordered_gradients[0],
-                              &ordered_hessians[0], constant_hessian,
-                              &hessians[0], &out[f, 0], n_bins)
+                ordered_hessians[i] = hessians[rows[i]]
+        for f in range(n_features):
+            _feature_rows(X + <Py_ssize_t>f * stride, rows, n, ordered_gradients,
+                          ordered_hessians, constant_hessian, hessians,
+                          out + f * n_bins, n_bins)
 
 
 # Rows of the per-thread integer accumulators: a constant stride lets the
@@ -372,68 +398,92 @@ def build_histogram_packed(
     every hessian is that constant (the hessian lanes are then 0).
     """
     cdef SIZE_C n = X_binned.shape[0] if rows is None else rows.shape[0]
-    cdef int n_features = X_binned.shape[1], n_bins = out.shape[1], f, t, n_parts
-    cdef Py_ssize_t stride = X_binned.shape[0], part_stride = acc.shape[1], row_stride = 0
-    cdef double g_scale = ldexp(1.0, -g_exponent), h_scale = ldexp(1.0, -h_exponent)
+    cdef int n_features = X_binned.shape[1]
     cdef const SIZE_C* row_ptr = NULL
     cdef int64_t* ordered = NULL
     cdef const X_BINNED_DTYPE_C* x_rows = NULL
-    cdef bint flushed[MAX_PARTS]
-    cdef bint row_wise = (rows is not None and X_rows is not None
-                          and <Py_ssize_t>n * ROW_WISE_RATIO < X_binned.shape[0])
-    if row_wise and (X_rows.shape[0] != X_binned.shape[0]
-                     or X_rows.shape[1] < n_features):
+    cdef Py_ssize_t row_stride = 0
+    cdef packed_params q
+    q.g_exponent, q.h_exponent = g_exponent, h_exponent
+    q.h_shift, q.g_shift, q.block_rows = h_shift, g_shift, block_rows
+    q.constant_hessian = constant_hessian
+    if X_rows is not None and (X_rows.shape[0] != X_binned.shape[0]
+                               or X_rows.shape[1] < n_features):
         raise ValueError("X_rows must have the rows of X_binned, each with at least "
                          "n_features columns.")
     if out.shape[0] != n_features:
         raise ValueError("out needs one row per feature.")
     if (acc.shape[1] < n_features * ACC_BINS or sums.shape[1] != 3 * acc.shape[1]
-            or sums.shape[0] < acc.shape[0] or n_bins > ACC_BINS):
+            or sums.shape[0] < acc.shape[0] or out.shape[1] > ACC_BINS):
         raise ValueError("acc needs n_features * 256 columns per thread and sums three "
                          "times as many.")
     if not (0 < h_shift < g_shift < 63) or block_rows < 1:
         raise ValueError("Invalid packed layout.")
     if n_features == 0:
         return
-    if rows is not None and n > 0:
+    if rows is not None:
         if ordered_packed.shape[0] < n:
             raise ValueError("ordered_packed is shorter than rows.")
-        row_ptr = &rows[0]
-        ordered = &ordered_packed[0]
-        if row_wise:
+        if n > 0:
+            row_ptr = &rows[0]
+            ordered = &ordered_packed[0]
+        if X_rows is not None and X_rows.shape[0] > 0:
             x_rows = &X_rows[0, 0]
             row_stride = X_rows.shape[1]
-    n_parts = min(n_threads, <int>acc.shape[0], MAX_PARTS)
+    with nogil:
+        histogram_packed(&X_binned[0, 0], X_binned.shape[0], n_features, x_rows,
+                         row_stride, rows is not None, row_ptr, n, &packed[0], ordered,
+                         &q, &acc[0, 0], &sums[0, 0], acc.shape[1], <int>acc.shape[0],
+                         &out[0, 0], out.shape[1], n_threads)
+
+
+cdef void histogram_packed(
+    const X_BINNED_DTYPE_C* X, SIZE_C stride, int n_features,
+    const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, bint has_rows,
+    const SIZE_C* rows, SIZE_C n, const int64_t* packed, int64_t* ordered,
+    const packed_params* q, int64_t* acc, int64_t* sums, Py_ssize_t part_stride,
+    int max_parts, hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil:
+    # X: ``stride`` rows x n_features, F-ordered. Without rows (has_rows
+    # false) every row in order; X_rows (NULL: none) for nodes with few rows.
+    # acc / sums: max_parts rows of part_stride (x3) entries.
+    cdef int f, t, n_parts
+    cdef double g_scale = ldexp(1.0, -q.g_exponent), h_scale = ldexp(1.0, -q.h_exponent)
+    cdef bint flushed[MAX_PARTS]
+    if not has_rows:
+        rows = NULL
+        n = stride
+    if rows == NULL or not (<Py_ssize_t>n * ROW_WISE_RATIO < stride):
+        X_rows = NULL
+    n_parts = min(n_threads, max_parts, MAX_PARTS)
     if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_parts < 1:
         n_parts = 1
-    with nogil:
-        if n_parts == 1:
-            _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_stride,
-                              row_ptr, 0, n,
-                              &packed[0], ordered, h_shift, g_shift, block_rows,
-                              &acc[0, 0], &sums[0, 0], &flushed[0])
-        else:
-            # One region for gather and sums (each part gathers its own rows);
-            # a prange over parts computes each even if fewer threads start.
-            for t in prange(n_parts, schedule='static', num_threads=n_parts):
-                _packed_node_part(&X_binned[0, 0], stride, n_features, x_rows, row_stride,
-                                  row_ptr,
-                                  <SIZE_C>(<Py_ssize_t>n * t // n_parts),
-                                  <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts),
-                                  &packed[0], ordered, h_shift, g_shift, block_rows,
-                                  &acc[t, 0], &sums[t, 0], &flushed[t])
-        if n_parts == 1 or n_features < 2:
-            for f in range(n_features):
-                _unpack_feature(&acc[0, f * ACC_BINS], &sums[0, 3 * f * ACC_BINS],
-                                flushed, n <= block_rows, part_stride, n_parts, n_bins,
-                                h_shift, g_shift, g_scale, h_scale, constant_hessian,
-                                &out[f, 0])
-        else:
-            for f in prange(n_features, schedule='static', num_threads=n_parts):
-                _unpack_feature(&acc[0, f * ACC_BINS], &sums[0, 3 * f * ACC_BINS],
-                                flushed, n <= block_rows, part_stride, n_parts, n_bins,
-                                h_shift, g_shift, g_scale, h_scale, constant_hessian,
-                                &out[f, 0])
+    if n_parts == 1:
+        _packed_node_part(X, stride, n_features, X_rows, row_stride, rows, 0, n,
+                          packed, ordered, q.h_shift, q.g_shift, q.block_rows,
+                          acc, sums, &flushed[0])
+    else:
+        # One region for gather and sums (each part gathers its own rows);
+        # a prange over parts computes each even if fewer threads start.
+        for t in prange(n_parts, schedule='static', num_threads=n_parts):
+            _packed_node_part(X, stride, n_features, X_rows, row_stride, rows,
+                              <SIZE_C>(<Py_ssize_t>n * t // n_parts),
+                              <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts),
+                              packed, ordered, q.h_shift, q.g_shift, q.block_rows,
+                              acc + t * part_stride, sums + 3 * t * part_stride,
+                              &flushed[t])
+    if n_parts == 1 or n_features < 2:
+        for f in range(n_features):
+            _unpack_feature(acc + f * ACC_BINS, sums + 3 * f * ACC_BINS, flushed,
+                            n <= q.block_rows, part_stride, n_parts, n_bins, q.h_shift,
+                            q.g_shift, g_scale, h_scale, q.constant_hessian,
+                            out + f * n_bins)
+    else:
+        for f in prange(n_features, schedule='static', num_threads=n_parts):
+            _unpack_feature(acc + f * ACC_BINS, sums + 3 * f * ACC_BINS, flushed,
+                            n <= q.block_rows, part_stride, n_parts, n_bins, q.h_shift,
+                            q.g_shift, g_scale, h_scale, q.constant_hessian,
+                            out + f * n_bins)
 
 
 cdef inline void _subtract_bin(
@@ -468,14 +518,26 @@ def subtract_histograms(
     if n_rows == 0 or n_bins == 0:
         return
     with nogil:
-        if <Py_ssize_t>n_rows * n_bins < MIN_PARALLEL_SUBTRACT or n_threads <= 1:
-            for f in range(n_rows):
-                _subtract_row(&parent[f, 0], &child[f, 0], &out[f, 0], n_bins,
-                              min(column_width[f], n_bins - 1) if narrow else n_bins - 1)
-        else:
-            for f in prange(n_rows, schedule='static', num_threads=n_threads):
-                _subtract_row(&parent[f, 0], &child[f, 0], &out[f, 0], n_bins,
-                              min(column_width[f], n_bins - 1) if narrow else n_bins - 1)
+        subtract(&parent[0, 0], &child[0, 0], &out[0, 0], n_rows, n_bins,
+                 &column_width[0] if narrow else NULL, n_threads)
+
+
+cdef void subtract(
+    const hist_struct* parent, const hist_struct* child, hist_struct* out, int n_rows,
+    int n_bins, const unsigned short* column_width, int n_threads,
+) noexcept nogil:
+    # subtract_histograms on rows of n_bins bins; column_width NULL: all bins
+    cdef int f
+    if <Py_ssize_t>n_rows * n_bins < MIN_PARALLEL_SUBTRACT or n_threads <= 1:
+        for f in range(n_rows):
+            _subtract_row(parent + f * n_bins, child + f * n_bins, out + f * n_bins,
+                          n_bins, n_bins - 1 if column_width == NULL
+                          else min(column_width[f], n_bins - 1))
+    else:
+        for f in prange(n_rows, schedule='static', num_threads=n_threads):
+            _subtract_row(parent + f * n_bins, child + f * n_bins, out + f * n_bins,
+                          n_bins, n_bins - 1 if column_width == NULL
+                          else min(column_width[f], n_bins - 1))
 
 
 cdef inline void _subtract_row(

@@ -7,7 +7,6 @@ forward from the chunk start, rights backward from its end), then chunks are
 merged in order.
 """
 from cython.parallel cimport prange
-from libc.stdlib cimport malloc, free
 import numpy as np
 
 from ._csr cimport first_at_least
@@ -15,6 +14,8 @@ from ._types cimport X_BINNED_DTYPE_C, SIZE_C
 
 # Rows per thread below which one thread partitions alone.
 DEF MIN_ROWS_PER_THREAD = 16384
+# Chunks (threads) of one partition at most.
+DEF MAX_CHUNKS = 256
 
 
 cdef SIZE_C _partition_chunk(
@@ -149,47 +150,53 @@ cdef SIZE_C _partition(
     SIZE_C[::1] rows, SIZE_C[::1] buffer, const X_BINNED_DTYPE_C* col, bint by_position,
     const unsigned char[::1] goes_left, int n_threads,
 ) except? 0:
-    cdef SIZE_C n = rows.shape[0]
+    cdef SIZE_C n = rows.shape[0], n_left
+    if buffer.shape[0] < n:
+        raise ValueError("buffer is shorter than rows.")
+    with nogil:
+        n_left = partition(&rows[0], &buffer[0], n, col, by_position, &goes_left[0],
+                           n_threads)
+    return n_left
+
+
+cdef SIZE_C partition(
+    SIZE_C* rows, SIZE_C* buffer, SIZE_C n, const X_BINNED_DTYPE_C* col,
+    bint by_position, const unsigned char* goes_left, int n_threads,
+) noexcept nogil:
+    """Stable partition of ``rows[:n]`` by ``goes_left[code]``; returns the
+    left count. The code of row i is ``col[rows[i]]``, or ``col[i]`` when
+    ``by_position`` (codes gathered per node)."""
     cdef int n_chunks = n_threads if n_threads > 0 else 1
     cdef int t, i
     cdef SIZE_C chunk, start, size, n_left = 0, left_pos, right_pos
-    cdef SIZE_C* counts
+    cdef SIZE_C counts[MAX_CHUNKS]
     if n < <SIZE_C>MIN_ROWS_PER_THREAD * 2:
         n_chunks = 1
     elif n // MIN_ROWS_PER_THREAD < <SIZE_C>n_chunks:
         n_chunks = n // MIN_ROWS_PER_THREAD
+    n_chunks = min(n_chunks, MAX_CHUNKS)
     if n_chunks == 1:
-        with nogil:
-            n_left = _partition_chunk(&rows[0], &buffer[0], n, col, &goes_left[0],
-                                      by_position)
-            _merge_chunk(&rows[0], &rows[n_left], &buffer[0], n, n_left)
+        n_left = _partition_chunk(rows, buffer, n, col, goes_left, by_position)
+        _merge_chunk(rows, rows + n_left, buffer, n, n_left)
         return n_left
 
     chunk = (n + n_chunks - 1) // n_chunks
-    counts = <SIZE_C*> malloc(n_chunks * sizeof(SIZE_C))
-    if counts == NULL:
-        raise MemoryError()
-    try:
-        with nogil:
-            for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
-                start = t * chunk
-                size = min(chunk, n - start)
-                counts[t] = _partition_chunk(&rows[start], &buffer[start], size,
-                                             col + start if by_position else col,
-                                             &goes_left[0], by_position)
-            for t in range(n_chunks):
-                n_left = n_left + counts[t]
-            for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
-                start = t * chunk
-                size = min(chunk, n - start)
-                # Where this chunk's lefts and rights land: after the earlier
-                # chunks' lefts, and after all lefts plus earlier rights.
-                left_pos = 0
-                for i in range(t):
-                    left_pos = left_pos + counts[i]
-                right_pos = n_left + t * chunk - left_pos
-                _merge_chunk(&rows[left_pos], &rows[right_pos], &buffer[start],
-                             size, counts[t])
-    finally:
-        free(counts)
+    for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
+        start = t * chunk
+        size = min(chunk, n - start)
+        counts[t] = _partition_chunk(rows + start, buffer + start, size,
+                                     col + start if by_position else col,
+                                     goes_left, by_position)
+    for t in range(n_chunks):
+        n_left = n_left + counts[t]
+    for t in prange(n_chunks, schedule='static', num_threads=n_chunks):
+        start = t * chunk
+        size = min(chunk, n - start)
+        # Where this chunk's lefts and rights land: after the earlier
+        # chunks' lefts, and after all lefts plus earlier rights.
+        left_pos = 0
+        for i in range(t):
+            left_pos = left_pos + counts[i]
+        right_pos = n_left + t * chunk - left_pos
+        _merge_chunk(rows + left_pos, rows + right_pos, buffer + start, size, counts[t])
     return n_left

@@ -42,30 +42,6 @@ DEF ALL_LEFT = 1024
 DEF SORT_RUN = 8
 
 
-cdef struct split_params:
-    double l1_regularization
-    double l2_regularization
-    double min_gain_to_split
-    double min_child_weight
-    unsigned int min_samples_leaf
-    int missing_bin
-    unsigned int max_cat_to_onehot
-    double cat_smooth
-    double cat_l2
-    unsigned int min_data_per_group
-    unsigned int max_cat_threshold
-    # Monotonic constraints: per feature -1/0/1 (NULL: none), and the bounds
-    # the node's children values must stay within.
-    const signed char* monotonic_cst
-    # T(G)^2 / (H + lambda) of the node itself, the same for every candidate,
-    # and its lambda (l2_regularization even where the children get cat_l2).
-    double parent_score
-    double parent_l2
-    bint bounded
-    double lower_bound
-    double upper_bound
-
-
 cdef struct cat_entry:
     double ratio
     unsigned int code
@@ -88,7 +64,7 @@ cdef inline double _score(double g, double h, double l1, double l2) noexcept nog
     return g * g / (h + l2)
 
 
-cdef inline double bounded_value(
+cdef double bounded_value(
     double g, double h, double l1, double l2, double lower, double upper,
 ) noexcept nogil:
     """Newton value -T(G)/(H+lambda) clipped into [lower, upper]."""
@@ -450,17 +426,6 @@ cdef void _scan_plain(
             _consider_plain(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
 
 
-cdef struct layout_params:
-    # Features in bundled columns (see bundling.py); NULL pointers: every
-    # feature is its own column. A bundled feature's bins other than its
-    # default one (then its missing bin) are the column's codes
-    # bundle_offset[f] .. bundle_offset[f] + bundle_n_codes[f] - 1, in order.
-    const int* feature_column
-    const int* bundle_offset
-    const int* bundle_n_codes
-    const unsigned char* default_bin
-
-
 cdef inline void _copy_bin(hist_struct* dst, const hist_struct* src) noexcept nogil:
     dst.sum_gradients = src.sum_gradients
     dst.sum_hessians = src.sum_hessians
@@ -508,37 +473,111 @@ cdef void _scan_bundled(
 
 
 cdef inline void _scan_in_layout(
-    const hist_struct[:, ::1] histograms, const layout_params* lay, int f,
+    const hist_struct* histograms, Py_ssize_t stride, const layout_params* lay, int f,
     unsigned int n_bins_non_missing, double g_total, double h_total,
     unsigned int n_total, bint categorical, const split_params* p,
     split_info_struct* best,
 ) noexcept nogil:
+    # ``histograms``: one row of ``stride`` bins per column
     cdef int col = f, offset = -1
     if lay.feature_column != NULL:
         col = lay.feature_column[f]
         offset = lay.bundle_offset[f]
     if offset >= 0:  # never categorical
-        _scan_bundled(&histograms[col, offset], lay.bundle_n_codes[f], lay.default_bin[f],
-                      f, n_bins_non_missing, g_total, h_total, n_total, p, best)
+        _scan_bundled(histograms + col * stride + offset, lay.bundle_n_codes[f],
+                      lay.default_bin[f], f, n_bins_non_missing, g_total, h_total,
+                      n_total, p, best)
     else:
-        _scan_one(&histograms[col, 0], f, n_bins_non_missing, g_total, h_total,
+        _scan_one(histograms + col * stride, f, n_bins_non_missing, g_total, h_total,
                   n_total, categorical, p, best)
 
 
 cdef unsigned int _missing_count(
-    const hist_struct[:, ::1] histograms, const layout_params* lay, int f, int missing_bin,
-    unsigned int n_bins_non_missing,
+    const hist_struct* histograms, Py_ssize_t stride, const layout_params* lay, int f,
+    int missing_bin, unsigned int n_bins_non_missing,
 ) noexcept nogil:
     cdef int offset, n_codes
     if lay.feature_column == NULL:
-        return histograms[f, missing_bin].count
+        return histograms[f * stride + missing_bin].count
     offset = lay.bundle_offset[f]
     if offset < 0:
-        return histograms[lay.feature_column[f], missing_bin].count
+        return histograms[lay.feature_column[f] * stride + missing_bin].count
     n_codes = lay.bundle_n_codes[f]
     if n_codes < <int>n_bins_non_missing:  # no missing code
         return 0
-    return histograms[lay.feature_column[f], offset + n_codes - 1].count
+    return histograms[lay.feature_column[f] * stride + offset + n_codes - 1].count
+
+
+cdef void set_split_params(
+    split_params* p, double l1_regularization, double l2_regularization,
+    double min_gain_to_split, double min_child_weight, unsigned int min_samples_leaf,
+    int missing_bin, unsigned int max_cat_to_onehot, double cat_smooth, double cat_l2,
+    unsigned int min_data_per_group, unsigned int max_cat_threshold, double lower_bound,
+    double upper_bound,
+) noexcept nogil:
+    """The settings of find_split (monotonic_cst aside), and a node's bounds."""
+    p.l1_regularization = l1_regularization
+    p.l2_regularization = l2_regularization
+    p.min_gain_to_split = min_gain_to_split
+    p.min_child_weight = min_child_weight
+    p.min_samples_leaf = min_samples_leaf
+    p.missing_bin = missing_bin
+    p.max_cat_to_onehot = max_cat_to_onehot
+    p.cat_smooth = cat_smooth
+    p.cat_l2 = cat_l2
+    p.min_data_per_group = min_data_per_group
+    p.max_cat_threshold = max_cat_threshold
+    p.bounded = lower_bound > -INFINITY or upper_bound < INFINITY
+    p.lower_bound = lower_bound
+    p.upper_bound = upper_bound
+
+
+cdef void find_split(
+    const hist_struct* histograms, Py_ssize_t stride, int n_features,
+    const unsigned int* n_bins_non_missing, double sum_gradients, double sum_hessians,
+    unsigned int n_samples, const unsigned char* feature_mask,
+    const unsigned char* categorical, const layout_params* lay, split_params* p,
+    split_info_struct* per_feature, split_info_struct* best, int n_threads,
+) noexcept nogil:
+    """The best split of a node (see find_node_split) into ``best``.
+
+    ``histograms``: a row of ``stride`` bins per column; ``feature_mask`` and
+    ``categorical``: NULL for all / none; ``per_feature``: scratch of
+    n_features results. Sets ``p``'s node terms (parent score and lambda).
+    """
+    cdef int f
+    p.parent_l2 = p.l2_regularization
+    p.parent_score = _score(sum_gradients, sum_hessians, p.l1_regularization,
+                            p.l2_regularization)
+    if n_features * stride < MIN_PARALLEL_WORK or n_threads == 1:
+        for f in range(n_features):
+            if feature_mask != NULL and not feature_mask[f]:
+                per_feature[f].feature_idx = -1
+                continue
+            _scan_in_layout(histograms, stride, lay, f, n_bins_non_missing[f],
+                            sum_gradients, sum_hessians, n_samples,
+                            categorical != NULL and categorical[f], p, &per_feature[f])
+    else:
+        # dynamic: the costs per feature differ (a categorical scan sorts,
+        # masked features cost nothing), and each result has its own slot
+        for f in prange(n_features, schedule='dynamic', num_threads=n_threads):
+            if feature_mask != NULL and not feature_mask[f]:
+                per_feature[f].feature_idx = -1
+                continue
+            _scan_in_layout(histograms, stride, lay, f, n_bins_non_missing[f],
+                            sum_gradients, sum_hessians, n_samples,
+                            categorical != NULL and categorical[f], p, &per_feature[f])
+    memset(best, 0, sizeof(split_info_struct))
+    best.gain = 0.0
+    best.feature_idx = -1
+    for f in range(n_features):
+        if per_feature[f].feature_idx >= 0 and per_feature[f].gain > best.gain:
+            best[0] = per_feature[f]
+    if (best.feature_idx >= 0
+            and _missing_count(histograms, stride, lay, best.feature_idx,
+                               p.missing_bin,
+                               n_bins_non_missing[best.feature_idx]) == 0):
+        best.missing_go_to_left = best.n_samples_left >= best.n_samples_right
 
 
 def find_node_split(
@@ -645,17 +684,15 @@ def find_node_split(
     elif histograms.shape[0] != n_features:
         raise ValueError(f"histograms has {histograms.shape[0]} rows for {n_features} "
                          "features.")
-    cdef bint masked = feature_mask.shape[0] > 0
     cdef const unsigned char[::1] categorical
-    cdef bint any_categorical = False
+    cdef const unsigned char* categorical_ptr = NULL
     if is_categorical is not None:
         categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
         if categorical.shape[0] != n_features:
             raise ValueError(f"is_categorical has {categorical.shape[0]} entries, "
                              f"expected {n_features}.")
-        any_categorical = np.any(is_categorical)
-    else:
-        categorical = np.zeros(0, dtype=np.uint8)
+        if n_features and np.any(is_categorical):
+            categorical_ptr = &categorical[0]
     cdef const signed char[::1] monotonic
     cdef split_params p
     p.monotonic_cst = NULL
@@ -665,55 +702,20 @@ def find_node_split(
             raise ValueError(f"monotonic_cst has {monotonic.shape[0]} entries, "
                              f"expected {n_features}.")
         p.monotonic_cst = &monotonic[0]
-    p.bounded = lower_bound > -INFINITY or upper_bound < INFINITY
-    p.lower_bound = lower_bound
-    p.upper_bound = upper_bound
-    p.l1_regularization = l1_regularization
-    p.l2_regularization = l2_regularization
-    p.parent_l2 = l2_regularization
-    p.parent_score = _score(sum_gradients, sum_hessians, l1_regularization,
-                            l2_regularization)
-    p.min_gain_to_split = min_gain_to_split
-    p.min_child_weight = min_child_weight
-    p.min_samples_leaf = min_samples_leaf
-    p.missing_bin = missing_bin
-    p.max_cat_to_onehot = max_cat_to_onehot
-    p.cat_smooth = cat_smooth
-    p.cat_l2 = cat_l2
-    p.min_data_per_group = min_data_per_group
-    p.max_cat_threshold = max_cat_threshold
+    set_split_params(&p, l1_regularization, l2_regularization, min_gain_to_split,
+                     min_child_weight, min_samples_leaf, missing_bin, max_cat_to_onehot,
+                     cat_smooth, cat_l2, min_data_per_group, max_cat_threshold,
+                     lower_bound, upper_bound)
     if per_feature is None or per_feature.shape[0] < n_features:
-        per_feature = np.empty(n_features, dtype=SPLIT_INFO_DTYPE)
+        per_feature = np.empty(max(n_features, 1), dtype=SPLIT_INFO_DTYPE)
     cdef split_info_struct[::1] res = per_feature
     best_arr = np.zeros((), dtype=SPLIT_INFO_DTYPE)
     cdef split_info_struct* best = <split_info_struct*> (
         <char*> <size_t> best_arr.ctypes.data)
     with nogil:
-        if n_features * histograms.shape[1] < MIN_PARALLEL_WORK or n_threads == 1:
-            for f in range(n_features):
-                if masked and not feature_mask[f]:
-                    res[f].feature_idx = -1
-                    continue
-                _scan_in_layout(histograms, &lay, f, n_bins_non_missing[f],
-                                sum_gradients, sum_hessians, n_samples,
-                                any_categorical and categorical[f], &p, &res[f])
-        else:
-            # dynamic: the costs per feature differ (a categorical scan sorts,
-            # masked features cost nothing), and each result has its own slot
-            for f in prange(n_features, schedule='dynamic', num_threads=n_threads):
-                if masked and not feature_mask[f]:
-                    res[f].feature_idx = -1
-                    continue
-                _scan_in_layout(histograms, &lay, f, n_bins_non_missing[f],
-                                sum_gradients, sum_hessians, n_samples,
-                                any_categorical and categorical[f], &p, &res[f])
-        best.gain = 0.0
-        best.feature_idx = -1
-        for f in range(n_features):
-            if res[f].feature_idx >= 0 and res[f].gain > best.gain:
-                best[0] = res[f]
-        if (best.feature_idx >= 0
-                and _missing_count(histograms, &lay, best.feature_idx, missing_bin,
-                                   n_bins_non_missing[best.feature_idx]) == 0):
-            best.missing_go_to_left = best.n_samples_left >= best.n_samples_right
+        find_split(&histograms[0, 0] if histograms.shape[0] > 0 else NULL,
+                   histograms.shape[1], n_features, &n_bins_non_missing[0]
+                   if n_features else NULL, sum_gradients, sum_hessians, n_samples,
+                   &feature_mask[0] if feature_mask.shape[0] > 0 else NULL,
+                   categorical_ptr, &lay, &p, &res[0], best, n_threads)
     return best_arr

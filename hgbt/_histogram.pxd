@@ -1,0 +1,43 @@
+# The histogram kernels' C interface, for kernels that grow a tree without
+# Python between nodes (_grower.pyx).
+from libc.stdint cimport int64_t
+
+from ._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
+
+
+# The layout of packed quantized gradients (training_data.packed_layout) and
+# their grids.
+cdef struct packed_params:
+    int g_exponent
+    int h_exponent
+    int h_shift
+    int g_shift
+    SIZE_C block_rows
+    double constant_hessian  # > 0: every hessian is this (its lanes are 0)
+
+
+cdef void histogram_root(
+    const X_BINNED_DTYPE_C* X, SIZE_C n, int n_features, const G_H_DTYPE_C* gradients,
+    const G_H_DTYPE_C* hessians, bint constant_hessian, hist_struct* out, int n_bins,
+    int n_threads,
+) noexcept nogil
+
+cdef void histogram_rows(
+    const X_BINNED_DTYPE_C* X, SIZE_C stride, int n_features, const SIZE_C* rows,
+    SIZE_C n, const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians,
+    bint constant_hessian, G_H_DTYPE_C* ordered_gradients,
+    G_H_DTYPE_C* ordered_hessians, hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil
+
+cdef void histogram_packed(
+    const X_BINNED_DTYPE_C* X, SIZE_C stride, int n_features,
+    const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, bint has_rows,
+    const SIZE_C* rows, SIZE_C n, const int64_t* packed, int64_t* ordered,
+    const packed_params* q, int64_t* acc, int64_t* sums, Py_ssize_t part_stride,
+    int max_parts, hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil
+
+cdef void subtract(
+    const hist_struct* parent, const hist_struct* child, hist_struct* out, int n_rows,
+    int n_bins, const unsigned short* column_width, int n_threads,
+) noexcept nogil

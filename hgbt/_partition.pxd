@@ -1,0 +1,9 @@
+# The partition kernel's C interface, for kernels that grow a tree without
+# Python between nodes (_grower.pyx).
+from ._types cimport X_BINNED_DTYPE_C, SIZE_C
+
+
+cdef SIZE_C partition(
+    SIZE_C* rows, SIZE_C* buffer, SIZE_C n, const X_BINNED_DTYPE_C* col,
+    bint by_position, const unsigned char* goes_left, int n_threads,
+) noexcept nogil

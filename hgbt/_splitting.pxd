@@ -1,0 +1,59 @@
+# The split search's C interface, for kernels that grow a tree without Python
+# between nodes (_grower.pyx).
+from ._types cimport hist_struct, split_info_struct
+
+
+cdef struct split_params:
+    double l1_regularization
+    double l2_regularization
+    double min_gain_to_split
+    double min_child_weight
+    unsigned int min_samples_leaf
+    int missing_bin
+    unsigned int max_cat_to_onehot
+    double cat_smooth
+    double cat_l2
+    unsigned int min_data_per_group
+    unsigned int max_cat_threshold
+    # Monotonic constraints: per feature -1/0/1 (NULL: none), and the bounds
+    # the node's children values must stay within.
+    const signed char* monotonic_cst
+    # T(G)^2 / (H + lambda) of the node itself, the same for every candidate,
+    # and its lambda (l2_regularization even where the children get cat_l2).
+    double parent_score
+    double parent_l2
+    bint bounded
+    double lower_bound
+    double upper_bound
+
+
+cdef struct layout_params:
+    # Features in bundled columns (see bundling.py); NULL pointers: every
+    # feature is its own column. A bundled feature's bins other than its
+    # default one (then its missing bin) are the column's codes
+    # bundle_offset[f] .. bundle_offset[f] + bundle_n_codes[f] - 1, in order.
+    const int* feature_column
+    const int* bundle_offset
+    const int* bundle_n_codes
+    const unsigned char* default_bin
+
+
+cdef double bounded_value(
+    double g, double h, double l1, double l2, double lower, double upper,
+) noexcept nogil
+
+cdef void set_split_params(
+    split_params* p, double l1_regularization, double l2_regularization,
+    double min_gain_to_split, double min_child_weight, unsigned int min_samples_leaf,
+    int missing_bin, unsigned int max_cat_to_onehot, double cat_smooth, double cat_l2,
+    unsigned int min_data_per_group, unsigned int max_cat_threshold, double lower_bound,
+    double upper_bound,
+) noexcept nogil
+
+cdef void find_split(
+    const hist_struct* histograms, Py_ssize_t stride, int n_features,
+    const unsigned int* n_bins_non_missing, double sum_gradients, double sum_hessians,
+    unsigned int n_samples, const unsigned char* feature_mask,
+    const unsigned char* categorical, const layout_params* lay, split_params* p,
+    split_info_struct* per_feature, split_info_struct* best, int n_threads,
+) noexcept nogil
