@@ -46,3 +46,22 @@ cdef struct split_info_struct:
     # Categorical split: bins (= category codes) sent left; bin_idx is 0.
     unsigned char is_categorical
     BITSET_WORD_C cat_bitset[8]
+
+# One node of a tree grown by the _grower kernel (no Python per node).
+cdef struct grown_node_struct:
+    double sum_gradients
+    double sum_hessians
+    unsigned int count
+    unsigned int depth
+    # Bounds of the node's value under monotonic constraints, and the value
+    # (Newton, clipped to them, not shrunk).
+    double lower
+    double upper
+    double value
+    # The node's rows: rows[start:stop] of the row-index array.
+    unsigned int start
+    unsigned int stop
+    # Children (-1: a leaf) and, for an inner node, its split.
+    int left
+    int right
+    split_info_struct split

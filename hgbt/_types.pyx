@@ -1,7 +1,7 @@
 """NumPy dtypes mirroring the C types of ``_types.pxd``."""
 import numpy as np
 
-from ._types cimport hist_struct, node_struct, split_info_struct
+from ._types cimport grown_node_struct, hist_struct, node_struct, split_info_struct
 
 X_DTYPE = np.float64
 X_BINNED_DTYPE = np.uint8
@@ -50,7 +50,30 @@ SPLIT_INFO_DTYPE = np.dtype([
     ("cat_bitset", np.uint32, (8,)),
 ], align=True)
 
+GROWN_NODE_DTYPE = np.dtype([
+    ("sum_gradients", np.float64),
+    ("sum_hessians", np.float64),
+    ("count", np.uint32),
+    ("depth", np.uint32),
+    ("lower", np.float64),
+    ("upper", np.float64),
+    ("value", np.float64),
+    ("start", np.uint32),
+    ("stop", np.uint32),
+    ("left", np.int32),
+    ("right", np.int32),
+    ("split", SPLIT_INFO_DTYPE),
+], align=True)
+
 # The kernels reinterpret these arrays as the C structs: sizes must agree.
 assert HISTOGRAM_DTYPE.itemsize == sizeof(hist_struct)
 assert NODE_DTYPE.itemsize == sizeof(node_struct)
 assert SPLIT_INFO_DTYPE.itemsize == sizeof(split_info_struct)
+assert GROWN_NODE_DTYPE.itemsize == sizeof(grown_node_struct)
+
+cdef grown_node_struct _node
+_offsets = {"lower": <char*>&_node.lower - <char*>&_node,
+            "start": <char*>&_node.start - <char*>&_node,
+            "left": <char*>&_node.left - <char*>&_node,
+            "split": <char*>&_node.split - <char*>&_node}
+assert all(GROWN_NODE_DTYPE.fields[name][1] == offset for name, offset in _offsets.items())

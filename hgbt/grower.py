@@ -3,6 +3,7 @@ import heapq
 
 import numpy as np
 
+from ._grower import MAX_LEAF_NODES
 from ._splitting import find_node_split, leaf_value
 from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE, SPLIT_INFO_DTYPE
 from .predictor import TreePredictor
@@ -166,6 +167,8 @@ class TreeGrower:
         self._per_feature = np.empty(data.n_features, dtype=SPLIT_INFO_DTYPE)
         self._tree_mask = (None if self.feature_sampler is None
                            else self.feature_sampler.tree_mask())
+        if self._in_kernel():
+            return self._grow_in_kernel()
         hist = data.node_histogram(0)
         totals = hist[0]  # every row falls in one bin of column 0
         root = _Node(0, 0, float(totals["sum_gradients"].sum()),
@@ -208,7 +211,74 @@ class TreeGrower:
             data.release(node.histogram)
             node.histogram = node.split = None
         self._heap = []
+        self._leaves = [n.node_id for n in self._nodes if n.left is None]
+        self._lower = [n.lower for n in self._nodes]
+        self._upper = [n.upper for n in self._nodes]
         return self._to_predictor()
+
+    def _in_kernel(self):
+        # The kernel grows the same tree for the settings it covers: no
+        # per-node Python state (interaction groups, per-node masks).
+        return (getattr(self.data, "grows_trees", False)
+                and self.interaction_groups is None
+                and (self.feature_sampler is None
+                     or self.feature_sampler.colsample_bynode == 1.0)
+                and self.max_leaf_nodes is not None
+                and self.max_leaf_nodes <= MAX_LEAF_NODES)
+
+    def _grow_in_kernel(self):
+        # The whole loop of grow() in one kernel call (hgbt._grower).
+        nodes = self.data.grow_tree(dict(
+            n_bins_non_missing=self.n_bins_non_missing, missing_bin=self.data.n_bins - 1,
+            l1_regularization=self.l1_regularization,
+            l2_regularization=self.l2_regularization,
+            min_gain_to_split=self.min_gain_to_split,
+            min_child_weight=self.min_child_weight, min_samples_leaf=self.min_samples_leaf,
+            is_categorical=self.is_categorical, max_cat_to_onehot=self.max_cat_to_onehot,
+            cat_smooth=self.cat_smooth, cat_l2=self.cat_l2,
+            min_data_per_group=self.min_data_per_group,
+            max_cat_threshold=self.max_cat_threshold, monotonic_cst=self.monotonic_cst,
+            lossguide=self.grow_policy == "lossguide", max_leaf_nodes=self.max_leaf_nodes,
+            max_depth=self.max_depth), self._tree_mask)
+        self._leaves = np.flatnonzero(nodes["left"] < 0).tolist()
+        self._lower = nodes["lower"].tolist()
+        self._upper = nodes["upper"].tolist()
+        return self._predictor_from_nodes(nodes)
+
+    def _predictor_from_nodes(self, grown):
+        # _to_predictor for the kernel's GROWN_NODE_DTYPE records
+        nodes = np.zeros(grown.shape[0], dtype=NODE_DTYPE)
+        nodes["value"] = self.learning_rate * grown["value"]
+        nodes["count"] = grown["count"]
+        nodes["depth"] = grown["depth"]
+        inner = np.flatnonzero(grown["left"] >= 0)
+        nodes["is_leaf"] = grown["left"] < 0
+        split = grown["split"][inner]
+        for field in ("feature_idx", "missing_go_to_left", "gain"):
+            nodes[field][inner] = split[field]
+        nodes["left"][inner] = grown["left"][inner]
+        nodes["right"][inner] = grown["right"][inner]
+        categorical = split["is_categorical"] != 0
+        numeric = inner[~categorical]
+        nodes["bin_threshold"][numeric] = split["bin_idx"][~categorical]
+        for node_id, f, b in zip(numeric.tolist(),
+                                 split["feature_idx"][~categorical].tolist(),
+                                 split["bin_idx"][~categorical].tolist()):
+            thresholds = self.bin_thresholds[f]
+            # the last value bin as threshold separates values from missing
+            nodes["num_threshold"][node_id] = (thresholds[b] if b < thresholds.size
+                                               else np.inf)
+        cat_nodes = inner[categorical]
+        nodes["is_categorical"][cat_nodes] = 1
+        nodes["num_threshold"][cat_nodes] = np.nan
+        nodes["bitset_idx"][cat_nodes] = np.arange(cat_nodes.size)
+        bitsets = split["cat_bitset"][categorical].astype(BITSET_DTYPE)
+        if self.known_cat_bitsets is not None and bitsets.size:
+            missing_left = split["missing_go_to_left"][categorical] != 0
+            # unseen codes: as missing
+            bitsets[missing_left] |= ~self.known_cat_bitsets[
+                split["feature_idx"][categorical][missing_left]]
+        return TreePredictor(nodes, bitsets.reshape(-1, BITSET_WORDS))
 
     def _unshrunk_value(self, node):
         # Newton value -T(G)/(H + lambda), clipped to the node's bounds.
@@ -232,15 +302,13 @@ class TreeGrower:
     def renewed_value(self, node_id, sum_gradients, sum_hessians):
         """A leaf's shrunk Newton value from other (e.g. unquantized) sums,
         within the leaf's bounds."""
-        node = self._nodes[node_id]
         return self.learning_rate * leaf_value(
             sum_gradients, sum_hessians, self.l1_regularization, self.l2_regularization,
-            node.lower, node.upper)
+            self._lower[node_id], self._upper[node_id])
 
     def clip_leaf_value(self, node_id, value):
         """Clip a re-fitted (unshrunk) leaf value into the leaf's bounds."""
-        node = self._nodes[node_id]
-        return min(max(value, node.lower), node.upper)
+        return min(max(value, self._lower[node_id]), self._upper[node_id])
 
     def _value(self, node):
         return self.learning_rate * self._unshrunk_value(node)
@@ -281,4 +349,4 @@ class TreeGrower:
 
     def leaf_ids(self):
         """Ids of the leaves of the last grown tree."""
-        return [n.node_id for n in self._nodes if n.left is None]
+        return self._leaves

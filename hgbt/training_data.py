@@ -11,12 +11,14 @@ import threading
 import numpy as np
 
 from ._exact import snap_to_grid
+from ._grower import TreeKernel
 from ._histogram import (build_histogram, build_histogram_packed, build_histogram_root,
                          build_histogram_sparse, subtract_histograms)
 from ._partition import partition_rows, partition_rows_by_table, partition_rows_sparse
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
-from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
+from ._types import (G_H_DTYPE, GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE,
+                     SPLIT_INFO_DTYPE, X_BINNED_DTYPE)
 from .exact import grid_exponent
 
 
@@ -74,6 +76,7 @@ class LocalTrainingData:
         self._packed_buffer = None
         # the row-major bins of quantized histograms, shared with forks
         self._row_major = _row_major or _RowMajor(self.X_binned)
+        self._kernel = None  # TreeKernel, made on the first grow_tree
 
     def fork(self, n_threads):
         """A source over the same binned rows for another tree grown at the
@@ -249,6 +252,43 @@ class LocalTrainingData:
                                          self.n_threads)
         self._scratch[entry_rows] = 0
         return n_left
+
+    @property
+    def grows_trees(self):
+        """Whether :meth:`grow_tree` can grow a tree here (every feature its
+        own dense column)."""
+        return self.layout is None and self.n_features > 0
+
+    def grow_tree(self, settings, feature_mask=None):
+        """Grow the tree begun by :meth:`start_tree` in one kernel call.
+
+        ``settings`` are ``TreeKernel.grow``'s split and growth settings
+        (``_grower``). Returns the nodes (GROWN_NODE_DTYPE), each node's
+        rows then being ``node_rows(node_id)``, as after the grower's
+        splits.
+        """
+        n_nodes_max = 2 * settings["max_leaf_nodes"] - 1
+        if self._kernel is None:
+            self._kernel = TreeKernel(self.n_features, self.n_bins)
+            self._per_feature = np.empty(self.n_features, dtype=SPLIT_INFO_DTYPE)
+        if getattr(self, "_grown", np.empty(0)).shape[0] < n_nodes_max:
+            self._grown = np.empty(n_nodes_max, dtype=GROWN_NODE_DTYPE)
+        if self._packed is not None:
+            source = dict(packed=self._packed, ordered_packed=self._ordered_packed,
+                          exponents=self._exponents, layout=self._layout,
+                          constant_hessian=self._constant_hessian, acc=self._acc,
+                          sums=self._sums, X_rows=self._X_rows)
+        else:
+            source = dict(gradients=self._hist_gradients, hessians=self._hist_hessians,
+                          ordered_gradients=self._ordered_gradients,
+                          ordered_hessians=self._ordered_hessians)
+        n_nodes = self._kernel.grow(
+            X_binned=self.X_binned, rows=self._rows, buffer=self._buffer,
+            n_root=self._ranges[0][1], **source, **settings, feature_mask=feature_mask,
+            n_threads=self.n_threads, nodes=self._grown, per_feature=self._per_feature)
+        nodes = self._grown[:n_nodes].copy()
+        self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
+        return nodes
 
     def node_rows(self, node_id):
         """Row indices of a node (a view; valid until the node is split)."""

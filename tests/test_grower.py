@@ -511,3 +511,125 @@ def test_categorical_tree_routes_values_and_gains(max_cat_to_onehot):
     for k in np.flatnonzero(nodes["is_leaf"]):
         expected[rows_of[k]] = nodes["value"][k]
     np.testing.assert_array_equal(tree.predict(X), expected)
+
+
+# ---------------------------------------------------------------------------
+# the kernel's loop (hgbt._grower) against the Python loop
+
+KERNEL_CASES = [
+    dict(),
+    dict(grow_policy="depthwise", max_depth=3, max_leaf_nodes=6),
+    dict(l1_regularization=0.7, l2_regularization=2.0, min_gain_to_split=0.05),
+    dict(min_child_weight=0.0, min_samples_leaf=1, max_leaf_nodes=60),
+    dict(monotonic_cst=[1, -1, 0, 0, 0, 0], max_leaf_nodes=20),
+    dict(categorical=True),
+    dict(categorical=True, max_cat_to_onehot=255, min_data_per_group=5, cat_smooth=1.0),
+    dict(sampled=True),
+    dict(quantized=True),
+    dict(quantized=True, categorical=True, constant_hessian=True),
+    dict(colsample_bytree=0.5),
+    dict(max_leaf_nodes=4, min_samples_leaf=400),  # leaves left in the queue
+]
+
+
+def _grow_both_ways(case, n_threads, monkeypatch):
+    from hgbt.sampling import FeatureSampler
+
+    case = dict(case)
+    rng = np.random.default_rng(len(str(case)))
+    n = 6000
+    X = rng.normal(size=(n, 6))
+    X[:, 4] = rng.integers(0, 30, n)
+    X[:, 5] = rng.integers(0, 6, n)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    signal = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) + (np.nan_to_num(X[:, 4]) % 7 == 0)
+    g = (rng.normal(size=n) - signal).astype(G_H_DTYPE)
+    h = (np.array([1.0]) if case.pop("constant_hessian", False)
+         else rng.uniform(0.2, 2.0, size=n)).astype(G_H_DTYPE)
+    is_cat = np.array([0, 0, 0, 0, 1, 1], dtype=bool) if case.pop("categorical", False) else None
+    mapper = BinMapper(is_categorical=is_cat, subsample=None).fit(X)
+    X_binned = mapper.transform(X)
+    rows = (np.sort(rng.choice(n, n // 2, replace=False)).astype(np.uint32)
+            if case.pop("sampled", False) else None)
+    quantize = (32, 12345) if case.pop("quantized", False) else None
+    colsample = case.pop("colsample_bytree", 1.0)
+    params = {**DEFAULTS, "learning_rate": 0.3, **case}
+    if params.get("monotonic_cst") is not None:
+        params["monotonic_cst"] = np.array(params["monotonic_cst"], dtype=np.int8)
+    results = []
+    for in_kernel in (True, False):
+        monkeypatch.setattr(TreeGrower, "_in_kernel", lambda self, k=in_kernel: k)
+        data = LocalTrainingData(X_binned, mapper.missing_bin + 1, n_threads)
+        data.start_tree(g.copy(), h.copy(), rows, quantize=quantize)
+        sampler = (None if colsample == 1.0 else
+                   FeatureSampler(6, colsample, 1.0, np.random.default_rng(3)))
+        grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                            feature_sampler=sampler, n_threads=n_threads,
+                            is_categorical=mapper.is_categorical_,
+                            known_cat_bitsets=mapper.known_cat_bitsets_, **params)
+        tree = grower.grow()
+        leaves = grower.leaf_ids()
+        raw = np.zeros(n)
+        data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
+        sums = data.leaf_sums(leaves) if quantize else None
+        renewed = [grower.renewed_value(k, 1.5, 3.0) for k in leaves]
+        clipped = [grower.clip_leaf_value(k, 10.0) for k in leaves]
+        results.append(dict(
+            nodes=tree.nodes.tobytes(), bitsets=tree.cat_bitsets.tobytes(), leaves=leaves,
+            rows=[data.node_rows(k).tobytes() for k in leaves], raw=raw.tobytes(),
+            sums=None if sums is None else [s.tobytes() for s in sums],
+            renewed=renewed, clipped=clipped, n_leaves=tree.n_leaves))
+    return results
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("case", KERNEL_CASES, ids=[str(c) for c in KERNEL_CASES])
+def test_kernel_loop_grows_the_python_loops_tree(case, n_threads, monkeypatch):
+    kernel, python = _grow_both_ways(case, n_threads, monkeypatch)
+    assert kernel["n_leaves"] > 2
+    assert kernel == python
+
+
+def test_settings_the_kernel_does_not_cover_take_the_python_loop():
+    from hgbt._grower import MAX_LEAF_NODES
+    from hgbt.sampling import FeatureSampler
+
+    X, Xb, mapper, g, h = make_problem(3, n_samples=500)
+    data = LocalTrainingData(Xb, mapper.max_bins + 1, 1)
+    data.start_tree(g, h)
+    make = lambda **kw: TreeGrower(data, mapper.bin_thresholds_,
+                                   mapper.n_bins_non_missing_, **kw)
+    assert make()._in_kernel()
+    assert not make(max_leaf_nodes=None, max_depth=3)._in_kernel()
+    assert not make(max_leaf_nodes=MAX_LEAF_NODES + 1)._in_kernel()
+    assert not make(interaction_groups=[{0, 1}, {2, 3, 4}])._in_kernel()
+    sampler = FeatureSampler(5, 1.0, 0.5, np.random.default_rng(0))
+    assert not make(feature_sampler=sampler)._in_kernel()
+
+
+def test_kernel_rejects_inconsistent_buffers():
+    from hgbt._grower import TreeKernel
+    from hgbt._types import GROWN_NODE_DTYPE, SPLIT_INFO_DTYPE
+
+    X, Xb, mapper, g, h = make_problem(4, n_samples=300)
+    rows = np.arange(300, dtype=np.uint32)
+    common = dict(X_binned=Xb, rows=rows, buffer=np.empty(300, dtype=np.uint32),
+                  n_root=300, gradients=g, hessians=h,
+                  ordered_gradients=np.empty(300, dtype=G_H_DTYPE),
+                  ordered_hessians=np.empty(300, dtype=G_H_DTYPE),
+                  n_bins_non_missing=mapper.n_bins_non_missing_,
+                  missing_bin=mapper.missing_bin, l1_regularization=0.0,
+                  l2_regularization=0.0, min_gain_to_split=0.0, min_child_weight=1e-3,
+                  min_samples_leaf=5, max_leaf_nodes=8,
+                  per_feature=np.empty(5, dtype=SPLIT_INFO_DTYPE))
+    kernel = TreeKernel(5, mapper.missing_bin + 1)
+    nodes = np.empty(15, dtype=GROWN_NODE_DTYPE)
+    assert kernel.grow(**common, nodes=nodes) > 1
+    for bad in (dict(nodes=np.empty(14, dtype=GROWN_NODE_DTYPE)),  # < 2 * leaves - 1
+                dict(nodes=nodes, n_root=301),
+                dict(nodes=nodes, buffer=np.empty(10, dtype=np.uint32)),
+                dict(nodes=nodes, monotonic_cst=np.zeros(4, dtype=np.int8))):
+        with pytest.raises(ValueError, match="TreeKernel.grow"):
+            kernel.grow(**{**common, **bad})
+    with pytest.raises(ValueError, match="TreeKernel.grow"):
+        TreeKernel(6, mapper.missing_bin + 1).grow(**common, nodes=nodes)
