@@ -46,7 +46,6 @@ cdef struct source:
     G_H_DTYPE_C* ordered_hessians
     # packed quantized histograms
     const int64_t* packed
-    int64_t* ordered_packed
     packed_params q
     int64_t* acc
     int64_t* sums
@@ -122,7 +121,7 @@ cdef class TreeKernel:
 
     def grow(self, *, X_binned, rows, buffer, SIZE_C n_root, gradients=None,
              hessians=None, ordered_gradients=None, ordered_hessians=None, packed=None,
-             ordered_packed=None, exponents=None, layout=None, double constant_hessian=0.0,
+             exponents=None, layout=None, double constant_hessian=0.0,
              acc=None, sums=None, X_rows=None, n_bins_non_missing, int missing_bin,
              double l1_regularization, double l2_regularization,
              double min_gain_to_split, double min_child_weight,
@@ -151,7 +150,6 @@ cdef class TreeKernel:
         cdef const G_H_DTYPE_C[::1] g_view, h_view
         cdef G_H_DTYPE_C[::1] og_view, oh_view
         cdef const int64_t[::1] packed_view
-        cdef int64_t[::1] ordered_view
         cdef int64_t[:, ::1] acc_view, sums_view
         cdef const X_BINNED_DTYPE_C[:, ::1] rows_major
         cdef const unsigned char[::1] categorical, mask
@@ -188,14 +186,12 @@ cdef class TreeKernel:
             src.ordered_gradients = &og_view[0]
             src.ordered_hessians = &oh_view[0]
         else:
-            packed_view, ordered_view = packed, ordered_packed
+            packed_view = packed
             acc_view, sums_view = acc, sums
-            if (packed_view.shape[0] < X.shape[0] or ordered_view.shape[0] < X.shape[0]
-                    or acc_view.shape[1] < n_features * 256
+            if (packed_view.shape[0] < X.shape[0] or acc_view.shape[1] < n_features * 256
                     or sums_view.shape[1] != 3 * acc_view.shape[1]):
                 raise ValueError("TreeKernel.grow: inconsistent packed buffers.")
             src.packed = &packed_view[0]
-            src.ordered_packed = &ordered_view[0]
             src.q.g_exponent, src.q.h_exponent = exponents
             src.q.h_shift, src.q.g_shift, src.q.block_rows = layout
             src.q.constant_hessian = constant_hessian
@@ -366,7 +362,7 @@ cdef class TreeKernel:
         elif src.packed != NULL:
             histogram_packed(src.X, src.n_samples, src.n_features, src.X_rows,
                              src.row_stride, not all_rows, src.rows + node.start, n,
-                             src.packed, src.ordered_packed, &src.q, src.acc, src.sums,
+                             src.packed, &src.q, src.acc, src.sums,
                              src.part_stride, src.max_parts, out, src.n_bins, n_threads)
         elif all_rows:
             histogram_root(src.X, src.n_samples, src.n_features, src.gradients,

@@ -182,11 +182,14 @@ DEF ACC_BINS = 256
 # Nodes with fewer than 1/ROW_WISE_RATIO of the rows read the row-major copy
 # of the bins: their rows are too far apart for column reads to share cache
 # lines (benchmarks/RESULTS.md).
-DEF ROW_WISE_RATIO = 5
+DEF ROW_WISE_RATIO = 6
 # Rows ahead whose bins are prefetched by the row-wise kernel.
 DEF PREFETCH_DISTANCE = 16
 # Row parts of one node (threads) at most.
 DEF MAX_PARTS = 256
+# Rows whose packed values a part gathers at once for the column-wise
+# kernel: 32 KB, read again by every feature pass while still in cache.
+DEF GATHER_ROWS = 4096
 
 cdef extern from *:
     void __builtin_prefetch(const void*) noexcept nogil
@@ -289,14 +292,15 @@ cdef void _packed_node_part(
     const X_BINNED_DTYPE_C* X, Py_ssize_t stride, int n_features,
     const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, const SIZE_C* rows,
     SIZE_C lo, SIZE_C hi,
-    const int64_t* packed, int64_t* ordered, int h_shift, int g_shift,
+    const int64_t* packed, int h_shift, int g_shift,
     SIZE_C block_rows, int64_t* acc, int64_t* sums, bint* flushed,
 ) noexcept nogil:
     # Rows [lo, hi) of a node: row-wise when X_rows is given, else column-wise
     # from the node's packed values gathered into row order (root: in place).
     # Blocks of block_rows rows, so that no lane of acc overflows; when a
     # part has more, each block is flushed into ``sums``.
-    cdef SIZE_C i, a, b
+    cdef SIZE_C i, a, b, c, d
+    cdef int64_t gathered[GATHER_ROWS]
     cdef Py_ssize_t n_entries = <Py_ssize_t>n_features * ACC_BINS
     memset(acc, 0, n_entries * sizeof(int64_t))
     flushed[0] = hi - lo > block_rows
@@ -310,9 +314,15 @@ cdef void _packed_node_part(
         elif rows == NULL:
             _packed_part(X, stride, n_features, NULL, a, b, packed, acc)
         else:
-            for i in range(a, b):
-                ordered[i] = packed[rows[i]]
-            _packed_part(X, stride, n_features, rows, a, b, ordered, acc)
+            # GATHER_ROWS at a time, which every feature pass then reads
+            # from cache
+            c = a
+            while c < b:
+                d = b if b - c <= GATHER_ROWS else c + GATHER_ROWS
+                for i in range(c, d):
+                    gathered[i - c] = packed[rows[i]]
+                _packed_part(X, stride, n_features, rows + c, 0, d - c, gathered, acc)
+                c = d
         if flushed[0]:
             _flush(acc, sums, n_entries, h_shift, g_shift)
         a = b
@@ -367,7 +377,6 @@ def build_histogram_packed(
     const X_BINNED_DTYPE_C[::1, :] X_binned,
     const SIZE_C[::1] rows,
     const int64_t[::1] packed,
-    int64_t[::1] ordered_packed,
     int g_exponent,
     int h_exponent,
     int h_shift,
@@ -400,7 +409,6 @@ def build_histogram_packed(
     cdef SIZE_C n = X_binned.shape[0] if rows is None else rows.shape[0]
     cdef int n_features = X_binned.shape[1]
     cdef const SIZE_C* row_ptr = NULL
-    cdef int64_t* ordered = NULL
     cdef const X_BINNED_DTYPE_C* x_rows = NULL
     cdef Py_ssize_t row_stride = 0
     cdef packed_params q
@@ -422,27 +430,23 @@ def build_histogram_packed(
     if n_features == 0:
         return
     if rows is not None:
-        if ordered_packed.shape[0] < n:
-            raise ValueError("ordered_packed is shorter than rows.")
         if n > 0:
             row_ptr = &rows[0]
-            ordered = &ordered_packed[0]
         if X_rows is not None and X_rows.shape[0] > 0:
             x_rows = &X_rows[0, 0]
             row_stride = X_rows.shape[1]
     with nogil:
         histogram_packed(&X_binned[0, 0], X_binned.shape[0], n_features, x_rows,
-                         row_stride, rows is not None, row_ptr, n, &packed[0], ordered,
-                         &q, &acc[0, 0], &sums[0, 0], acc.shape[1], <int>acc.shape[0],
+                         row_stride, rows is not None, row_ptr, n, &packed[0], &q, &acc[0, 0], &sums[0, 0], acc.shape[1], <int>acc.shape[0],
                          &out[0, 0], out.shape[1], n_threads)
 
 
 cdef void histogram_packed(
     const X_BINNED_DTYPE_C* X, SIZE_C stride, int n_features,
     const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, bint has_rows,
-    const SIZE_C* rows, SIZE_C n, const int64_t* packed, int64_t* ordered,
-    const packed_params* q, int64_t* acc, int64_t* sums, Py_ssize_t part_stride,
-    int max_parts, hist_struct* out, int n_bins, int n_threads,
+    const SIZE_C* rows, SIZE_C n, const int64_t* packed, const packed_params* q,
+    int64_t* acc, int64_t* sums, Py_ssize_t part_stride, int max_parts,
+    hist_struct* out, int n_bins, int n_threads,
 ) noexcept nogil:
     # X: ``stride`` rows x n_features, F-ordered. Without rows (has_rows
     # false) every row in order; X_rows (NULL: none) for nodes with few rows.
@@ -460,8 +464,8 @@ cdef void histogram_packed(
         n_parts = 1
     if n_parts == 1:
         _packed_node_part(X, stride, n_features, X_rows, row_stride, rows, 0, n,
-                          packed, ordered, q.h_shift, q.g_shift, q.block_rows,
-                          acc, sums, &flushed[0])
+                          packed, q.h_shift, q.g_shift, q.block_rows, acc, sums,
+                          &flushed[0])
     else:
         # One region for gather and sums (each part gathers its own rows);
         # a prange over parts computes each even if fewer threads start.
@@ -469,7 +473,7 @@ cdef void histogram_packed(
             _packed_node_part(X, stride, n_features, X_rows, row_stride, rows,
                               <SIZE_C>(<Py_ssize_t>n * t // n_parts),
                               <SIZE_C>(<Py_ssize_t>n * (t + 1) // n_parts),
-                              packed, ordered, q.h_shift, q.g_shift, q.block_rows,
+                              packed, q.h_shift, q.g_shift, q.block_rows,
                               acc + t * part_stride, sums + 3 * t * part_stride,
                               &flushed[t])
     if n_parts == 1 or n_features < 2:

@@ -127,7 +127,6 @@ class LocalTrainingData:
         n = self._all_rows.shape[0]
         if self._packed_buffer is None:
             self._packed_buffer = np.empty(n, dtype=np.int64)
-            self._ordered_packed = np.empty(n, dtype=np.int64)
             n_dense = self.X_binned.shape[1]
             # row-major bins for nodes with few rows (read row-wise)
             self._X_rows = self._row_major.get()
@@ -166,7 +165,7 @@ class LocalTrainingData:
             pass
         elif self._packed is not None:
             rows = None if stop - start == self._rows.shape[0] else self._rows[start:stop]
-            build_histogram_packed(self.X_binned, rows, self._packed, self._ordered_packed,
+            build_histogram_packed(self.X_binned, rows, self._packed,
                                    *self._exponents, *self._layout, self._constant_hessian,
                                    self._acc, self._sums, out[:n_dense], self.n_threads,
                                    self._X_rows)
@@ -274,7 +273,7 @@ class LocalTrainingData:
         if getattr(self, "_grown", np.empty(0)).shape[0] < n_nodes_max:
             self._grown = np.empty(n_nodes_max, dtype=GROWN_NODE_DTYPE)
         if self._packed is not None:
-            source = dict(packed=self._packed, ordered_packed=self._ordered_packed,
+            source = dict(packed=self._packed,
                           exponents=self._exponents, layout=self._layout,
                           constant_hessian=self._constant_hessian, acc=self._acc,
                           sums=self._sums, X_rows=self._X_rows)

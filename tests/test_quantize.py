@@ -161,7 +161,7 @@ def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=
     sums = np.full((3, n_features * 768), 5, np.int64)
     out = np.full((n_features, n_bins), 9, dtype=HISTOGRAM_DTYPE)
     h_shift, g_shift, rows_per_block = layout
-    build_histogram_packed(X, rows, packed, np.empty(n, np.int64), g_exp, h_exp,
+    build_histogram_packed(X, rows, packed, g_exp, h_exp,
                            h_shift, g_shift, block_rows or rows_per_block, constant, acc,
                            sums, out, n_threads,
                            None if row_wise is None else row_wise(X))
@@ -218,25 +218,24 @@ def test_packed_histogram_fewer_bins_and_bad_shapes():
     ref = np.empty((4, 17), dtype=HISTOGRAM_DTYPE)
     build_histogram_root(X, gq, hq, ref, 1)
     assert out.tobytes() == ref.tobytes()
-    ordered = np.empty(5000, np.int64)
     acc, sums = np.empty((2, 1024), np.int64), np.empty((2, 3072), np.int64)
     with pytest.raises(ValueError, match="256 columns"):
-        build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0,
+        build_histogram_packed(X, None, packed, 3, 4, *LAYOUT, 0.0,
                                np.empty((2, 10), np.int64), np.empty((2, 30), np.int64),
                                ref, 2)
     with pytest.raises(ValueError, match="three times"):
-        build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0, acc,
+        build_histogram_packed(X, None, packed, 3, 4, *LAYOUT, 0.0, acc,
                                np.empty((2, 1024), np.int64), ref, 2)
     for bad_rows in (X[:, :3], X[:10]):
         with pytest.raises(ValueError, match="rows of X_binned"):
-            build_histogram_packed(X, np.arange(3, dtype=SIZE_DTYPE), packed, ordered, 3,
+            build_histogram_packed(X, np.arange(3, dtype=SIZE_DTYPE), packed, 3,
                                    4, *LAYOUT, 0.0, acc, sums, ref, 2,
                                    np.ascontiguousarray(bad_rows))
     with pytest.raises(ValueError, match="one row per feature"):
-        build_histogram_packed(X, None, packed, ordered, 3, 4, *LAYOUT, 0.0, acc, sums,
+        build_histogram_packed(X, None, packed, 3, 4, *LAYOUT, 0.0, acc, sums,
                                ref[:3], 2)
     with pytest.raises(ValueError, match="packed layout"):
-        build_histogram_packed(X, None, packed, ordered, 3, 4, 20, 10, 100, 0.0, acc,
+        build_histogram_packed(X, None, packed, 3, 4, 20, 10, 100, 0.0, acc,
                                sums, ref, 2)
 
 
