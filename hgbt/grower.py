@@ -5,7 +5,8 @@ import numpy as np
 
 from ._grower import MAX_LEAF_NODES
 from ._splitting import find_node_split, leaf_value
-from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE, SPLIT_INFO_DTYPE
+from ._types import (BITSET_DTYPE, BITSET_WORDS, GROWN_NODE_DTYPE, NODE_DTYPE,
+                     SPLIT_INFO_DTYPE)
 from .predictor import TreePredictor
 
 _ALL_FEATURES = np.empty(0, dtype=np.uint8)
@@ -211,10 +212,29 @@ class TreeGrower:
             data.release(node.histogram)
             node.histogram = node.split = None
         self._heap = []
-        self._leaves = [n.node_id for n in self._nodes if n.left is None]
-        self._lower = [n.lower for n in self._nodes]
-        self._upper = [n.upper for n in self._nodes]
-        return self._to_predictor()
+        return self._finish(self._node_records())
+
+    def _node_records(self):
+        # the grown _Node objects as the kernel's node records
+        nodes = self._nodes
+        records = np.zeros(len(nodes), dtype=GROWN_NODE_DTYPE)
+        for field in ("sum_gradients", "sum_hessians", "count", "depth", "lower", "upper"):
+            records[field] = [getattr(node, field) for node in nodes]
+        records["value"] = [self._unshrunk_value(node) for node in nodes]
+        records["left"] = [-1 if node.left is None else node.left.node_id for node in nodes]
+        records["right"] = [-1 if node.right is None else node.right.node_id
+                            for node in nodes]
+        for node in nodes:
+            if node.left is not None:
+                records["split"][node.node_id] = node.split
+        return records
+
+    def _finish(self, records):
+        # The grown tree (node records, either loop's) as a TreePredictor.
+        self._leaves = np.flatnonzero(records["left"] < 0).tolist()
+        self._lower = records["lower"].tolist()
+        self._upper = records["upper"].tolist()
+        return self._predictor_from_nodes(records)
 
     def _in_kernel(self):
         # The kernel grows the same tree for the settings it covers: no
@@ -240,13 +260,10 @@ class TreeGrower:
             max_cat_threshold=self.max_cat_threshold, monotonic_cst=self.monotonic_cst,
             lossguide=self.grow_policy == "lossguide", max_leaf_nodes=self.max_leaf_nodes,
             max_depth=self.max_depth), self._tree_mask)
-        self._leaves = np.flatnonzero(nodes["left"] < 0).tolist()
-        self._lower = nodes["lower"].tolist()
-        self._upper = nodes["upper"].tolist()
-        return self._predictor_from_nodes(nodes)
+        return self._finish(nodes)
 
     def _predictor_from_nodes(self, grown):
-        # _to_predictor for the kernel's GROWN_NODE_DTYPE records
+        # GROWN_NODE_DTYPE records -> the predictor's node array and bitsets
         nodes = np.zeros(grown.shape[0], dtype=NODE_DTYPE)
         nodes["value"] = self.learning_rate * grown["value"]
         nodes["count"] = grown["count"]
@@ -309,43 +326,6 @@ class TreeGrower:
     def clip_leaf_value(self, node_id, value):
         """Clip a re-fitted (unshrunk) leaf value into the leaf's bounds."""
         return min(max(value, self._lower[node_id]), self._upper[node_id])
-
-    def _value(self, node):
-        return self.learning_rate * self._unshrunk_value(node)
-
-    def _to_predictor(self):
-        nodes = np.zeros(len(self._nodes), dtype=NODE_DTYPE)
-        bitsets = []
-        for node in self._nodes:
-            rec = nodes[node.node_id]
-            rec["value"] = self._value(node)
-            rec["count"] = node.count
-            rec["depth"] = node.depth
-            if node.left is None:
-                rec["is_leaf"] = 1
-                continue
-            s = node.split
-            f, b = int(s["feature_idx"]), int(s["bin_idx"])
-            rec["feature_idx"] = f
-            rec["missing_go_to_left"] = s["missing_go_to_left"]
-            if s["is_categorical"]:
-                rec["is_categorical"] = 1
-                rec["bitset_idx"] = len(bitsets)
-                rec["num_threshold"] = np.nan
-                bitset = s["cat_bitset"].copy()
-                if s["missing_go_to_left"] and self.known_cat_bitsets is not None:
-                    bitset |= ~self.known_cat_bitsets[f]  # unseen codes: as missing
-                bitsets.append(bitset)
-            else:
-                thresholds = self.bin_thresholds[f]
-                rec["bin_threshold"] = b
-                # The last value bin as threshold separates values from missing.
-                rec["num_threshold"] = thresholds[b] if b < thresholds.size else np.inf
-            rec["gain"] = s["gain"]
-            rec["left"] = node.left.node_id
-            rec["right"] = node.right.node_id
-        return TreePredictor(nodes, np.array(bitsets, dtype=BITSET_DTYPE).reshape(
-            -1, BITSET_WORDS))
 
     def leaf_ids(self):
         """Ids of the leaves of the last grown tree."""
