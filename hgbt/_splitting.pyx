@@ -113,59 +113,37 @@ cdef inline void _consider(
     split_info_struct* best, int f, unsigned int b, unsigned char missing_left,
     double g_left, double h_left, unsigned int n_left,
     double g_total, double h_total, unsigned int n_total,
-    const split_params* p,
+    const split_params* p, bint plain,
 ) noexcept nogil:
+    # ``plain``: no L1, constraint or bounds and a positive min_child_weight
+    # (a scan's common case): the gain without their tests, by the same
+    # operations (each side's H + lambda >= min_child_weight > 0, so _score's
+    # test is moot), so the same bits. Scans test it once per feature.
     cdef double g_right = g_total - g_left, h_right = h_total - h_left
     cdef unsigned int n_right = n_total - n_left
     cdef double gain
-    cdef signed char cst = 0 if p.monotonic_cst == NULL else p.monotonic_cst[f]
+    cdef signed char cst
     if n_left < p.min_samples_leaf or n_right < p.min_samples_leaf:
         return
     if h_left < p.min_child_weight or h_right < p.min_child_weight:
         return
-    if cst == 0 and not p.bounded:
-        # 0.5 [T(G_L)^2/(H_L+l) + T(G_R)^2/(H_R+l) - T(G)^2/(H+l)] - gamma, the
-        # parent term computed once per node.
-        gain = 0.5 * (_score(g_left, h_left, p.l1_regularization, p.l2_regularization)
-                      + _score(g_right, h_right, p.l1_regularization,
-                               p.l2_regularization)
+    if plain:
+        gain = 0.5 * (g_left * g_left / (h_left + p.l2_regularization)
+                      + g_right * g_right / (h_right + p.l2_regularization)
                       - p.parent_score) - p.min_gain_to_split
     else:
-        gain = _constrained_gain(g_left, h_left, g_right, h_right, g_total, h_total,
-                                 cst, p)
-    if gain > best.gain:
-        best.gain = gain
-        best.feature_idx = f
-        best.bin_idx = b
-        best.missing_go_to_left = missing_left
-        best.sum_gradients_left = g_left
-        best.sum_hessians_left = h_left
-        best.n_samples_left = n_left
-        best.sum_gradients_right = g_right
-        best.sum_hessians_right = h_right
-        best.n_samples_right = n_right
-
-
-cdef inline void _consider_plain(
-    split_info_struct* best, int f, unsigned int b, unsigned char missing_left,
-    double g_left, double h_left, unsigned int n_left,
-    double g_total, double h_total, unsigned int n_total,
-    const split_params* p,
-) noexcept nogil:
-    # _consider without L1, constraints or bounds, and with a positive
-    # min_child_weight: a scan's common case, without their tests per
-    # candidate (each side's H + lambda >= min_child_weight > 0, so _score's
-    # test is moot too); the same operations as _consider, so the same bits
-    cdef double g_right = g_total - g_left, h_right = h_total - h_left
-    cdef unsigned int n_right = n_total - n_left
-    cdef double gain
-    if n_left < p.min_samples_leaf or n_right < p.min_samples_leaf:
-        return
-    if h_left < p.min_child_weight or h_right < p.min_child_weight:
-        return
-    gain = 0.5 * (g_left * g_left / (h_left + p.l2_regularization)
-                  + g_right * g_right / (h_right + p.l2_regularization)
-                  - p.parent_score) - p.min_gain_to_split
+        cst = 0 if p.monotonic_cst == NULL else p.monotonic_cst[f]
+        if cst == 0 and not p.bounded:
+            # 0.5 [T(G_L)^2/(H_L+l) + T(G_R)^2/(H_R+l) - T(G)^2/(H+l)] - gamma,
+            # the parent term computed once per node.
+            gain = 0.5 * (_score(g_left, h_left, p.l1_regularization,
+                                 p.l2_regularization)
+                          + _score(g_right, h_right, p.l1_regularization,
+                                   p.l2_regularization)
+                          - p.parent_score) - p.min_gain_to_split
+        else:
+            gain = _constrained_gain(g_left, h_left, g_right, h_right, g_total,
+                                     h_total, cst, p)
     if gain > best.gain:
         best.gain = gain
         best.feature_idx = f
@@ -276,11 +254,11 @@ cdef void _scan_sorted(
                 continue
             group = 0
             _consider(best, f, i + direction * SUFFIX, 0, g, h, n, g_total, h_total,
-                      n_total, &q)
+                      n_total, &q, False)
             if has_missing:
                 _consider(best, f, i + direction * SUFFIX, 1, g + miss.sum_gradients,
                           h + miss.sum_hessians, n + miss.count, g_total, h_total,
-                          n_total, &q)
+                          n_total, &q, False)
 
 
 cdef inline void _set_bit(split_info_struct* best, unsigned int code) noexcept nogil:
@@ -322,10 +300,10 @@ cdef void _scan_categorical(
             g = hist[cats[i].code].sum_gradients
             h = hist[cats[i].code].sum_hessians
             n = hist[cats[i].code].count
-            _consider(best, f, i, 0, g, h, n, g_total, h_total, n_total, p)
+            _consider(best, f, i, 0, g, h, n, g_total, h_total, n_total, p, False)
             if has_missing:
                 _consider(best, f, i, 1, g + miss.sum_gradients, h + miss.sum_hessians,
-                          n + miss.count, g_total, h_total, n_total, p)
+                          n + miss.count, g_total, h_total, n_total, p, False)
     else:
         _sort_categories(used, n_used)
         _scan_sorted(hist, f, used, n_used, n_cats, g_total, h_total, n_total, p, best)
@@ -336,7 +314,7 @@ cdef void _scan_categorical(
             g += hist[cats[i].code].sum_gradients
             h += hist[cats[i].code].sum_hessians
             n += hist[cats[i].code].count
-        _consider(best, f, ALL_LEFT, 0, g, h, n, g_total, h_total, n_total, p)
+        _consider(best, f, ALL_LEFT, 0, g, h, n, g_total, h_total, n_total, p, False)
     if best.feature_idx < 0:
         return
     # Candidate index -> set of codes.
@@ -378,11 +356,10 @@ cdef void _scan_feature(
     cdef unsigned int n = 0
     cdef const hist_struct* miss = &hist[p.missing_bin]
     cdef bint has_missing = miss.count > 0
+    cdef bint plain = (p.l1_regularization == 0.0 and p.min_child_weight > 0.0
+                       and not p.bounded
+                       and (p.monotonic_cst == NULL or p.monotonic_cst[f] == 0))
     _reset(best)
-    if p.l1_regularization == 0.0 and p.min_child_weight > 0.0 and not p.bounded and (
-            p.monotonic_cst == NULL or p.monotonic_cst[f] == 0):
-        _scan_plain(hist, f, n_bins_non_missing, g_total, h_total, n_total, p, best)
-        return
     # One pass; at each bin b, left = value bins 0..b with missing values sent
     # right, then the same plus the missing bin (missing left), so ties keep
     # the documented order. b = last value bin with missing right separates
@@ -392,38 +369,13 @@ cdef void _scan_feature(
         h += hist[b].sum_hessians
         n += hist[b].count
         if b + 1 < n_bins_non_missing:
-            _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
+            _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p, plain)
             if has_missing:
                 _consider(best, f, b, 1, g + miss.sum_gradients,
                           h + miss.sum_hessians, n + miss.count,
-                          g_total, h_total, n_total, p)
+                          g_total, h_total, n_total, p, plain)
         elif has_missing:
-            _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
-
-
-cdef void _scan_plain(
-    const hist_struct* hist, int f, unsigned int n_bins_non_missing,
-    double g_total, double h_total, unsigned int n_total,
-    const split_params* p, split_info_struct* best,
-) noexcept nogil:
-    # _scan_feature's pass with _consider_plain
-    cdef unsigned int b
-    cdef double g = 0.0, h = 0.0
-    cdef unsigned int n = 0
-    cdef const hist_struct* miss = &hist[p.missing_bin]
-    cdef bint has_missing = miss.count > 0
-    for b in range(n_bins_non_missing):
-        g += hist[b].sum_gradients
-        h += hist[b].sum_hessians
-        n += hist[b].count
-        if b + 1 < n_bins_non_missing:
-            _consider_plain(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
-            if has_missing:
-                _consider_plain(best, f, b, 1, g + miss.sum_gradients,
-                                h + miss.sum_hessians, n + miss.count,
-                                g_total, h_total, n_total, p)
-        elif has_missing:
-            _consider_plain(best, f, b, 0, g, h, n, g_total, h_total, n_total, p)
+            _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p, plain)
 
 
 cdef inline void _copy_bin(hist_struct* dst, const hist_struct* src) noexcept nogil:
