@@ -125,3 +125,24 @@ def test_multiclass_model_does_not_depend_on_threads(multiclass, params):
         assert _trees(other) == _trees(one)
         np.testing.assert_array_equal(other.predict_proba(X), one.predict_proba(X))
 
+
+
+def test_sparse_multiclass_model_does_not_depend_on_threads():
+    # bundled and sparse-stored columns: each source of the team has its own
+    # scratch over the shared layout, and the trees take the Python loop
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    n = 6000
+    dense = rng.normal(size=(n, 3))
+    onehot = np.zeros((n, 12))
+    onehot[np.arange(n), rng.integers(0, 12, n)] = 1.0
+    counts = rng.poisson(0.05, size=(n, 20)).astype(float)
+    X = sp.csr_matrix(np.hstack([dense, onehot, counts]))
+    y = (dense[:, 0] > 0).astype(int) + 2 * (onehot[:, :4].sum(axis=1) > 0)
+    fit = lambda n_threads: HistGBDTClassifier(
+        max_iter=5, early_stopping=False, random_state=0, n_threads=n_threads,
+        colsample_bynode=0.8).fit(X, y)
+    one, two = fit(1), fit(2)
+    assert len(one._predictors[0]) == 4
+    assert _trees(two) == _trees(one)
