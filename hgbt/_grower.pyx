@@ -59,9 +59,6 @@ cdef struct growth:
     bint lossguide
     int max_leaf_nodes
     int max_depth  # -1: none
-    unsigned int min_samples_leaf
-    double min_child_weight
-    const signed char* monotonic_cst  # NULL: none
     int n_threads
 
 
@@ -207,9 +204,6 @@ cdef class TreeKernel:
         grow.lossguide = lossguide
         grow.max_leaf_nodes = max_leaf_nodes
         grow.max_depth = -1 if max_depth is None else max_depth
-        grow.min_samples_leaf = min_samples_leaf
-        grow.min_child_weight = min_child_weight
-        grow.monotonic_cst = NULL
         grow.n_threads = n_threads
         p.monotonic_cst = NULL
         if monotonic_cst is not None:
@@ -217,7 +211,7 @@ cdef class TreeKernel:
             if monotonic.shape[0] != n_features:
                 raise ValueError(f"TreeKernel.grow: monotonic_cst needs {n_features} "
                                  "entries.")
-            p.monotonic_cst = grow.monotonic_cst = &monotonic[0]
+            p.monotonic_cst = &monotonic[0]
         if is_categorical is not None:
             categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
             if categorical.shape[0] != n_features:
@@ -279,7 +273,7 @@ cdef class TreeKernel:
         node.value = bounded_value(node.sum_gradients, node.sum_hessians,
                                    p.l1_regularization, p.l2_regularization, node.lower,
                                    node.upper)
-        if _may_split(node, grow) and self._split(src, grow, p, lay, n_bins_non_missing,
+        if _may_split(node, grow, p) and self._split(src, grow, p, lay, n_bins_non_missing,
                                                   categorical, mask, node, slots[0],
                                                   per_feature):
             queue[n_queued] = 0
@@ -298,11 +292,9 @@ cdef class TreeKernel:
             queue[best] = queue[n_queued]
             node = &nodes[node_id]
             node.left, node.right = n_nodes, n_nodes + 1
-            _child(node, &nodes[n_nodes], True, p.l1_regularization,
-                   p.l2_regularization)
-            _child(node, &nodes[n_nodes + 1], False, p.l1_regularization,
-                   p.l2_regularization)
-            _bound_children(node, &nodes[n_nodes], &nodes[n_nodes + 1], grow, p)
+            _child(node, &nodes[n_nodes], True)
+            _child(node, &nodes[n_nodes + 1], False)
+            _bound_children(node, &nodes[n_nodes], &nodes[n_nodes + 1], p)
             n_nodes += 2
             _goes_left(&node.split, src.n_bins - 1, goes_left)
             n_left = partition(src.rows + node.start, src.buffer, node.stop - node.start,
@@ -317,8 +309,8 @@ cdef class TreeKernel:
                 small, large = node.left, node.right
             else:
                 small, large = node.right, node.left
-            small_ok = more and _may_split(&nodes[small], grow)
-            large_ok = more and _may_split(&nodes[large], grow)
+            small_ok = more and _may_split(&nodes[small], grow, p)
+            large_ok = more and _may_split(&nodes[large], grow, p)
             if small_ok or large_ok:
                 small_slot = self._take()
                 if small_slot < 0:
@@ -389,12 +381,12 @@ cdef class TreeKernel:
 
 
 
-cdef inline bint _may_split(const grown_node_struct* node,
-                            const growth* grow) noexcept nogil:
+cdef inline bint _may_split(const grown_node_struct* node, const growth* grow,
+                            const split_params* p) noexcept nogil:
     if grow.max_depth >= 0 and <int>node.depth >= grow.max_depth:
         return False
-    return (node.count >= 2 * grow.min_samples_leaf
-            and node.sum_hessians >= 2 * grow.min_child_weight)
+    return (node.count >= 2 * p.min_samples_leaf
+            and node.sum_hessians >= 2 * p.min_child_weight)
 
 
 cdef inline bint _before(const grown_node_struct* a, int a_id, const grown_node_struct* b,
@@ -409,7 +401,7 @@ cdef inline bint _before(const grown_node_struct* a, int a_id, const grown_node_
 
 
 cdef inline void _child(const grown_node_struct* parent, grown_node_struct* child,
-                        bint left, double l1, double l2) noexcept nogil:
+                        bint left) noexcept nogil:
     memset(child, 0, sizeof(grown_node_struct))
     if left:
         child.sum_gradients = parent.split.sum_gradients_left
@@ -425,15 +417,15 @@ cdef inline void _child(const grown_node_struct* parent, grown_node_struct* chil
 
 cdef inline void _bound_children(
     grown_node_struct* parent, grown_node_struct* left, grown_node_struct* right,
-    const growth* grow, const split_params* p,
+    const split_params* p,
 ) noexcept nogil:
     # TreeGrower._bound_children, then every node's (unshrunk) value.
     cdef signed char cst = 0
     cdef double mid, l1 = p.l1_regularization, l2 = p.l2_regularization
     left.lower = right.lower = parent.lower
     left.upper = right.upper = parent.upper
-    if grow.monotonic_cst != NULL:
-        cst = grow.monotonic_cst[parent.split.feature_idx]
+    if p.monotonic_cst != NULL:
+        cst = p.monotonic_cst[parent.split.feature_idx]
     if cst != 0:
         mid = 0.5 * (bounded_value(left.sum_gradients, left.sum_hessians, l1, l2,
                                    left.lower, left.upper)

@@ -460,6 +460,22 @@ cdef unsigned int _missing_count(
     return histograms[lay.feature_column[f] * stride + offset + n_codes - 1].count
 
 
+cdef inline void _scan_allowed(
+    const hist_struct* histograms, Py_ssize_t stride, const layout_params* lay, int f,
+    const unsigned int* n_bins_non_missing, double sum_gradients, double sum_hessians,
+    unsigned int n_samples, const unsigned char* feature_mask,
+    const unsigned char* categorical, const split_params* p,
+    split_info_struct* per_feature,
+) noexcept nogil:
+    # feature f's best split into per_feature[f] (none if the mask forbids f)
+    if feature_mask != NULL and not feature_mask[f]:
+        per_feature[f].feature_idx = -1
+        return
+    _scan_in_layout(histograms, stride, lay, f, n_bins_non_missing[f], sum_gradients,
+                    sum_hessians, n_samples, categorical != NULL and categorical[f], p,
+                    &per_feature[f])
+
+
 cdef void set_split_params(
     split_params* p, double l1_regularization, double l2_regularization,
     double min_gain_to_split, double min_child_weight, unsigned int min_samples_leaf,
@@ -503,22 +519,16 @@ cdef void find_split(
                             p.l2_regularization)
     if n_features * stride < MIN_PARALLEL_WORK or n_threads == 1:
         for f in range(n_features):
-            if feature_mask != NULL and not feature_mask[f]:
-                per_feature[f].feature_idx = -1
-                continue
-            _scan_in_layout(histograms, stride, lay, f, n_bins_non_missing[f],
-                            sum_gradients, sum_hessians, n_samples,
-                            categorical != NULL and categorical[f], p, &per_feature[f])
+            _scan_allowed(histograms, stride, lay, f, n_bins_non_missing, sum_gradients,
+                          sum_hessians, n_samples, feature_mask, categorical, p,
+                          per_feature)
     else:
         # dynamic: the costs per feature differ (a categorical scan sorts,
         # masked features cost nothing), and each result has its own slot
         for f in prange(n_features, schedule='dynamic', num_threads=n_threads):
-            if feature_mask != NULL and not feature_mask[f]:
-                per_feature[f].feature_idx = -1
-                continue
-            _scan_in_layout(histograms, stride, lay, f, n_bins_non_missing[f],
-                            sum_gradients, sum_hessians, n_samples,
-                            categorical != NULL and categorical[f], p, &per_feature[f])
+            _scan_allowed(histograms, stride, lay, f, n_bins_non_missing, sum_gradients,
+                          sum_hessians, n_samples, feature_mask, categorical, p,
+                          per_feature)
     memset(best, 0, sizeof(split_info_struct))
     best.gain = 0.0
     best.feature_idx = -1

@@ -164,12 +164,12 @@ class TreeGrower:
         :meth:`add_leaf_values` for that.
         """
         data = self.data
-        self._heap = []
-        self._per_feature = np.empty(data.n_features, dtype=SPLIT_INFO_DTYPE)
         self._tree_mask = (None if self.feature_sampler is None
                            else self.feature_sampler.tree_mask())
         if self._in_kernel():
             return self._grow_in_kernel()
+        self._heap = []
+        self._per_feature = np.empty(data.n_features, dtype=SPLIT_INFO_DTYPE)
         hist = data.node_histogram(0)
         totals = hist[0]  # every row falls in one bin of column 0
         root = _Node(0, 0, float(totals["sum_gradients"].sum()),

@@ -77,6 +77,7 @@ class LocalTrainingData:
         # the row-major bins of quantized histograms, shared with forks
         self._row_major = _row_major or _RowMajor(self.X_binned)
         self._kernel = None  # TreeKernel, made on the first grow_tree
+        self._grown = np.empty(0, dtype=GROWN_NODE_DTYPE)  # its node records
 
     def fork(self, n_threads):
         """A source over the same binned rows for another tree grown at the
@@ -270,7 +271,7 @@ class LocalTrainingData:
         if self._kernel is None:
             self._kernel = TreeKernel(self.n_features, self.n_bins)
             self._per_feature = np.empty(self.n_features, dtype=SPLIT_INFO_DTYPE)
-        if getattr(self, "_grown", np.empty(0)).shape[0] < n_nodes_max:
+        if self._grown.shape[0] < n_nodes_max:
             self._grown = np.empty(n_nodes_max, dtype=GROWN_NODE_DTYPE)
         if self._packed is not None:
             source = dict(packed=self._packed,

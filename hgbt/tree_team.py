@@ -3,8 +3,8 @@
 A multiclass round has one tree per class, all from the gradients of the
 round's start and independent of each other. Growing them at the same time,
 each on its share of the threads, keeps every thread busy through what does
-not parallelise within a tree (small nodes, split scans, the Python grower
-between kernels) instead of joining the threads at every kernel of one tree.
+not parallelise within a tree (small nodes, split scans, the per-tree Python
+around the kernels) instead of joining the threads at every kernel of one tree.
 A tree depends only on its own inputs, never on the number of threads that
 grew it (the kernels' guarantee), so the model is the same for any schedule.
 """
