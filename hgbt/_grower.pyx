@@ -1,50 +1,53 @@
 """Kernel: grow a whole tree over local rows, with no Python between nodes.
 
-The loop of ``grower.TreeGrower`` for the settings it covers (no
-interaction constraints, no per-node column sampling, a leaf limit, every
-feature its own column): best-first or level by level, only the smaller
-child's histogram built from rows, the larger one by subtraction, the same
-split search (``_splitting.find_split``), partition and histogram kernels,
-the same order of nodes and ties. So it grows the same tree, bit for bit,
-without taking the GIL: a thread is never idle while Python runs between
-two kernels, and trees grown side by side (``tree_team``) never wait for
-each other's Python.
+The loop of ``grower.TreeGrower``: best-first or level by level, only the
+smaller child's histogram built from rows, the larger one by subtraction,
+the same split search (``_splitting.find_split``), partition and histogram
+kernels, the same order of nodes and ties. It covers every local setting:
+bundled and sparse-stored columns, interaction constraints (each node keeps
+the groups its path allows), per-node column sampling (masks drawn by the
+sampler in the order nodes are searched, fetched in batches), any number of
+leaves. So it grows the Python loop's tree, bit for bit, without taking the
+GIL (except to fetch more node masks): a thread is never idle while Python
+runs between two kernels, and trees grown side by side (``tree_team``) never
+wait for each other's Python.
 """
 from libc.math cimport INFINITY
 from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 import numpy as np
 
 from ._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct, split_info_struct,
                       grown_node_struct)
-from ._histogram cimport (histogram_root, histogram_rows, histogram_packed, subtract,
-                          packed_params)
-from ._partition cimport partition
-from ._splitting cimport (find_split, bounded_value, set_split_params, split_params,
-                          layout_params)
+from ._histogram cimport (histogram_root, histogram_rows, histogram_packed,
+                          histogram_sparse, subtract, packed_params)
+from ._partition cimport partition, partition_stored
+from ._splitting cimport (find_split, bounded_value, split_params, layout_params,
+                          SplitSettings)
 
-# Nodes of one tree at most (2 * max_leaf_nodes - 1); larger trees take the
-# Python grower.
-DEF MAX_NODES = 8191
-MAX_LEAF_NODES = (MAX_NODES + 1) // 2
+from ._types import GROWN_NODE_DTYPE
+
+# Node masks fetched from the sampler at a time (per-node column sampling).
+DEF MASK_BATCH = 64
 
 
 cdef struct source:
     # The rows a tree grows on and how their histograms are built.
-    const X_BINNED_DTYPE_C* X  # n_samples x n_features bins, F-ordered
+    const X_BINNED_DTYPE_C* X  # n_samples x n_dense codes, F-ordered (NULL: none)
     SIZE_C n_samples
-    int n_features
+    int n_dense  # dense columns; the others are sparse-stored
+    int n_columns  # histogram rows
     int n_bins
     SIZE_C* rows  # the row-index array: node slices are partitioned in place
     SIZE_C* buffer
-    # float histograms (packed == NULL)
+    # float histograms (packed == NULL) and the sparse-stored columns' always
     const G_H_DTYPE_C* gradients
     const G_H_DTYPE_C* hessians
     bint constant_hessian
     G_H_DTYPE_C* ordered_gradients
     G_H_DTYPE_C* ordered_hessians
-    # packed quantized histograms
+    # packed quantized histograms of the dense columns
     const int64_t* packed
     packed_params q
     int64_t* acc
@@ -53,31 +56,89 @@ cdef struct source:
     int max_parts
     const X_BINNED_DTYPE_C* X_rows  # NULL: never row-wise
     Py_ssize_t row_stride
+    # the feature layout (bundling.FeatureLayout); feature_column NULL: none
+    const int* feature_column
+    const int* bundle_index
+    const X_BINNED_DTYPE_C* bundle_codes  # 256 per bundled feature
+    const X_BINNED_DTYPE_C* default_bin
+    const unsigned short* column_width
+    const X_BINNED_DTYPE_C* column_default
+    # sparse-stored columns: row-wise and column-wise entries
+    const long long* sparse_indptr
+    const unsigned int* sparse_columns
+    const X_BINNED_DTYPE_C* sparse_codes
+    const unsigned int* column_bounds
+    int n_chunks
+    const long long* column_indptr
+    const SIZE_C* column_rows
+    const X_BINNED_DTYPE_C* column_codes
+    X_BINNED_DTYPE_C* scratch  # a zero byte per row
 
 
 cdef struct growth:
     bint lossguide
-    int max_leaf_nodes
+    int max_leaf_nodes  # -1: none
     int max_depth  # -1: none
     int n_threads
+    # interaction constraints: n_groups x n_features membership (NULL: none)
+    const unsigned char* groups
+    int n_groups
+    const unsigned char* tree_mask  # NULL: every feature
+    bint node_masks  # per-node masks from the sampler
+
+
+cdef struct search:
+    # The fit's split-search settings (SplitSettings' C fields).
+    split_params params
+    const layout_params* layout
+    const unsigned int* n_bins_non_missing
+    const unsigned char* categorical
+    int n_features
+
+
+cdef struct node_state:
+    # What the loop keeps per node besides its record.
+    int slot  # histogram slot while queued (-1: none)
+    Py_ssize_t group_start  # its interaction groups: _groups[start:start + count]
+    int group_count
 
 
 cdef class TreeKernel:
     """Grows trees on one training-data source's buffers (see ``grow``).
 
-    Keeps a pool of histograms (``n_features`` x ``n_bins`` bins each)
-    across trees, so growing allocates nothing once the pool is warm.
+    Keeps a pool of histograms (``n_columns`` x ``n_bins`` bins each) and its
+    node buffers across trees, so growing allocates nothing once warm.
     """
     cdef hist_struct** _slots
     cdef int* _free
     cdef int _n_slots, _n_free, _capacity
     cdef Py_ssize_t _bins
+    cdef int _n_features
+    # node records, per-node state and the queue (a binary heap of node ids)
+    cdef grown_node_struct* _nodes
+    cdef node_state* _state
+    cdef int* _heap
+    cdef int _node_capacity
+    cdef int* _groups
+    cdef Py_ssize_t _groups_used, _groups_capacity
+    cdef split_info_struct* _per_feature
+    cdef unsigned char* _mask
+    # per-node masks: a batch from the sampler, and the next one to use
+    cdef object _mask_source
+    cdef object _mask_batch
+    cdef const unsigned char* _batch_ptr
+    cdef int _batch_size, _batch_next
+    cdef object _error
+    cdef bint _failed
 
-    def __cinit__(self, int n_features, int n_bins):
-        self._bins = <Py_ssize_t>max(n_features, 1) * n_bins
-        self._slots = NULL
-        self._free = NULL
-        self._n_slots = self._n_free = self._capacity = 0
+    def __cinit__(self, int n_features, int n_columns, int n_bins):
+        self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
+        self._n_features = n_features
+        self._per_feature = <split_info_struct*>malloc(
+            max(n_features, 1) * sizeof(split_info_struct))
+        self._mask = <unsigned char*>malloc(max(n_features, 1))
+        if self._per_feature == NULL or self._mask == NULL:
+            raise MemoryError()
 
     def __dealloc__(self):
         cdef int i
@@ -85,6 +146,12 @@ cdef class TreeKernel:
             free(self._slots[i])
         free(self._slots)
         free(self._free)
+        free(self._nodes)
+        free(self._state)
+        free(self._heap)
+        free(self._groups)
+        free(self._per_feature)
+        free(self._mask)
 
     cdef int _take(self) noexcept nogil:
         # A free histogram slot, or -1 when memory ran out.
@@ -116,156 +183,258 @@ cdef class TreeKernel:
         self._free[self._n_free] = slot
         self._n_free += 1
 
-    def grow(self, *, X_binned, rows, buffer, SIZE_C n_root, gradients=None,
-             hessians=None, ordered_gradients=None, ordered_hessians=None, packed=None,
-             exponents=None, layout=None, double constant_hessian=0.0,
-             acc=None, sums=None, X_rows=None, n_bins_non_missing, int missing_bin,
-             double l1_regularization, double l2_regularization,
-             double min_gain_to_split, double min_child_weight,
-             unsigned int min_samples_leaf, is_categorical=None,
-             unsigned int max_cat_to_onehot=4, double cat_smooth=10.0,
-             double cat_l2=10.0, unsigned int min_data_per_group=100,
-             unsigned int max_cat_threshold=32, monotonic_cst=None, feature_mask=None,
-             bint lossguide=True, int max_leaf_nodes=31, max_depth=None,
-             int n_threads=1, nodes, per_feature):
-        """Grow one tree on the rows ``rows[:n_root]``; returns its node count.
+    cdef bint _reserve_nodes(self, int n_nodes) noexcept nogil:
+        # Room for n_nodes records (and their state and queue entries).
+        cdef int capacity
+        cdef void* grown
+        if n_nodes <= self._node_capacity:
+            return True
+        capacity = max(n_nodes, 2 * self._node_capacity + 64)
+        grown = realloc(self._nodes, capacity * sizeof(grown_node_struct))
+        if grown == NULL:
+            return False
+        self._nodes = <grown_node_struct*>grown
+        grown = realloc(self._state, capacity * sizeof(node_state))
+        if grown == NULL:
+            return False
+        self._state = <node_state*>grown
+        grown = realloc(self._heap, capacity * sizeof(int))
+        if grown == NULL:
+            return False
+        self._heap = <int*>grown
+        self._node_capacity = capacity
+        return True
 
-        Histograms come from ``gradients``/``hessians`` (snapped to their
-        grid; ``hessians`` of length 1: constant), or, with ``packed``, from
-        packed quantized gradients (``exponents``, ``layout`` and the
-        buffers of ``build_histogram_packed``). The split search takes
-        ``find_node_split``'s settings. ``nodes`` (GROWN_NODE_DTYPE, at
-        least ``2 * max_leaf_nodes - 1`` entries) receives the nodes in
-        ``TreeGrower``'s order, with each node's rows at
-        ``rows[start:stop]`` once the tree is grown.
+    cdef bint _reserve_groups(self, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t capacity
+        cdef void* grown
+        if self._groups_used + n <= self._groups_capacity:
+            return True
+        capacity = max(self._groups_used + n, 2 * self._groups_capacity + 64)
+        grown = realloc(self._groups, capacity * sizeof(int))
+        if grown == NULL:
+            return False
+        self._groups = <int*>grown
+        self._groups_capacity = capacity
+        return True
+
+    def grow(self, SplitSettings settings, *, X_binned, rows, buffer, SIZE_C n_root,
+             gradients=None, hessians=None, ordered_gradients=None,
+             ordered_hessians=None, packed=None, exponents=None, packed_layout=None,
+             double constant_hessian=0.0, acc=None, sums=None, X_rows=None, layout=None,
+             column_bounds=None, scratch=None, bint lossguide=True, max_leaf_nodes=31,
+             max_depth=None, interaction_groups=None, tree_mask=None, node_masks=None,
+             int n_threads=1):
+        """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
+
+        ``X_binned`` holds the dense columns (``layout.X_dense`` with a
+        ``layout``, a :class:`hgbt.bundling.FeatureLayout`, whose
+        sparse-stored columns then also take ``column_bounds`` and a zeroed
+        ``scratch`` byte per row). Histograms come from
+        ``gradients``/``hessians`` (snapped to their grid; ``hessians`` of
+        length 1: constant), or, with ``packed``, the dense columns' from
+        packed quantized gradients (``exponents``, ``packed_layout`` and the
+        buffers of ``build_histogram_packed``; the sparse-stored columns'
+        still from ``gradients``/``hessians``, the dequantized values).
+        ``settings`` is the fit's :class:`SplitSettings`.
+        ``interaction_groups``: uint8 membership (n_groups, n_features).
+        ``tree_mask``: the tree's features (uint8, or None/empty for all).
+        ``node_masks``: with per-node column sampling, a callable
+        ``k -> (k, n_features) uint8`` giving the next ``k`` node masks.
+        Returns the nodes (GROWN_NODE_DTYPE) in ``TreeGrower``'s order, each
+        node's rows at ``rows[start:stop]``.
         """
-        cdef const X_BINNED_DTYPE_C[::1, :] X = X_binned
+        cdef source src
+        cdef growth grow
         cdef SIZE_C[::1] rows_view = rows, buffer_view = buffer
-        cdef const unsigned int[::1] n_bins_view = n_bins_non_missing
-        cdef grown_node_struct[::1] node_view = nodes
-        cdef split_info_struct[::1] scratch = per_feature
         cdef const G_H_DTYPE_C[::1] g_view, h_view
         cdef G_H_DTYPE_C[::1] og_view, oh_view
         cdef const int64_t[::1] packed_view
         cdef int64_t[:, ::1] acc_view, sums_view
         cdef const X_BINNED_DTYPE_C[:, ::1] rows_major
-        cdef const unsigned char[::1] categorical, mask
-        cdef const signed char[::1] monotonic
-        cdef source src
-        cdef growth grow
-        cdef split_params p
-        cdef layout_params lay
-        cdef const unsigned char* categorical_ptr = NULL
-        cdef const unsigned char* mask_ptr = NULL
-        cdef int n_nodes
-        n_features = X.shape[1]
-        if (n_features == 0 or X.shape[0] == 0 or n_root == 0 or n_root > X.shape[0]
-                or rows_view.shape[0] < X.shape[0] or buffer_view.shape[0] < X.shape[0]
-                or n_bins_view.shape[0] != n_features or scratch.shape[0] < n_features
-                or node_view.shape[0] < 2 * max_leaf_nodes - 1 or max_leaf_nodes < 2
-                or missing_bin + 1 > 256
-                or self._bins != <Py_ssize_t>n_features * (missing_bin + 1)):
+        cdef const unsigned char[::1] mask_view
+        cdef const unsigned char[:, ::1] groups_view
+        cdef const int[::1] lay_column, lay_bundle
+        cdef const X_BINNED_DTYPE_C[:, ::1] lay_codes
+        cdef const X_BINNED_DTYPE_C[::1] lay_default, lay_col_default, lay_sp_codes
+        cdef const X_BINNED_DTYPE_C[::1] lay_col_codes
+        cdef X_BINNED_DTYPE_C[::1] scratch_view
+        cdef const unsigned short[::1] lay_width
+        cdef const long long[::1] lay_indptr, lay_col_indptr
+        cdef const unsigned int[::1] lay_sp_columns, bounds_view
+        cdef const SIZE_C[::1] lay_col_rows
+        cdef int n_nodes, n_features = self._n_features
+        cdef const X_BINNED_DTYPE_C[::1, :] X = X_binned
+        n_samples = rows_view.shape[0]
+        n_dense = X.shape[1]
+        n_columns = n_dense if layout is None else layout.n_columns
+        if (settings.n_features != n_features or n_root == 0 or n_root > n_samples
+                or X.shape[0] != n_samples or buffer_view.shape[0] < n_samples
+                or settings.missing_bin + 1 > 256
+                or self._bins != <Py_ssize_t>max(n_columns, 1) * (settings.missing_bin + 1)
+                or (layout is None and n_dense != n_features)
+                or (layout is not None and settings.n_columns != n_columns)
+                or (max_leaf_nodes is not None and max_leaf_nodes < 2)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        src.X = &X[0, 0]
-        src.n_samples = X.shape[0]
-        src.n_features = n_features
-        src.n_bins = missing_bin + 1
+        memset(&src, 0, sizeof(source))
+        src.X = &X[0, 0] if n_dense else NULL
+        src.n_samples = n_samples
+        src.n_dense = n_dense
+        src.n_columns = n_columns
+        src.n_bins = settings.missing_bin + 1
         src.rows = &rows_view[0]
         src.buffer = &buffer_view[0]
-        src.packed = NULL
-        src.X_rows = NULL
-        src.row_stride = 0
-        if packed is None:
-            g_view, h_view = gradients, hessians
-            og_view, oh_view = ordered_gradients, ordered_hessians
+        g_view, h_view = gradients, hessians
+        src.constant_hessian = h_view.shape[0] == 1
+        if g_view.shape[0]:
             src.gradients, src.hessians = &g_view[0], &h_view[0]
-            src.constant_hessian = h_view.shape[0] == 1
+        if packed is None:
+            og_view, oh_view = ordered_gradients, ordered_hessians
             src.ordered_gradients = &og_view[0]
             src.ordered_hessians = &oh_view[0]
         else:
             packed_view = packed
             acc_view, sums_view = acc, sums
-            if (packed_view.shape[0] < X.shape[0] or acc_view.shape[1] < n_features * 256
+            if (packed_view.shape[0] < n_samples or acc_view.shape[1] < n_dense * 256
                     or sums_view.shape[1] != 3 * acc_view.shape[1]):
                 raise ValueError("TreeKernel.grow: inconsistent packed buffers.")
             src.packed = &packed_view[0]
             src.q.g_exponent, src.q.h_exponent = exponents
-            src.q.h_shift, src.q.g_shift, src.q.block_rows = layout
+            src.q.h_shift, src.q.g_shift, src.q.block_rows = packed_layout
             src.q.constant_hessian = constant_hessian
             src.acc, src.sums = &acc_view[0, 0], &sums_view[0, 0]
             src.part_stride = acc_view.shape[1]
             src.max_parts = acc_view.shape[0]
             if X_rows is not None:
                 rows_major = X_rows
-                if rows_major.shape[0] != X.shape[0] or rows_major.shape[1] < n_features:
+                if rows_major.shape[0] != n_samples or rows_major.shape[1] < n_dense:
                     raise ValueError("TreeKernel.grow: X_rows must hold X_binned's rows.")
                 src.X_rows = &rows_major[0, 0]
                 src.row_stride = rows_major.shape[1]
+        if layout is not None:
+            lay_column = layout.feature_column
+            lay_bundle = layout.bundle_index
+            lay_default = layout.default_bin
+            lay_width = layout.column_width
+            lay_col_default = layout.column_default
+            if (lay_column.shape[0] != n_features or lay_bundle.shape[0] != n_features
+                    or lay_default.shape[0] != n_features
+                    or lay_width.shape[0] != n_columns
+                    or lay_col_default.shape[0] != n_columns):
+                raise ValueError("TreeKernel.grow: inconsistent layout.")
+            src.feature_column = &lay_column[0]
+            src.bundle_index = &lay_bundle[0]
+            src.default_bin = &lay_default[0]
+            src.column_width = &lay_width[0]
+            src.column_default = &lay_col_default[0]
+            if layout.bundle_codes.shape[0]:
+                lay_codes = layout.bundle_codes
+                src.bundle_codes = &lay_codes[0, 0]
+            if n_columns > n_dense:
+                lay_indptr = layout.sparse_indptr
+                lay_sp_columns = layout.sparse_columns
+                lay_sp_codes = layout.sparse_codes
+                lay_col_indptr = layout.column_indptr
+                lay_col_rows = layout.column_rows
+                lay_col_codes = layout.column_codes
+                bounds_view = column_bounds
+                scratch_view = scratch
+                if (lay_indptr.shape[0] != n_samples + 1 or scratch_view.shape[0] < n_samples
+                        or bounds_view[bounds_view.shape[0] - 1] != n_columns - n_dense
+                        or src.gradients == NULL):
+                    raise ValueError("TreeKernel.grow: inconsistent sparse columns.")
+                src.sparse_indptr = &lay_indptr[0]
+                if lay_sp_columns.shape[0]:
+                    src.sparse_columns = &lay_sp_columns[0]
+                    src.sparse_codes = &lay_sp_codes[0]
+                    src.column_rows = &lay_col_rows[0]
+                    src.column_codes = &lay_col_codes[0]
+                src.column_indptr = &lay_col_indptr[0]
+                src.column_bounds = &bounds_view[0]
+                src.n_chunks = bounds_view.shape[0] - 1
+                src.scratch = &scratch_view[0]
+        memset(&grow, 0, sizeof(growth))
         grow.lossguide = lossguide
-        grow.max_leaf_nodes = max_leaf_nodes
+        grow.max_leaf_nodes = -1 if max_leaf_nodes is None else max_leaf_nodes
         grow.max_depth = -1 if max_depth is None else max_depth
         grow.n_threads = n_threads
-        p.monotonic_cst = NULL
-        if monotonic_cst is not None:
-            monotonic = np.ascontiguousarray(monotonic_cst, dtype=np.int8)
-            if monotonic.shape[0] != n_features:
-                raise ValueError(f"TreeKernel.grow: monotonic_cst needs {n_features} "
-                                 "entries.")
-            p.monotonic_cst = &monotonic[0]
-        if is_categorical is not None:
-            categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
-            if categorical.shape[0] != n_features:
-                raise ValueError(f"TreeKernel.grow: is_categorical needs {n_features} "
-                                 "entries.")
-            categorical_ptr = &categorical[0]
-        if feature_mask is not None and len(feature_mask):
-            mask = np.ascontiguousarray(feature_mask, dtype=np.uint8)
-            if mask.shape[0] != n_features:
-                raise ValueError(f"TreeKernel.grow: feature_mask needs {n_features} "
-                                 "entries.")
-            mask_ptr = &mask[0]
-        set_split_params(&p, l1_regularization, l2_regularization, min_gain_to_split,
-                         min_child_weight, min_samples_leaf, missing_bin,
-                         max_cat_to_onehot, cat_smooth, cat_l2, min_data_per_group,
-                         max_cat_threshold, -INFINITY, INFINITY)
-        lay.feature_column = NULL
+        if interaction_groups is not None:
+            groups_view = interaction_groups
+            if groups_view.shape[1] != n_features:
+                raise ValueError(f"TreeKernel.grow: interaction_groups needs {n_features} "
+                                 "columns.")
+            grow.n_groups = groups_view.shape[0]
+            if grow.n_groups:
+                grow.groups = &groups_view[0, 0]
+            else:  # no group at all: nothing may split
+                grow.groups = <const unsigned char*>self._mask
+        if tree_mask is not None and len(tree_mask):
+            mask_view = np.ascontiguousarray(tree_mask, dtype=np.uint8)
+            if mask_view.shape[0] != n_features:
+                raise ValueError(f"TreeKernel.grow: tree_mask needs {n_features} entries.")
+            grow.tree_mask = &mask_view[0]
+        self._mask_source = node_masks
+        self._mask_batch = None
+        self._batch_size = self._batch_next = 0
+        grow.node_masks = node_masks is not None
+        cdef search s
+        s.params = settings.params
+        s.layout = &settings.layout
+        s.n_bins_non_missing = settings.n_bins_non_missing
+        s.categorical = settings.categorical
+        s.n_features = settings.n_features
+        self._error = None
+        self._failed = False
         with nogil:
-            n_nodes = self._grow(&src, &grow, &p, &lay, &n_bins_view[0], categorical_ptr,
-                                 mask_ptr, n_root, &node_view[0], &scratch[0])
+            n_nodes = self._grow(&src, &grow, &s, n_root)
+        self._mask_source = self._mask_batch = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
         if n_nodes < 0:
-            raise MemoryError("TreeKernel.grow: out of memory for histograms.")
-        return n_nodes
+            raise MemoryError("TreeKernel.grow: out of memory for the tree.")
+        nodes = np.empty(n_nodes, dtype=GROWN_NODE_DTYPE)
+        cdef grown_node_struct[::1] out = nodes
+        memcpy(&out[0], self._nodes, n_nodes * sizeof(grown_node_struct))
+        return nodes
 
-    cdef int _grow(
-        self, const source* src, const growth* grow, split_params* p,
-        const layout_params* lay, const unsigned int* n_bins_non_missing,
-        const unsigned char* categorical, const unsigned char* mask, SIZE_C n_root,
-        grown_node_struct* nodes, split_info_struct* per_feature,
-    ) noexcept nogil:
-        # TreeGrower.grow; returns the node count, or -1 when out of memory.
-        cdef int slots[MAX_NODES]  # a node's histogram slot (-1: none)
-        cdef int queue[MAX_NODES]  # splittable leaves, in no order
-        cdef int n_queued = 0, n_nodes = 1, n_leaves = 1, i, best, node_id
-        cdef int small, large, small_slot, large_slot
+    cdef int _grow(self, const source* src, const growth* grow, const search* s,
+                   SIZE_C n_root) noexcept nogil:
+        # TreeGrower.grow; returns the node count, or -1 when out of memory
+        # (-2: fetching node masks failed, see self._error).
+        cdef int n_queued = 0, n_nodes = 1, n_leaves = 1, i, node_id, status
+        cdef int small, large, small_slot, large_slot, b, f, column
         cdef grown_node_struct* node
-        cdef grown_node_struct* child
+        cdef grown_node_struct* nodes
+        cdef node_state* state
         cdef unsigned char goes_left[256]
+        cdef unsigned char table[256]
         cdef SIZE_C n_left
         cdef bint more, small_ok, large_ok
-        cdef int b
         cdef const hist_struct* row0
-        if 2 * grow.max_leaf_nodes - 1 > MAX_NODES:
+        cdef split_params p = s.params
+        self._groups_used = 0
+        if not self._reserve_nodes(1):
             return -1
-        node = &nodes[0]
+        node = &self._nodes[0]
         memset(node, 0, sizeof(grown_node_struct))
         node.start, node.stop = 0, n_root
         node.lower, node.upper = -INFINITY, INFINITY
         node.left = node.right = -1
-        slots[0] = self._take()
-        if slots[0] < 0:
+        state = &self._state[0]
+        state.group_start, state.group_count = 0, 0
+        state.slot = self._take()
+        if state.slot < 0:
             return -1
-        self._build(src, node, self._slots[slots[0]], grow.n_threads)
-        row0 = self._slots[slots[0]]  # every row falls in one bin of column 0
+        if grow.groups != NULL:  # the root: every group
+            if not self._reserve_groups(grow.n_groups):
+                return -1
+            for i in range(grow.n_groups):
+                self._groups[i] = i
+            state.group_start, state.group_count = 0, grow.n_groups
+            self._groups_used = grow.n_groups
+        self._build(src, 0, self._slots[state.slot], grow.n_threads)
+        row0 = self._slots[state.slot]  # every row falls in one bin of column 0
         for b in range(src.n_bins):
             node.sum_gradients += row0[b].sum_gradients
             node.sum_hessians += row0[b].sum_hessians
@@ -273,112 +442,244 @@ cdef class TreeKernel:
         node.value = bounded_value(node.sum_gradients, node.sum_hessians,
                                    p.l1_regularization, p.l2_regularization, node.lower,
                                    node.upper)
-        if _may_split(node, grow, p) and self._split(src, grow, p, lay, n_bins_non_missing,
-                                                  categorical, mask, node, slots[0],
-                                                  per_feature):
-            queue[n_queued] = 0
-            n_queued += 1
+        if _may_split(node, grow, &p):
+            status = self._split(src, grow, s, &p, 0)
+            if status < 0:
+                return status
         else:
-            self._release(slots[0])
-        while n_queued > 0 and n_leaves < grow.max_leaf_nodes:
-            # pop: largest gain (lossguide) or smallest depth, ties to the oldest
-            best = 0
-            for i in range(1, n_queued):
-                if _before(&nodes[queue[i]], queue[i], &nodes[queue[best]], queue[best],
-                           grow.lossguide):
-                    best = i
-            node_id = queue[best]
-            n_queued -= 1
-            queue[best] = queue[n_queued]
+            status = 0
+        if status:
+            n_queued = self._push(n_queued, 0, grow.lossguide)
+        else:
+            self._release(state.slot)
+        while n_queued > 0 and (grow.max_leaf_nodes < 0
+                                or n_leaves < grow.max_leaf_nodes):
+            if not self._reserve_nodes(n_nodes + 2):
+                return -1
+            nodes = self._nodes
+            node_id = self._heap[0]
+            n_queued = self._pop(n_queued, grow.lossguide)
             node = &nodes[node_id]
             node.left, node.right = n_nodes, n_nodes + 1
             _child(node, &nodes[n_nodes], True)
             _child(node, &nodes[n_nodes + 1], False)
-            _bound_children(node, &nodes[n_nodes], &nodes[n_nodes + 1], p)
+            _bound_children(node, &nodes[n_nodes], &nodes[n_nodes + 1], &p)
+            if grow.groups != NULL and not self._child_groups(node_id, n_nodes, grow):
+                return -1
             n_nodes += 2
+            # the partition: a table over the split feature's bins, then over
+            # its column's codes
             _goes_left(&node.split, src.n_bins - 1, goes_left)
-            n_left = partition(src.rows + node.start, src.buffer, node.stop - node.start,
-                               src.X + <Py_ssize_t>node.split.feature_idx * src.n_samples,
-                               False, goes_left, grow.n_threads)
+            f = node.split.feature_idx
+            column = f
+            if src.feature_column != NULL:
+                column = src.feature_column[f]
+                if src.bundle_index[f] >= 0:
+                    _bundle_table(src.bundle_codes + <Py_ssize_t>src.bundle_index[f] * 256,
+                                  goes_left[src.default_bin[f]], goes_left, table)
+                    memcpy(goes_left, table, 256)
+            if column < src.n_dense:
+                n_left = partition(src.rows + node.start, src.buffer,
+                                   node.stop - node.start,
+                                   src.X + <Py_ssize_t>column * src.n_samples, False,
+                                   goes_left, grow.n_threads)
+            else:
+                n_left = partition_stored(
+                    src.rows + node.start, src.buffer, node.stop - node.start,
+                    src.sparse_indptr, src.sparse_columns, src.sparse_codes,
+                    src.column_indptr, src.column_rows, src.column_codes,
+                    column - src.n_dense, src.column_default[column], goes_left,
+                    src.scratch, grow.n_threads)
             nodes[node.left].start, nodes[node.left].stop = node.start, node.start + n_left
             nodes[node.right].start = node.start + n_left
             nodes[node.right].stop = node.stop
             n_leaves += 1
-            more = n_leaves < grow.max_leaf_nodes
+            more = grow.max_leaf_nodes < 0 or n_leaves < grow.max_leaf_nodes
             if nodes[node.left].count <= nodes[node.right].count:
                 small, large = node.left, node.right
             else:
                 small, large = node.right, node.left
-            small_ok = more and _may_split(&nodes[small], grow, p)
-            large_ok = more and _may_split(&nodes[large], grow, p)
+            small_ok = more and _may_split(&nodes[small], grow, &p)
+            large_ok = more and _may_split(&nodes[large], grow, &p)
             if small_ok or large_ok:
                 small_slot = self._take()
                 if small_slot < 0:
                     return -1
-                self._build(src, &nodes[small], self._slots[small_slot], grow.n_threads)
+                self._state[small].slot = small_slot
+                self._build(src, small, self._slots[small_slot], grow.n_threads)
                 if large_ok:
                     large_slot = self._take()
                     if large_slot < 0:
                         return -1
-                    subtract(self._slots[slots[node_id]], self._slots[small_slot],
-                             self._slots[large_slot], src.n_features, src.n_bins, NULL,
-                             grow.n_threads)
-                    if self._split(src, grow, p, lay, n_bins_non_missing, categorical,
-                                   mask, &nodes[large], large_slot, per_feature):
-                        slots[large] = large_slot
-                        queue[n_queued] = large
-                        n_queued += 1
+                    self._state[large].slot = large_slot
+                    subtract(self._slots[self._state[node_id].slot],
+                             self._slots[small_slot], self._slots[large_slot],
+                             src.n_columns, src.n_bins, src.column_width, grow.n_threads)
+                    status = self._split(src, grow, s, &p, large)
+                    if status < 0:
+                        return status
+                    if status:
+                        n_queued = self._push(n_queued, large, grow.lossguide)
                     else:
                         self._release(large_slot)
-                if small_ok and self._split(src, grow, p, lay, n_bins_non_missing,
-                                            categorical, mask, &nodes[small], small_slot,
-                                            per_feature):
-                    slots[small] = small_slot
-                    queue[n_queued] = small
-                    n_queued += 1
+                status = 0
+                if small_ok:
+                    status = self._split(src, grow, s, &p, small)
+                    if status < 0:
+                        return status
+                if status:
+                    n_queued = self._push(n_queued, small, grow.lossguide)
                 else:
                     self._release(small_slot)
-            self._release(slots[node_id])
+            self._release(self._state[node_id].slot)
         for i in range(n_queued):  # left unsplit: they become leaves
-            self._release(slots[queue[i]])
-            memset(&nodes[queue[i]].split, 0, sizeof(split_info_struct))
+            self._release(self._state[self._heap[i]].slot)
+            memset(&self._nodes[self._heap[i]].split, 0, sizeof(split_info_struct))
         return n_nodes
 
-    cdef void _build(self, const source* src, const grown_node_struct* node,
-                     hist_struct* out, int n_threads) noexcept nogil:
+    cdef int _push(self, int n_queued, int node_id, bint lossguide) noexcept nogil:
+        # Sift node_id up the heap; returns the new queue length.
+        cdef int i = n_queued, parent
+        cdef int* heap = self._heap
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not _before(self._nodes, node_id, heap[parent], lossguide):
+                break
+            heap[i] = heap[parent]
+            i = parent
+        heap[i] = node_id
+        return n_queued + 1
+
+    cdef int _pop(self, int n_queued, bint lossguide) noexcept nogil:
+        # Remove the heap's first node; returns the new queue length.
+        cdef int* heap = self._heap
+        cdef int n = n_queued - 1, i = 0, child, last = heap[n_queued - 1]
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and _before(self._nodes, heap[child + 1], heap[child],
+                                         lossguide):
+                child += 1
+            if not _before(self._nodes, heap[child], last, lossguide):
+                break
+            heap[i] = heap[child]
+            i = child
+        if n > 0:
+            heap[i] = last
+        return n
+
+    cdef bint _child_groups(self, int parent, int first_child,
+                            const growth* grow) noexcept nogil:
+        # The children keep the parent's groups that hold the split feature.
+        cdef node_state* st = &self._state[parent]
+        cdef int f = self._nodes[parent].split.feature_idx, i, g, n_kept = 0
+        cdef Py_ssize_t start
+        if not self._reserve_groups(st.group_count):
+            return False
+        start = self._groups_used
+        for i in range(st.group_count):
+            g = self._groups[st.group_start + i]
+            if grow.groups[<Py_ssize_t>g * self._n_features + f]:
+                self._groups[start + n_kept] = g
+                n_kept += 1
+        self._groups_used += n_kept
+        for i in range(2):
+            self._state[first_child + i].group_start = start
+            self._state[first_child + i].group_count = n_kept
+        return True
+
+    cdef const unsigned char* _node_mask(self, const growth* grow,
+                                         int node_id) noexcept nogil:
+        # The features node_id may split on (NULL: all); NULL with _error
+        # set when fetching node masks failed.
+        cdef const unsigned char* mask = grow.tree_mask
+        cdef node_state* st = &self._state[node_id]
+        cdef int f, i
+        cdef const unsigned char* member
+        if grow.node_masks:
+            if self._batch_next == self._batch_size and not self._fetch_masks():
+                return NULL
+            mask = self._batch_ptr + <Py_ssize_t>self._batch_next * self._n_features
+            self._batch_next += 1
+        if grow.groups == NULL:
+            return mask
+        memset(self._mask, 0, self._n_features)
+        for i in range(st.group_count):
+            member = grow.groups + <Py_ssize_t>self._groups[st.group_start + i] * self._n_features
+            for f in range(self._n_features):
+                self._mask[f] |= member[f]
+        if mask != NULL:
+            for f in range(self._n_features):
+                self._mask[f] &= mask[f]
+        return self._mask
+
+    cdef bint _fetch_masks(self) noexcept nogil:
+        # The next MASK_BATCH node masks from the sampler (with the GIL).
+        cdef const unsigned char[:, ::1] view
+        with gil:
+            try:
+                batch = np.ascontiguousarray(self._mask_source(MASK_BATCH),
+                                             dtype=np.uint8)
+                if batch.ndim != 2 or batch.shape[1] != self._n_features or not len(batch):
+                    raise ValueError("node_masks must give (k, n_features) masks.")
+                view = batch
+                self._mask_batch = batch
+                self._batch_ptr = &view[0, 0]
+                self._batch_size = batch.shape[0]
+                self._batch_next = 0
+            except BaseException as exc:
+                self._error = exc
+                self._failed = True
+                return False
+        return True
+
+    cdef void _build(self, const source* src, int node_id, hist_struct* out,
+                     int n_threads) noexcept nogil:
         # The node's histograms from its rows (LocalTrainingData.node_histogram).
+        cdef const grown_node_struct* node = &self._nodes[node_id]
         cdef SIZE_C n = node.stop - node.start
         cdef bint all_rows = n == src.n_samples
         if n == 0:
             memset(out, 0, self._bins * sizeof(hist_struct))
+        elif src.n_dense == 0:
+            pass
         elif src.packed != NULL:
-            histogram_packed(src.X, src.n_samples, src.n_features, src.X_rows,
+            histogram_packed(src.X, src.n_samples, src.n_dense, src.X_rows,
                              src.row_stride, not all_rows, src.rows + node.start, n,
                              src.packed, &src.q, src.acc, src.sums,
                              src.part_stride, src.max_parts, out, src.n_bins, n_threads)
         elif all_rows:
-            histogram_root(src.X, src.n_samples, src.n_features, src.gradients,
+            histogram_root(src.X, src.n_samples, src.n_dense, src.gradients,
                            src.hessians, src.constant_hessian, out, src.n_bins, n_threads)
         else:
-            histogram_rows(src.X, src.n_samples, src.n_features, src.rows + node.start, n,
+            histogram_rows(src.X, src.n_samples, src.n_dense, src.rows + node.start, n,
                            src.gradients, src.hessians, src.constant_hessian,
                            src.ordered_gradients, src.ordered_hessians, out, src.n_bins,
                            n_threads)
+        if n > 0 and src.n_columns > src.n_dense:
+            histogram_sparse(src.sparse_indptr, src.sparse_columns, src.sparse_codes,
+                             src.rows + node.start, n, src.gradients, src.hessians,
+                             src.constant_hessian, src.column_default + src.n_dense,
+                             src.column_width + src.n_dense, src.column_bounds,
+                             src.n_chunks, out + <Py_ssize_t>src.n_dense * src.n_bins,
+                             src.n_columns - src.n_dense, src.n_bins, n_threads)
 
-    cdef bint _split(self, const source* src, const growth* grow, split_params* p,
-                     const layout_params* lay, const unsigned int* n_bins_non_missing,
-                     const unsigned char* categorical, const unsigned char* mask,
-                     grown_node_struct* node, int slot,
-                     split_info_struct* per_feature) noexcept nogil:
-        # The node's best split into node.split; false when there is none.
+    cdef int _split(self, const source* src, const growth* grow, const search* s,
+                    split_params* p, int node_id) noexcept nogil:
+        # The node's best split into node.split: 1 found, 0 none, -2 error.
+        cdef grown_node_struct* node = &self._nodes[node_id]
+        cdef const unsigned char* mask = self._node_mask(grow, node_id)
+        if self._failed:
+            return -2
         p.bounded = node.lower > -INFINITY or node.upper < INFINITY
         p.lower_bound = node.lower
         p.upper_bound = node.upper
-        find_split(self._slots[slot], src.n_bins, src.n_features, n_bins_non_missing,
-                   node.sum_gradients, node.sum_hessians, node.count, mask, categorical,
-                   lay, p, per_feature, &node.split, grow.n_threads)
+        find_split(self._slots[self._state[node_id].slot], src.n_bins, s.n_features,
+                   s.n_bins_non_missing, node.sum_gradients, node.sum_hessians,
+                   node.count, mask, s.categorical, s.layout, p, self._per_feature,
+                   &node.split, grow.n_threads)
         return node.split.feature_idx >= 0
-
 
 
 cdef inline bint _may_split(const grown_node_struct* node, const growth* grow,
@@ -389,15 +690,15 @@ cdef inline bint _may_split(const grown_node_struct* node, const growth* grow,
             and node.sum_hessians >= 2 * p.min_child_weight)
 
 
-cdef inline bint _before(const grown_node_struct* a, int a_id, const grown_node_struct* b,
-                         int b_id, bint lossguide) noexcept nogil:
+cdef inline bint _before(const grown_node_struct* nodes, int a, int b,
+                         bint lossguide) noexcept nogil:
     # The queue order of TreeGrower's heap: (-gain, id) or (depth, id).
     if lossguide:
-        if a.split.gain != b.split.gain:
-            return a.split.gain > b.split.gain
-    elif a.depth != b.depth:
-        return a.depth < b.depth
-    return a_id < b_id
+        if nodes[a].split.gain != nodes[b].split.gain:
+            return nodes[a].split.gain > nodes[b].split.gain
+    elif nodes[a].depth != nodes[b].depth:
+        return nodes[a].depth < nodes[b].depth
+    return a < b
 
 
 cdef inline void _child(const grown_node_struct* parent, grown_node_struct* child,
@@ -452,3 +753,16 @@ cdef inline void _goes_left(const split_info_struct* split, int missing_bin,
         else:
             goes_left[b] = b <= <int>split.bin_idx
     goes_left[missing_bin] = split.missing_go_to_left
+
+
+cdef inline void _bundle_table(const X_BINNED_DTYPE_C* codes, unsigned char default_left,
+                               const unsigned char* goes_left,
+                               unsigned char* table) noexcept nogil:
+    # A table over a bundled feature's bins as one over its column's codes
+    # (FeatureLayout.feature_codes): code 0 and other members' codes mean
+    # the feature is at its default bin.
+    cdef int b
+    memset(table, default_left, 256)
+    for b in range(256):
+        if codes[b]:
+            table[codes[b]] = goes_left[b]

@@ -41,3 +41,12 @@ cdef void subtract(
     const hist_struct* parent, const hist_struct* child, hist_struct* out, int n_rows,
     int n_bins, const unsigned short* column_width, int n_threads,
 ) noexcept nogil
+
+cdef void histogram_sparse(
+    const long long* indptr, const unsigned int* columns,
+    const X_BINNED_DTYPE_C* codes, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
+    const X_BINNED_DTYPE_C* default_codes, const unsigned short* column_width,
+    const unsigned int* column_bounds, int n_chunks, hist_struct* out, int n_cols,
+    int n_bins, int n_threads,
+) noexcept nogil

@@ -605,53 +605,66 @@ def build_histogram_sparse(
     codes below ``column_width[c]`` and the last bin (missing), so only those
     are summed for its default bin.
     """
-    cdef SIZE_C n = rows.shape[0], i
-    cdef int n_cols = out.shape[0], n_bins = out.shape[1], c, b, t
-    cdef int n_chunks = column_bounds.shape[0] - 1
-    cdef bint constant_hessian = hessians.shape[0] == 1
-    cdef double g_total = 0.0, h_total = 0.0, g_rest, h_rest
-    cdef unsigned int n_rest
-    cdef hist_struct* d
-    cdef int width
+    cdef int n_cols = out.shape[0], n_chunks = column_bounds.shape[0] - 1
     if (default_codes.shape[0] != n_cols or column_width.shape[0] != n_cols
             or column_bounds[n_chunks] != <unsigned int>n_cols):
         raise ValueError("default_codes, column_width and column_bounds must cover "
                          "every column.")
     with nogil:
-        # Only the bins a column uses are read later (the first column's all:
-        # the grower reads node totals there).
-        _zero(&out[0, 0], n_bins)
-        for c in range(1, n_cols):
-            _zero(&out[c, 0], min(column_width[c], n_bins - 1))
-            _zero(&out[c, n_bins - 1], 1)
-        for i in range(n):
-            g_total += gradients[rows[i]]
-            if not constant_hessian:
-                h_total += hessians[rows[i]]
-        if <Py_ssize_t>n * 8 < MIN_PARALLEL_WORK or n_threads == 1 or n_chunks == 1:
-            _sparse_columns(&indptr[0], &columns[0], &codes[0], &rows[0], n,
-                            &gradients[0], &hessians[0], constant_hessian,
-                            0, n_cols, &out[0, 0], n_bins)
-        else:
-            for t in prange(n_chunks, schedule='static', num_threads=n_threads):
-                _sparse_columns(&indptr[0], &columns[0], &codes[0], &rows[0], n,
-                                &gradients[0], &hessians[0], constant_hessian,
-                                column_bounds[t], column_bounds[t + 1], &out[0, 0],
-                                n_bins)
-        for c in range(n_cols):
-            g_rest = g_total - out[c, n_bins - 1].sum_gradients
-            h_rest = h_total - out[c, n_bins - 1].sum_hessians
-            n_rest = n - out[c, n_bins - 1].count
-            width = min(column_width[c], n_bins - 1)
-            for b in range(width):
-                g_rest = g_rest - out[c, b].sum_gradients
-                h_rest = h_rest - out[c, b].sum_hessians
-                n_rest = n_rest - out[c, b].count
-            d = &out[c, default_codes[c]]
-            d.sum_gradients = d.sum_gradients + g_rest
-            d.sum_hessians = d.sum_hessians + h_rest
-            d.count = d.count + n_rest
-            if constant_hessian:
-                _fill_constant_hessian(&out[c, 0], n_bins if c == 0 else width,
-                                       hessians[0])
-                _fill_constant_hessian(&out[c, n_bins - 1], 1, hessians[0])
+        histogram_sparse(&indptr[0], &columns[0], &codes[0],
+                         &rows[0] if rows.shape[0] else NULL, rows.shape[0],
+                         &gradients[0], &hessians[0], hessians.shape[0] == 1,
+                         &default_codes[0], &column_width[0], &column_bounds[0], n_chunks,
+                         &out[0, 0], n_cols, out.shape[1], n_threads)
+
+
+cdef void histogram_sparse(
+    const long long* indptr, const unsigned int* columns,
+    const X_BINNED_DTYPE_C* codes, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
+    const X_BINNED_DTYPE_C* default_codes, const unsigned short* column_width,
+    const unsigned int* column_bounds, int n_chunks, hist_struct* out, int n_cols,
+    int n_bins, int n_threads,
+) noexcept nogil:
+    # build_histogram_sparse on n_cols histogram rows of n_bins bins.
+    cdef SIZE_C i
+    cdef int c, b, t, width
+    cdef double g_total = 0.0, h_total = 0.0, g_rest, h_rest
+    cdef unsigned int n_rest
+    cdef hist_struct* d
+    cdef hist_struct* row
+    # Only the bins a column uses are read later (the first column's all:
+    # the grower reads node totals there).
+    _zero(out, n_bins)
+    for c in range(1, n_cols):
+        _zero(out + c * n_bins, min(column_width[c], n_bins - 1))
+        _zero(out + c * n_bins + n_bins - 1, 1)
+    for i in range(n):
+        g_total += gradients[rows[i]]
+        if not constant_hessian:
+            h_total += hessians[rows[i]]
+    if <Py_ssize_t>n * 8 < MIN_PARALLEL_WORK or n_threads == 1 or n_chunks == 1:
+        _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
+                        constant_hessian, 0, n_cols, out, n_bins)
+    else:
+        for t in prange(n_chunks, schedule='static', num_threads=n_threads):
+            _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
+                            constant_hessian, column_bounds[t], column_bounds[t + 1], out,
+                            n_bins)
+    for c in range(n_cols):
+        row = out + c * n_bins
+        g_rest = g_total - row[n_bins - 1].sum_gradients
+        h_rest = h_total - row[n_bins - 1].sum_hessians
+        n_rest = n - row[n_bins - 1].count
+        width = min(column_width[c], n_bins - 1)
+        for b in range(width):
+            g_rest = g_rest - row[b].sum_gradients
+            h_rest = h_rest - row[b].sum_hessians
+            n_rest = n_rest - row[b].count
+        d = &row[default_codes[c]]
+        d.sum_gradients = d.sum_gradients + g_rest
+        d.sum_hessians = d.sum_hessians + h_rest
+        d.count = d.count + n_rest
+        if constant_hessian:
+            _fill_constant_hessian(row, n_bins if c == 0 else width, hessians[0])
+            _fill_constant_hessian(row + n_bins - 1, 1, hessians[0])

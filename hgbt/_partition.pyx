@@ -7,6 +7,7 @@ forward from the chunk start, rights backward from its end), then chunks are
 merged in order.
 """
 from cython.parallel cimport prange
+from libc.string cimport memset
 import numpy as np
 
 from ._csr cimport first_at_least
@@ -116,34 +117,86 @@ cdef inline X_BINNED_DTYPE_C _sparse_code(
     return default_code
 
 
-def partition_rows_sparse(
+# A sparse-stored column with more entries than this many times the node's
+# rows is partitioned by a search per row, else by scattering its entries.
+DEF SPARSE_SEARCH_RATIO = 4
+
+
+def partition_rows_stored(
     SIZE_C[::1] rows,
     SIZE_C[::1] buffer,
     const long long[::1] indptr,
     const unsigned int[::1] columns,
     const X_BINNED_DTYPE_C[::1] codes,
+    const long long[::1] column_indptr,
+    const SIZE_C[::1] column_rows,
+    const X_BINNED_DTYPE_C[::1] column_codes,
     unsigned int column,
     X_BINNED_DTYPE_C default_code,
     const unsigned char[::1] goes_left,
+    X_BINNED_DTYPE_C[::1] scratch,
     int n_threads,
 ):
-    """:func:`partition_rows_by_table` on a sparse-stored column.
+    """:func:`partition_rows_by_table` on sparse-stored column ``column``.
 
-    The column is column ``column`` of the row-wise CSR (``indptr``,
-    ``columns``, ``codes``); rows without an entry there have ``default_code``.
+    The entries are given twice: row-wise (``indptr``, ``columns``,
+    ``codes``) and column-wise (``column_indptr``, ``column_rows``,
+    ``column_codes``). ``scratch`` has a zero byte per row of the data (it is
+    zero again on return). See :func:`partition_stored` for the strategy.
     """
-    cdef SIZE_C n = rows.shape[0], i
+    cdef SIZE_C n = rows.shape[0]
     if goes_left.shape[0] != 256:
         raise ValueError(f"goes_left must have 256 entries, got {goes_left.shape[0]}.")
+    if buffer.shape[0] < n or scratch.shape[0] < n:
+        raise ValueError("buffer and scratch must hold at least len(rows) entries.")
+    if column + 1 >= <unsigned int>column_indptr.shape[0]:
+        raise ValueError(f"column {column} is not a sparse-stored column.")
     if n == 0:
         return 0
-    node_codes = np.empty(n, dtype=np.uint8)
-    cdef X_BINNED_DTYPE_C[::1] node = node_codes
     with nogil:
+        n = partition_stored(&rows[0], &buffer[0], n, &indptr[0], &columns[0], &codes[0],
+                             &column_indptr[0], &column_rows[0] if column_rows.shape[0]
+                             else NULL, &column_codes[0] if column_codes.shape[0]
+                             else NULL, column, default_code, &goes_left[0], &scratch[0],
+                             n_threads)
+    return n
+
+
+cdef SIZE_C partition_stored(
+    SIZE_C* rows, SIZE_C* buffer, SIZE_C n, const long long* indptr,
+    const unsigned int* columns, const X_BINNED_DTYPE_C* codes,
+    const long long* column_indptr, const SIZE_C* column_rows,
+    const X_BINNED_DTYPE_C* column_codes, unsigned int column,
+    X_BINNED_DTYPE_C default_code, const unsigned char* goes_left,
+    X_BINNED_DTYPE_C* scratch, int n_threads,
+) noexcept nogil:
+    """Stable partition of ``rows[:n]`` on a sparse-stored column.
+
+    Few rows against many entries: each row's code is looked up in its
+    sorted entries and gathered into ``scratch`` by position. Otherwise the
+    column's entries scatter their decision into ``scratch`` by row (0:
+    default code, 1: right, 2: left), which is zeroed again afterwards.
+    Both give the one stable partition.
+    """
+    cdef long long start = column_indptr[column], stop = column_indptr[column + 1], k
+    cdef SIZE_C i, n_left
+    cdef unsigned char table[256]
+    if stop - start > SPARSE_SEARCH_RATIO * <long long>n:
         for i in range(n):
-            node[i] = _sparse_code(&indptr[0], &columns[0], &codes[0], rows[i], column,
-                                   default_code)
-    return _partition(rows, buffer, &node[0], True, goes_left, n_threads)
+            scratch[i] = _sparse_code(indptr, columns, codes, rows[i], column,
+                                      default_code)
+        n_left = partition(rows, buffer, n, scratch, True, goes_left, n_threads)
+        memset(scratch, 0, n)
+        return n_left
+    for k in range(start, stop):
+        scratch[column_rows[k]] = 1 + goes_left[column_codes[k]]
+    memset(table, 0, 256)
+    table[0] = goes_left[default_code]
+    table[2] = 1
+    n_left = partition(rows, buffer, n, scratch, False, table, n_threads)
+    for k in range(start, stop):
+        scratch[column_rows[k]] = 0
+    return n_left
 
 
 cdef SIZE_C _partition(

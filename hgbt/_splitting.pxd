@@ -57,3 +57,16 @@ cdef void find_split(
     const unsigned char* categorical, const layout_params* lay, split_params* p,
     split_info_struct* per_feature, split_info_struct* best, int n_threads,
 ) noexcept nogil
+
+
+cdef class SplitSettings:
+    # A fit's split-search settings (see _splitting.SplitSettings).
+    cdef split_params params
+    cdef layout_params layout
+    cdef readonly int n_features
+    cdef readonly int n_columns
+    cdef readonly int missing_bin
+    cdef const unsigned int* n_bins_non_missing
+    cdef const unsigned char* categorical
+    cdef int max_code_end
+    cdef list _arrays

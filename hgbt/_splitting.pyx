@@ -622,62 +622,143 @@ def find_node_split(
         categorical split ``is_categorical`` is 1, ``cat_bitset`` holds the
         codes sent left and ``bin_idx`` is 0.
     """
-    cdef int n_features = n_bins_non_missing.shape[0], f
-    cdef layout_params lay
-    cdef const int[::1] lay_column, lay_offset, lay_n_codes
-    cdef const unsigned char[::1] lay_default
-    lay.feature_column = NULL
-    if feature_column is not None:
-        lay_column = feature_column
-        lay_offset = bundle_offset
-        lay_n_codes = bundle_n_codes
-        lay_default = default_bin
-        if (lay_column.shape[0] != n_features or lay_offset.shape[0] != n_features
-                or lay_n_codes.shape[0] != n_features or lay_default.shape[0] != n_features):
-            raise ValueError("The feature layout needs one entry per feature.")
-        if n_features and (np.max(feature_column) >= histograms.shape[0] or np.max(
-                np.asarray(bundle_offset) + np.asarray(bundle_n_codes)) > histograms.shape[1]):
-            raise ValueError("The feature layout points outside the histograms.")
-        if n_features:
-            lay.feature_column = &lay_column[0]
-            lay.bundle_offset = &lay_offset[0]
-            lay.bundle_n_codes = &lay_n_codes[0]
-            lay.default_bin = &lay_default[0]
-    elif histograms.shape[0] != n_features:
-        raise ValueError(f"histograms has {histograms.shape[0]} rows for {n_features} "
-                         "features.")
-    cdef const unsigned char[::1] categorical
-    cdef const unsigned char* categorical_ptr = NULL
-    if is_categorical is not None:
-        categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
-        if categorical.shape[0] != n_features:
-            raise ValueError(f"is_categorical has {categorical.shape[0]} entries, "
-                             f"expected {n_features}.")
-        if n_features and np.any(is_categorical):
-            categorical_ptr = &categorical[0]
-    cdef const signed char[::1] monotonic
-    cdef split_params p
-    p.monotonic_cst = NULL
-    if monotonic_cst is not None:
-        monotonic = np.ascontiguousarray(monotonic_cst, dtype=np.int8)
-        if monotonic.shape[0] != n_features:
-            raise ValueError(f"monotonic_cst has {monotonic.shape[0]} entries, "
-                             f"expected {n_features}.")
-        p.monotonic_cst = &monotonic[0]
-    set_split_params(&p, l1_regularization, l2_regularization, min_gain_to_split,
-                     min_child_weight, min_samples_leaf, missing_bin, max_cat_to_onehot,
-                     cat_smooth, cat_l2, min_data_per_group, max_cat_threshold,
-                     lower_bound, upper_bound)
-    if per_feature is None or per_feature.shape[0] < n_features:
-        per_feature = np.empty(max(n_features, 1), dtype=SPLIT_INFO_DTYPE)
-    cdef split_info_struct[::1] res = per_feature
-    best_arr = np.zeros((), dtype=SPLIT_INFO_DTYPE)
-    cdef split_info_struct* best = <split_info_struct*> (
-        <char*> <size_t> best_arr.ctypes.data)
-    with nogil:
-        find_split(&histograms[0, 0] if histograms.shape[0] > 0 else NULL,
-                   histograms.shape[1], n_features, &n_bins_non_missing[0]
-                   if n_features else NULL, sum_gradients, sum_hessians, n_samples,
-                   &feature_mask[0] if feature_mask.shape[0] > 0 else NULL,
-                   categorical_ptr, &lay, &p, &res[0], best, n_threads)
-    return best_arr
+    settings = SplitSettings(
+        n_bins_non_missing, missing_bin, l1_regularization=l1_regularization,
+        l2_regularization=l2_regularization, min_gain_to_split=min_gain_to_split,
+        min_child_weight=min_child_weight, min_samples_leaf=min_samples_leaf,
+        is_categorical=is_categorical, max_cat_to_onehot=max_cat_to_onehot,
+        cat_smooth=cat_smooth, cat_l2=cat_l2, min_data_per_group=min_data_per_group,
+        max_cat_threshold=max_cat_threshold, monotonic_cst=monotonic_cst,
+        feature_column=feature_column, bundle_offset=bundle_offset,
+        bundle_n_codes=bundle_n_codes, default_bin=default_bin)
+    return settings.find(histograms, sum_gradients, sum_hessians, n_samples, feature_mask,
+                         lower_bound, upper_bound, n_threads, per_feature)
+
+
+cdef class SplitSettings:
+    """Everything the split search of a fit needs besides a node's histograms,
+    totals, feature mask and bounds: built once per fit, not per node.
+
+    Takes :func:`find_node_split`'s settings (by the same names). With a
+    feature layout, histograms have one row per column; ``n_columns`` (the
+    largest ``feature_column`` + 1 by default) is their row count.
+    """
+
+    def __init__(self, n_bins_non_missing, int missing_bin, *,
+                 double l1_regularization=0.0, double l2_regularization=0.0,
+                 double min_gain_to_split=0.0, double min_child_weight=1e-3,
+                 unsigned int min_samples_leaf=20, is_categorical=None,
+                 unsigned int max_cat_to_onehot=4, double cat_smooth=10.0,
+                 double cat_l2=10.0, unsigned int min_data_per_group=100,
+                 unsigned int max_cat_threshold=32, monotonic_cst=None,
+                 feature_column=None, bundle_offset=None, bundle_n_codes=None,
+                 default_bin=None, n_columns=None):
+        cdef const unsigned int[::1] n_bins = np.ascontiguousarray(n_bins_non_missing,
+                                                                   dtype=np.uint32)
+        cdef int n_features = n_bins.shape[0]
+        cdef const int[::1] lay_column, lay_offset, lay_n_codes
+        cdef const unsigned char[::1] lay_default, categorical
+        cdef const signed char[::1] monotonic
+        self.n_features = n_features
+        self.missing_bin = missing_bin
+        self.n_columns = n_features
+        self.max_code_end = 0
+        self._arrays = [n_bins]
+        self.n_bins_non_missing = &n_bins[0] if n_features else NULL
+        self.layout.feature_column = NULL
+        if feature_column is not None:
+            lay_column = np.ascontiguousarray(feature_column, dtype=np.int32)
+            lay_offset = np.ascontiguousarray(bundle_offset, dtype=np.int32)
+            lay_n_codes = np.ascontiguousarray(bundle_n_codes, dtype=np.int32)
+            lay_default = np.ascontiguousarray(default_bin, dtype=np.uint8)
+            if (lay_column.shape[0] != n_features or lay_offset.shape[0] != n_features
+                    or lay_n_codes.shape[0] != n_features
+                    or lay_default.shape[0] != n_features):
+                raise ValueError("The feature layout needs one entry per feature.")
+            self._arrays += [lay_column, lay_offset, lay_n_codes, lay_default]
+            if n_features:
+                self.n_columns = int(np.max(lay_column)) + 1
+                self.max_code_end = int(np.max(np.asarray(lay_offset)
+                                               + np.asarray(lay_n_codes)))
+                self.layout.feature_column = &lay_column[0]
+                self.layout.bundle_offset = &lay_offset[0]
+                self.layout.bundle_n_codes = &lay_n_codes[0]
+                self.layout.default_bin = &lay_default[0]
+            if n_columns is not None:
+                if n_columns < self.n_columns:
+                    raise ValueError("The feature layout points outside the histograms.")
+                self.n_columns = n_columns
+        self.categorical = NULL
+        if is_categorical is not None:
+            categorical = np.ascontiguousarray(is_categorical, dtype=np.uint8)
+            if categorical.shape[0] != n_features:
+                raise ValueError(f"is_categorical has {categorical.shape[0]} entries, "
+                                 f"expected {n_features}.")
+            self._arrays.append(categorical)
+            if n_features and np.any(categorical):
+                self.categorical = &categorical[0]
+        self.params.monotonic_cst = NULL
+        if monotonic_cst is not None:
+            monotonic = np.ascontiguousarray(monotonic_cst, dtype=np.int8)
+            if monotonic.shape[0] != n_features:
+                raise ValueError(f"monotonic_cst has {monotonic.shape[0]} entries, "
+                                 f"expected {n_features}.")
+            self._arrays.append(monotonic)
+            self.params.monotonic_cst = &monotonic[0]
+        set_split_params(&self.params, l1_regularization, l2_regularization,
+                         min_gain_to_split, min_child_weight, min_samples_leaf,
+                         missing_bin, max_cat_to_onehot, cat_smooth, cat_l2,
+                         min_data_per_group, max_cat_threshold, -INFINITY, INFINITY)
+
+    @property
+    def min_samples_leaf(self):
+        return self.params.min_samples_leaf
+
+    @property
+    def min_child_weight(self):
+        return self.params.min_child_weight
+
+    @property
+    def l1_regularization(self):
+        return self.params.l1_regularization
+
+    @property
+    def l2_regularization(self):
+        return self.params.l2_regularization
+
+    @property
+    def has_layout(self):
+        return self.layout.feature_column != NULL
+
+    def find(self, const hist_struct[:, ::1] histograms, double sum_gradients,
+             double sum_hessians, unsigned int n_samples,
+             const unsigned char[::1] feature_mask, double lower_bound=-INFINITY,
+             double upper_bound=INFINITY, int n_threads=1, per_feature=None):
+        """The best split of one node (see :func:`find_node_split`)."""
+        cdef int n_features = self.n_features
+        cdef split_params p = self.params
+        if self.layout.feature_column != NULL:
+            if histograms.shape[0] < self.n_columns or self.max_code_end > histograms.shape[1]:
+                raise ValueError("The feature layout points outside the histograms.")
+        elif histograms.shape[0] != n_features:
+            raise ValueError(f"histograms has {histograms.shape[0]} rows for {n_features} "
+                             "features.")
+        if feature_mask.shape[0] not in (0, n_features):
+            raise ValueError(f"feature_mask has {feature_mask.shape[0]} entries, expected "
+                             f"{n_features} (or none).")
+        p.bounded = lower_bound > -INFINITY or upper_bound < INFINITY
+        p.lower_bound = lower_bound
+        p.upper_bound = upper_bound
+        if per_feature is None or per_feature.shape[0] < n_features:
+            per_feature = np.empty(max(n_features, 1), dtype=SPLIT_INFO_DTYPE)
+        cdef split_info_struct[::1] res = per_feature
+        best_arr = np.zeros((), dtype=SPLIT_INFO_DTYPE)
+        cdef split_info_struct* best = <split_info_struct*> (
+            <char*> <size_t> best_arr.ctypes.data)
+        with nogil:
+            find_split(&histograms[0, 0] if histograms.shape[0] > 0 else NULL,
+                       histograms.shape[1], n_features, self.n_bins_non_missing,
+                       sum_gradients, sum_hessians, n_samples,
+                       &feature_mask[0] if feature_mask.shape[0] > 0 else NULL,
+                       self.categorical, &self.layout, &p, &res[0], best, n_threads)
+        return best_arr

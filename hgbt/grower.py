@@ -3,8 +3,7 @@ import heapq
 
 import numpy as np
 
-from ._grower import MAX_LEAF_NODES
-from ._splitting import find_node_split, leaf_value
+from ._splitting import SplitSettings, leaf_value
 from ._types import (BITSET_DTYPE, BITSET_WORDS, GROWN_NODE_DTYPE, NODE_DTYPE,
                      SPLIT_INFO_DTYPE)
 from .predictor import TreePredictor
@@ -84,7 +83,7 @@ class TreeGrower:
                  feature_sampler=None, interaction_groups=None, is_categorical=None,
                  known_cat_bitsets=None, max_cat_to_onehot=4, cat_smooth=10.0,
                  cat_l2=10.0, min_data_per_group=100, max_cat_threshold=32,
-                 monotonic_cst=None, n_threads=1):
+                 monotonic_cst=None, n_threads=1, split_settings=None):
         self.data = data
         self.bin_thresholds = bin_thresholds
         self.n_bins_non_missing = n_bins_non_missing
@@ -110,6 +109,29 @@ class TreeGrower:
         self.monotonic_cst = (None if monotonic_cst is None or not np.any(monotonic_cst)
                               else np.asarray(monotonic_cst, dtype=np.int8))
         self.n_threads = n_threads
+        self.split_settings = split_settings or self.make_split_settings(
+            data, n_bins_non_missing, min_samples_leaf=min_samples_leaf,
+            min_child_weight=min_child_weight, min_gain_to_split=min_gain_to_split,
+            l1_regularization=l1_regularization, l2_regularization=l2_regularization,
+            is_categorical=self.is_categorical, max_cat_to_onehot=max_cat_to_onehot,
+            cat_smooth=cat_smooth, cat_l2=cat_l2, min_data_per_group=min_data_per_group,
+            max_cat_threshold=max_cat_threshold, monotonic_cst=self.monotonic_cst)
+        self._group_members = None
+        if interaction_groups is not None:
+            # uint8 membership (n_groups, n_features): the kernel's groups
+            self._group_members = np.zeros((len(interaction_groups), data.n_features),
+                                           dtype=np.uint8)
+            for g, group in enumerate(interaction_groups):
+                self._group_members[g, list(group)] = 1
+
+    @staticmethod
+    def make_split_settings(data, n_bins_non_missing, **params):
+        """The :class:`~hgbt._splitting.SplitSettings` of a fit on ``data``
+        (its feature layout included): built once, used for every node."""
+        layout = getattr(data, "split_layout", {})
+        if layout:
+            layout = dict(layout, n_columns=data.layout.n_columns)
+        return SplitSettings(n_bins_non_missing, data.n_bins - 1, **params, **layout)
 
     def _may_split(self, node):
         if self.max_depth is not None and node.depth >= self.max_depth:
@@ -128,15 +150,10 @@ class TreeGrower:
         return _ALL_FEATURES if mask is None else mask
 
     def _find_split(self, node, histogram):
-        split = find_node_split(
-            histogram, self.n_bins_non_missing, node.sum_gradients,
-            node.sum_hessians, node.count, self.l1_regularization,
-            self.l2_regularization, self.min_gain_to_split, self.min_child_weight,
-            self.min_samples_leaf, self.data.n_bins - 1, self._feature_mask(node),
-            self.n_threads, self.is_categorical, self.max_cat_to_onehot, self.cat_smooth,
-            self.cat_l2, self.min_data_per_group, self.max_cat_threshold,
-            self.monotonic_cst, node.lower, node.upper,
-            per_feature=self._per_feature, **getattr(self.data, "split_layout", {}))
+        split = self.split_settings.find(
+            histogram, node.sum_gradients, node.sum_hessians, node.count,
+            self._feature_mask(node), node.lower, node.upper, self.n_threads,
+            self._per_feature)
         if split["feature_idx"] < 0:
             self.data.release(histogram)
             return
@@ -237,29 +254,23 @@ class TreeGrower:
         return self._predictor_from_nodes(records)
 
     def _in_kernel(self):
-        # The kernel grows the same tree for the settings it covers: no
-        # per-node Python state (interaction groups, per-node masks).
-        return (getattr(self.data, "grows_trees", False)
-                and self.interaction_groups is None
-                and (self.feature_sampler is None
-                     or self.feature_sampler.colsample_bynode == 1.0)
-                and self.max_leaf_nodes is not None
-                and self.max_leaf_nodes <= MAX_LEAF_NODES)
+        # Every local source grows its trees in the kernel (hgbt._grower);
+        # the Python loop below serves sources without one (hgbt.dask).
+        return getattr(self.data, "grows_trees", False)
 
     def _grow_in_kernel(self):
         # The whole loop of grow() in one kernel call (hgbt._grower).
-        nodes = self.data.grow_tree(dict(
-            n_bins_non_missing=self.n_bins_non_missing, missing_bin=self.data.n_bins - 1,
-            l1_regularization=self.l1_regularization,
-            l2_regularization=self.l2_regularization,
-            min_gain_to_split=self.min_gain_to_split,
-            min_child_weight=self.min_child_weight, min_samples_leaf=self.min_samples_leaf,
-            is_categorical=self.is_categorical, max_cat_to_onehot=self.max_cat_to_onehot,
-            cat_smooth=self.cat_smooth, cat_l2=self.cat_l2,
-            min_data_per_group=self.min_data_per_group,
-            max_cat_threshold=self.max_cat_threshold, monotonic_cst=self.monotonic_cst,
-            lossguide=self.grow_policy == "lossguide", max_leaf_nodes=self.max_leaf_nodes,
-            max_depth=self.max_depth), self._tree_mask)
+        node_masks = None
+        if self.feature_sampler is not None and self.feature_sampler.colsample_bynode != 1.0:
+            # drawn in the order nodes are searched, as _feature_mask draws them
+            sampler, tree_mask = self.feature_sampler, self._tree_mask
+            node_masks = lambda k: np.stack([sampler.node_mask(tree_mask)
+                                             for _ in range(k)])
+        nodes = self.data.grow_tree(
+            self.split_settings, lossguide=self.grow_policy == "lossguide",
+            max_leaf_nodes=self.max_leaf_nodes, max_depth=self.max_depth,
+            interaction_groups=self._group_members, tree_mask=self._tree_mask,
+            node_masks=node_masks)
         return self._finish(nodes)
 
     def _predictor_from_nodes(self, grown):

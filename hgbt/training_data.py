@@ -14,17 +14,12 @@ from ._exact import snap_to_grid
 from ._grower import TreeKernel
 from ._histogram import (build_histogram, build_histogram_packed, build_histogram_root,
                          build_histogram_sparse, subtract_histograms)
-from ._partition import partition_rows, partition_rows_by_table, partition_rows_sparse
+from ._partition import partition_rows, partition_rows_by_table, partition_rows_stored
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
 from ._types import (G_H_DTYPE, GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE,
                      SPLIT_INFO_DTYPE, X_BINNED_DTYPE)
 from .exact import grid_exponent
-
-
-# A sparse-stored column with more entries than this many times the node's
-# rows is partitioned by a search per row, else by scattering its entries.
-SPARSE_SEARCH_RATIO = 4
 
 
 class LocalTrainingData:
@@ -60,8 +55,7 @@ class LocalTrainingData:
         if layout is not None:
             self._n_columns = layout.n_columns
             self._column_bounds = layout.column_bounds(n_threads)
-            self._scratch = np.zeros(n_samples, dtype=X_BINNED_DTYPE)
-            self._scratch_2d = self._scratch.reshape(-1, 1, order="F")
+            self._scratch = np.zeros(n_samples, dtype=X_BINNED_DTYPE)  # zero between uses
             self.split_layout = dict(
                 feature_column=layout.feature_column, bundle_offset=layout.bundle_offset,
                 bundle_n_codes=layout.bundle_n_codes, default_bin=layout.default_bin)
@@ -77,7 +71,6 @@ class LocalTrainingData:
         # the row-major bins of quantized histograms, shared with forks
         self._row_major = _row_major or _RowMajor(self.X_binned)
         self._kernel = None  # TreeKernel, made on the first grow_tree
-        self._grown = np.empty(0, dtype=GROWN_NODE_DTYPE)  # its node records
 
     def fork(self, n_threads):
         """A source over the same binned rows for another tree grown at the
@@ -234,59 +227,42 @@ class LocalTrainingData:
             return partition_rows_by_table(rows, self._buffer, self.X_binned, column,
                                            goes_left, self.n_threads)
         lay = self.layout
-        j = column - n_dense
-        start, stop = lay.column_indptr[j], lay.column_indptr[j + 1]
-        if stop - start > SPARSE_SEARCH_RATIO * rows.shape[0]:
-            # few rows: look each one up in its row's sorted entries
-            return partition_rows_sparse(rows, self._buffer, lay.sparse_indptr,
-                                         lay.sparse_columns, lay.sparse_codes, j,
-                                         lay.column_default[column], goes_left,
-                                         self.n_threads)
-        # else scatter the column's decisions into a zeroed byte per row
-        # (0: default code, 1: right, 2: left) and partition on that
-        entry_rows = lay.column_rows[start:stop]
-        self._scratch[entry_rows] = 1 + goes_left[lay.column_codes[start:stop]]
-        table = np.zeros(256, dtype=np.uint8)
-        table[0], table[2] = goes_left[lay.column_default[column]], 1
-        n_left = partition_rows_by_table(rows, self._buffer, self._scratch_2d, 0, table,
-                                         self.n_threads)
-        self._scratch[entry_rows] = 0
-        return n_left
+        return partition_rows_stored(
+            rows, self._buffer, lay.sparse_indptr, lay.sparse_columns, lay.sparse_codes,
+            lay.column_indptr, lay.column_rows, lay.column_codes, column - n_dense,
+            lay.column_default[column], goes_left, self._scratch, self.n_threads)
 
     @property
     def grows_trees(self):
-        """Whether :meth:`grow_tree` can grow a tree here (every feature its
-        own dense column)."""
-        return self.layout is None and self.n_features > 0
+        """Whether :meth:`grow_tree` can grow a tree here (it can, given a feature)."""
+        return self.n_features > 0
 
-    def grow_tree(self, settings, feature_mask=None):
+    def grow_tree(self, settings, **growth):
         """Grow the tree begun by :meth:`start_tree` in one kernel call.
 
-        ``settings`` are ``TreeKernel.grow``'s split and growth settings
-        (``_grower``). Returns the nodes (GROWN_NODE_DTYPE), each node's
-        rows then being ``node_rows(node_id)``, as after the grower's
-        splits.
+        ``settings`` is the fit's :class:`hgbt._splitting.SplitSettings`,
+        ``growth`` the growth settings of ``TreeKernel.grow`` (policy, leaf
+        and depth limits, interaction groups, feature masks). Returns the
+        nodes (GROWN_NODE_DTYPE), each node's rows then being
+        ``node_rows(node_id)``, as after the grower's splits.
         """
-        n_nodes_max = 2 * settings["max_leaf_nodes"] - 1
         if self._kernel is None:
-            self._kernel = TreeKernel(self.n_features, self.n_bins)
-            self._per_feature = np.empty(self.n_features, dtype=SPLIT_INFO_DTYPE)
-        if self._grown.shape[0] < n_nodes_max:
-            self._grown = np.empty(n_nodes_max, dtype=GROWN_NODE_DTYPE)
+            self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
         if self._packed is not None:
-            source = dict(packed=self._packed,
-                          exponents=self._exponents, layout=self._layout,
+            source = dict(packed=self._packed, exponents=self._exponents,
+                          packed_layout=self._layout,
                           constant_hessian=self._constant_hessian, acc=self._acc,
                           sums=self._sums, X_rows=self._X_rows)
         else:
-            source = dict(gradients=self._hist_gradients, hessians=self._hist_hessians,
-                          ordered_gradients=self._ordered_gradients,
+            source = dict(ordered_gradients=self._ordered_gradients,
                           ordered_hessians=self._ordered_hessians)
-        n_nodes = self._kernel.grow(
-            X_binned=self.X_binned, rows=self._rows, buffer=self._buffer,
-            n_root=self._ranges[0][1], **source, **settings, feature_mask=feature_mask,
-            n_threads=self.n_threads, nodes=self._grown, per_feature=self._per_feature)
-        nodes = self._grown[:n_nodes].copy()
+        if self.layout is not None:
+            source.update(layout=self.layout, column_bounds=self._column_bounds,
+                          scratch=self._scratch)
+        nodes = self._kernel.grow(
+            settings, X_binned=self.X_binned, rows=self._rows, buffer=self._buffer,
+            n_root=self._ranges[0][1], gradients=self._hist_gradients,
+            hessians=self._hist_hessians, **source, **growth, n_threads=self.n_threads)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 

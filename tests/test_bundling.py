@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from hgbt._exact import snap_to_grid
 from hgbt._histogram import build_histogram_sparse, subtract_histograms
-from hgbt._partition import partition_rows_by_table, partition_rows_sparse
+from hgbt._partition import partition_rows_by_table, partition_rows_stored
 from hgbt._splitting import find_node_split
 from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, SPLIT_INFO_DTYPE
 from hgbt.binning import BinMapper
@@ -459,7 +459,26 @@ def test_sparse_histogram_rejects_incomplete_bounds():
         sparse_histogram(csr, rows, g, h, default, [0, 3], 8, 1, width=[7, 7])
 
 
-# -------------------------------------------------- partition_rows_sparse
+# -------------------------------------------------- partition_rows_stored
+def column_wise(codes, default):
+    """The entries off each column's default code, column by column (rows sorted)."""
+    rows = [np.flatnonzero(codes[:, c] != default[c]) for c in range(codes.shape[1])]
+    indptr = np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64)
+    return (indptr, np.concatenate(rows).astype(SIZE_DTYPE),
+            np.concatenate([codes[r, c] for c, r in enumerate(rows)]).astype(np.uint8))
+
+
+def partition_rows_sparse(rows, buffer, indptr, columns, entry_codes, c, default, table,
+                          n_threads, *, codes):
+    """partition_rows_stored on column c; its scratch must stay zero."""
+    scratch = np.zeros(codes.shape[0], dtype=np.uint8)
+    n_left = partition_rows_stored(rows, buffer, indptr, columns, entry_codes,
+                                   *column_wise(codes, default), c, default[c], table,
+                                   scratch, n_threads)
+    assert not scratch.any()
+    return n_left
+
+
 def naive_partition(rows, col, table):
     left = table[col[rows]].astype(bool)
     return rows[left], rows[~left]
@@ -481,8 +500,11 @@ def test_sparse_partition_matches_stable_reference(n_rows):
     codes, default = random_codes(rng, n_rows, density, 256, default=[0, 255, 17, 200])
     indptr, columns, entry_codes = row_wise_csr(codes, default)
     dense = np.asfortranarray(codes)
+    # all rows and most rows scatter a column's entries; a few rows against
+    # many entries look each row up
     subsets = [rng.permutation(n_rows),
-               np.sort(rng.choice(n_rows, int(0.8 * n_rows), replace=False))]
+               np.sort(rng.choice(n_rows, int(0.8 * n_rows), replace=False)),
+               np.sort(rng.choice(n_rows, n_rows // 100, replace=False))]
     for c in range(len(density)):
         for table in random_tables(rng, default[c]):
             for rows_in in subsets:
@@ -492,8 +514,8 @@ def test_sparse_partition_matches_stable_reference(n_rows):
                     rows = rows_in.copy()
                     buffer = np.empty(n_rows, dtype=SIZE_DTYPE)
                     n_left = partition_rows_sparse(rows, buffer, indptr, columns,
-                                                   entry_codes, c, default[c], table,
-                                                   n_threads)
+                                                   entry_codes, c, default, table,
+                                                   n_threads, codes=codes)
                     assert n_left == exp_left.size
                     np.testing.assert_array_equal(rows[:n_left], exp_left)
                     np.testing.assert_array_equal(rows[n_left:], exp_right)
@@ -515,20 +537,22 @@ def test_sparse_partition_all_one_side_empty_and_in_place_slice():
         for n_threads in (1, 2):
             rows = rows_in.copy()
             n_left = partition_rows_sparse(rows, np.empty(n_rows, SIZE_DTYPE), indptr,
-                                           columns, entry_codes, 0, default[0],
-                                           np.full(256, side, np.uint8), n_threads)
+                                           columns, entry_codes, 0, default,
+                                           np.full(256, side, np.uint8), n_threads,
+                                           codes=codes)
             assert n_left == expected
             np.testing.assert_array_equal(rows, rows_in)
     empty = np.empty(0, dtype=SIZE_DTYPE)
     assert partition_rows_sparse(empty, np.empty(1, SIZE_DTYPE), indptr, columns,
-                                 entry_codes, 0, default[0], np.ones(256, np.uint8), 2) == 0
+                                 entry_codes, 0, default, np.ones(256, np.uint8), 2,
+                                 codes=codes) == 0
     # a slice of a bigger index array, partitioned in place as the grower does
     table = np.zeros(256, dtype=np.uint8)
     table[:6] = 1  # the default code 5 goes left
     all_rows = rows_in.copy()
     part = all_rows[1000:36_000]
     n_left = partition_rows_sparse(part, np.empty(n_rows, SIZE_DTYPE), indptr, columns,
-                                   entry_codes, 0, default[0], table, 2)
+                                   entry_codes, 0, default, table, 2, codes=codes)
     exp_left, exp_right = naive_partition(rows_in[1000:36_000], codes[:, 0], table)
     assert n_left == exp_left.size
     np.testing.assert_array_equal(all_rows[1000:36_000],
@@ -537,8 +561,8 @@ def test_sparse_partition_all_one_side_empty_and_in_place_slice():
     np.testing.assert_array_equal(all_rows[36_000:], rows_in[36_000:])
     with pytest.raises(ValueError, match="256 entries"):
         partition_rows_sparse(rows_in.copy(), np.empty(n_rows, SIZE_DTYPE), indptr,
-                              columns, entry_codes, 0, default[0],
-                              np.ones(255, np.uint8), 1)
+                              columns, entry_codes, 0, default,
+                              np.ones(255, np.uint8), 1, codes=codes)
 
 
 # -------------------------------------------------- find_node_split with a layout

@@ -529,10 +529,41 @@ KERNEL_CASES = [
     dict(quantized=True, categorical=True, constant_hessian=True),
     dict(colsample_bytree=0.5),
     dict(max_leaf_nodes=4, min_samples_leaf=400),  # leaves left in the queue
+    # bundled and sparse-stored columns
+    dict(layout=True),
+    dict(layout=True, quantized=True, sampled=True),
+    dict(layout=True, categorical=True, constant_hessian=True, max_leaf_nodes=60),
+    dict(layout="all_sparse", min_samples_leaf=5),
+    # interaction constraints, per-node column sampling
+    dict(interaction_groups=[{0, 1}, {1, 2, 4}, {3, 5}]),
+    dict(interaction_groups=[{0, 6, 9}, {1, 7, 11}, {2}, {3, 8}], layout=True),
+    dict(colsample_bynode=0.5),
+    dict(colsample_bynode=0.4, colsample_bytree=0.7, layout=True),
+    dict(colsample_bynode=0.5, interaction_groups=[{0, 1, 2}, {2, 3, 4, 5}]),
+    # no leaf limit
+    dict(max_leaf_nodes=None, max_depth=6, grow_policy="depthwise"),
+    dict(max_leaf_nodes=None, max_depth=None, min_samples_leaf=1, min_child_weight=0.0),
+    dict(max_leaf_nodes=5000, min_samples_leaf=1, min_child_weight=0.0, quantized=True),
 ]
 
 
+def _with_sparse_columns(X, rng, all_sparse):
+    """X and 6 mostly-zero columns (flags, counts, one a fifth non-zero) that
+    bundle or are stored sparse; all_sparse: the dense ones too."""
+    n = X.shape[0]
+    extra = np.zeros((n, 6))
+    level = rng.choice(4, n, p=[0.88, 0.05, 0.04, 0.03])  # one-hot: bundled
+    extra[:, :3] = level[:, None] == np.arange(1, 4)
+    for j, (density, levels) in enumerate([(0.1, 6), (0.08, 4), (0.25, 10)], start=3):
+        on = rng.random(n) < density
+        extra[on, j] = rng.integers(1, levels, on.sum())
+    if all_sparse:
+        X = np.where(rng.random(X.shape) < 0.15, X, 0.0)
+    return np.hstack([X, extra])
+
+
 def _grow_both_ways(case, n_threads, monkeypatch):
+    from hgbt.bundling import DenseSource, build_layout
     from hgbt.sampling import FeatureSampler
 
     case = dict(case)
@@ -543,26 +574,42 @@ def _grow_both_ways(case, n_threads, monkeypatch):
     X[:, 5] = rng.integers(0, 6, n)
     X[rng.random(X.shape) < 0.05] = np.nan
     signal = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) + (np.nan_to_num(X[:, 4]) % 7 == 0)
+    layout_case = case.pop("layout", False)
+    if layout_case:
+        X = _with_sparse_columns(X, rng, layout_case == "all_sparse")
+        signal = signal + X[:, 6] - 0.5 * X[:, 9] + (X[:, 11] > 4)
+    n_features = X.shape[1]
     g = (rng.normal(size=n) - signal).astype(G_H_DTYPE)
     h = (np.array([1.0]) if case.pop("constant_hessian", False)
          else rng.uniform(0.2, 2.0, size=n)).astype(G_H_DTYPE)
-    is_cat = np.array([0, 0, 0, 0, 1, 1], dtype=bool) if case.pop("categorical", False) else None
+    is_cat = None
+    if case.pop("categorical", False):
+        is_cat = np.zeros(n_features, dtype=bool)
+        is_cat[[4, 5]] = True
     mapper = BinMapper(is_categorical=is_cat, subsample=None).fit(X)
     X_binned = mapper.transform(X)
+    layout = None
+    if layout_case:
+        layout = build_layout(DenseSource(X_binned, mapper.zero_bins(), mapper.missing_bin),
+                              mapper.is_categorical_, mapper.n_bins_non_missing_,
+                              mapper.missing_bin)
+        assert layout is not None and layout.n_columns > layout.n_dense
+        assert layout.n_bundles > 0 or layout_case == "all_sparse"
     rows = (np.sort(rng.choice(n, n // 2, replace=False)).astype(np.uint32)
             if case.pop("sampled", False) else None)
     quantize = (32, 12345) if case.pop("quantized", False) else None
-    colsample = case.pop("colsample_bytree", 1.0)
+    colsample = case.pop("colsample_bytree", 1.0), case.pop("colsample_bynode", 1.0)
     params = {**DEFAULTS, "learning_rate": 0.3, **case}
     if params.get("monotonic_cst") is not None:
         params["monotonic_cst"] = np.array(params["monotonic_cst"], dtype=np.int8)
     results = []
     for in_kernel in (True, False):
         monkeypatch.setattr(TreeGrower, "_in_kernel", lambda self, k=in_kernel: k)
-        data = LocalTrainingData(X_binned, mapper.missing_bin + 1, n_threads)
+        data = LocalTrainingData(None if layout else X_binned, mapper.missing_bin + 1,
+                                 n_threads, layout)
         data.start_tree(g.copy(), h.copy(), rows, quantize=quantize)
-        sampler = (None if colsample == 1.0 else
-                   FeatureSampler(6, colsample, 1.0, np.random.default_rng(3)))
+        sampler = (None if colsample == (1.0, 1.0) else
+                   FeatureSampler(n_features, *colsample, np.random.default_rng(3)))
         grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
                             feature_sampler=sampler, n_threads=n_threads,
                             is_categorical=mapper.is_categorical_,
@@ -578,7 +625,9 @@ def _grow_both_ways(case, n_threads, monkeypatch):
             nodes=tree.nodes.tobytes(), bitsets=tree.cat_bitsets.tobytes(), leaves=leaves,
             rows=[data.node_rows(k).tobytes() for k in leaves], raw=raw.tobytes(),
             sums=None if sums is None else [s.tobytes() for s in sums],
-            renewed=renewed, clipped=clipped, n_leaves=tree.n_leaves))
+            renewed=renewed, clipped=clipped, n_leaves=tree.n_leaves,
+            split_features=set(tree.nodes["feature_idx"][~tree.nodes["is_leaf"]
+                                                         .astype(bool)].tolist())))
     return results
 
 
@@ -587,49 +636,67 @@ def _grow_both_ways(case, n_threads, monkeypatch):
 def test_kernel_loop_grows_the_python_loops_tree(case, n_threads, monkeypatch):
     kernel, python = _grow_both_ways(case, n_threads, monkeypatch)
     assert kernel["n_leaves"] > 2
+    if "layout" in case:  # the mostly-zero columns take part
+        assert kernel["split_features"] & set(range(6, 12))
+    if case.get("max_leaf_nodes", 31) is None or case.get("max_leaf_nodes", 0) > 4096:
+        assert kernel["n_leaves"] > (4096 if case.get("max_depth") is None else 31)
     assert kernel == python
 
 
-def test_settings_the_kernel_does_not_cover_take_the_python_loop():
-    from hgbt._grower import MAX_LEAF_NODES
-    from hgbt.sampling import FeatureSampler
+def test_every_local_tree_grows_in_the_kernel(monkeypatch):
+    """Every setting of a local fit (layouts, constraints, per-node sampling,
+    no leaf limit) takes the kernel loop, never the Python one."""
+    from hgbt import HistGBDTClassifier, HistGBDTRegressor
 
-    X, Xb, mapper, g, h = make_problem(3, n_samples=500)
-    data = LocalTrainingData(Xb, mapper.max_bins + 1, 1)
-    data.start_tree(g, h)
-    make = lambda **kw: TreeGrower(data, mapper.bin_thresholds_,
-                                   mapper.n_bins_non_missing_, **kw)
-    assert make()._in_kernel()
-    assert not make(max_leaf_nodes=None, max_depth=3)._in_kernel()
-    assert not make(max_leaf_nodes=MAX_LEAF_NODES + 1)._in_kernel()
-    assert not make(interaction_groups=[{0, 1}, {2, 3, 4}])._in_kernel()
-    sampler = FeatureSampler(5, 1.0, 0.5, np.random.default_rng(0))
-    assert not make(feature_sampler=sampler)._in_kernel()
+    def python_loop(self, *args):
+        raise AssertionError("a local fit took the Python loop")
+
+    monkeypatch.setattr(TreeGrower, "_find_split", python_loop)
+    rng = np.random.default_rng(0)
+    X = _with_sparse_columns(rng.normal(size=(3000, 6)), rng, False)
+    y = X[:, 0] + X[:, 6] + rng.normal(size=3000)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    import scipy.sparse as sp
+    for params in (dict(), dict(interaction_cst="pairwise"), dict(colsample_bynode=0.5),
+                   dict(max_leaf_nodes=None, max_depth=4),
+                   dict(use_quantized_grad=True, subsample=0.5),
+                   dict(data_sample_strategy="goss", monotonic_cst=[1] + [0] * 11)):
+        HistGBDTRegressor(max_iter=3, early_stopping=False, **params).fit(X, y)
+        HistGBDTRegressor(max_iter=3, early_stopping=False, **params).fit(
+            sp.csr_matrix(np.nan_to_num(X)), y)
+    HistGBDTClassifier(max_iter=3, colsample_bynode=0.5, interaction_cst="no_interactions",
+                       early_stopping=False).fit(X, (y > 0) + (y > 1))
 
 
 def test_kernel_rejects_inconsistent_buffers():
     from hgbt._grower import TreeKernel
-    from hgbt._types import GROWN_NODE_DTYPE, SPLIT_INFO_DTYPE
+    from hgbt._splitting import SplitSettings
 
     X, Xb, mapper, g, h = make_problem(4, n_samples=300)
     rows = np.arange(300, dtype=np.uint32)
+    settings = SplitSettings(mapper.n_bins_non_missing_, mapper.missing_bin,
+                             min_samples_leaf=5)
     common = dict(X_binned=Xb, rows=rows, buffer=np.empty(300, dtype=np.uint32),
                   n_root=300, gradients=g, hessians=h,
                   ordered_gradients=np.empty(300, dtype=G_H_DTYPE),
-                  ordered_hessians=np.empty(300, dtype=G_H_DTYPE),
-                  n_bins_non_missing=mapper.n_bins_non_missing_,
-                  missing_bin=mapper.missing_bin, l1_regularization=0.0,
-                  l2_regularization=0.0, min_gain_to_split=0.0, min_child_weight=1e-3,
-                  min_samples_leaf=5, max_leaf_nodes=8,
-                  per_feature=np.empty(5, dtype=SPLIT_INFO_DTYPE))
-    kernel = TreeKernel(5, mapper.missing_bin + 1)
-    nodes = np.empty(15, dtype=GROWN_NODE_DTYPE)
-    assert kernel.grow(**common, nodes=nodes) > 1
-    for bad in (dict(nodes=np.empty(14, dtype=GROWN_NODE_DTYPE)),  # < 2 * leaves - 1
-                dict(nodes=nodes, n_root=301),
-                dict(nodes=nodes, buffer=np.empty(10, dtype=np.uint32)),
-                dict(nodes=nodes, monotonic_cst=np.zeros(4, dtype=np.int8))):
+                  ordered_hessians=np.empty(300, dtype=G_H_DTYPE), max_leaf_nodes=8)
+    kernel = TreeKernel(5, 5, mapper.missing_bin + 1)
+    assert kernel.grow(settings, **common).shape[0] > 1
+    for bad in (dict(n_root=301), dict(buffer=np.empty(10, dtype=np.uint32)),
+                dict(max_leaf_nodes=1), dict(tree_mask=np.ones(4, dtype=np.uint8)),
+                dict(interaction_groups=np.ones((2, 4), dtype=np.uint8))):
         with pytest.raises(ValueError, match="TreeKernel.grow"):
-            kernel.grow(**{**common, **bad})
+            kernel.grow(settings, **{**common, **bad})
     with pytest.raises(ValueError, match="TreeKernel.grow"):
-        TreeKernel(6, mapper.missing_bin + 1).grow(**common, nodes=nodes)
+        TreeKernel(6, 6, mapper.missing_bin + 1).grow(settings, **common)
+    other = SplitSettings(mapper.n_bins_non_missing_[:4], mapper.missing_bin)
+    with pytest.raises(ValueError, match="TreeKernel.grow"):
+        kernel.grow(other, **common)
+    # a failing node-mask source is raised, not swallowed
+    def broken(k):
+        raise RuntimeError("no masks")
+    with pytest.raises(RuntimeError, match="no masks"):
+        kernel.grow(settings, **common, node_masks=broken)
+    with pytest.raises(ValueError, match="node_masks"):
+        kernel.grow(settings, **common, node_masks=lambda k: np.ones((k, 3), np.uint8))
+    assert kernel.grow(settings, **common).shape[0] > 1  # still usable
