@@ -26,7 +26,7 @@ from ._partition cimport partition, partition_stored
 from ._splitting cimport (find_split, bounded_value, split_params, layout_params,
                           SplitSettings)
 
-from ._types import GROWN_NODE_DTYPE
+from ._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SPLIT_INFO_DTYPE
 
 # Node masks fetched from the sampler at a time (per-node column sampling).
 DEF MASK_BATCH = 64
@@ -130,6 +130,10 @@ cdef class TreeKernel:
     cdef int _batch_size, _batch_next
     cdef object _error
     cdef bint _failed
+    # a remote source (hgbt.dask): histograms and partitions by callback
+    cdef object _remote
+    cdef object _split_record
+    cdef bint _is_remote
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -218,13 +222,14 @@ cdef class TreeKernel:
         self._groups_capacity = capacity
         return True
 
-    def grow(self, SplitSettings settings, *, X_binned, rows, buffer, SIZE_C n_root,
+    def grow(self, SplitSettings settings, *, X_binned=None, rows=None, buffer=None,
+             SIZE_C n_root=0,
              gradients=None, hessians=None, ordered_gradients=None,
              ordered_hessians=None, packed=None, exponents=None, packed_layout=None,
              double constant_hessian=0.0, acc=None, sums=None, X_rows=None, layout=None,
              column_bounds=None, scratch=None, bint lossguide=True, max_leaf_nodes=31,
              max_depth=None, interaction_groups=None, tree_mask=None, node_masks=None,
-             int n_threads=1):
+             remote=None, int n_threads=1):
         """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
 
         ``X_binned`` holds the dense columns (``layout.X_dense`` with a
@@ -243,7 +248,17 @@ cdef class TreeKernel:
         ``k -> (k, n_features) uint8`` giving the next ``k`` node masks.
         Returns the nodes (GROWN_NODE_DTYPE) in ``TreeGrower``'s order, each
         node's rows at ``rows[start:stop]``.
+
+        ``remote``: rows held elsewhere (``hgbt.dask``), instead of the local
+        buffers: ``remote.node_histogram(node_id)`` gives a node's
+        histograms, ``remote.split(node_id, left_id, right_id, feature_idx,
+        bin_idx, missing_go_to_left, cat_bitset)`` splits its rows (called
+        with the GIL, in the local loop's order); ``start``/``stop`` are 0.
         """
+        if remote is not None:
+            return self._grow_remote(settings, remote, lossguide, max_leaf_nodes,
+                                     max_depth, interaction_groups, tree_mask,
+                                     node_masks, n_threads)
         cdef source src
         cdef growth grow
         cdef SIZE_C[::1] rows_view = rows, buffer_view = buffer
@@ -252,8 +267,6 @@ cdef class TreeKernel:
         cdef const int64_t[::1] packed_view
         cdef int64_t[:, ::1] acc_view, sums_view
         cdef const X_BINNED_DTYPE_C[:, ::1] rows_major
-        cdef const unsigned char[::1] mask_view
-        cdef const unsigned char[:, ::1] groups_view
         cdef const int[::1] lay_column, lay_bundle
         cdef const X_BINNED_DTYPE_C[:, ::1] lay_codes
         cdef const X_BINNED_DTYPE_C[::1] lay_default, lay_col_default, lay_sp_codes
@@ -263,7 +276,10 @@ cdef class TreeKernel:
         cdef const long long[::1] lay_indptr, lay_col_indptr
         cdef const unsigned int[::1] lay_sp_columns, bounds_view
         cdef const SIZE_C[::1] lay_col_rows
-        cdef int n_nodes, n_features = self._n_features
+        cdef int n_features = self._n_features
+        if X_binned is None or rows is None or buffer is None:
+            raise ValueError("TreeKernel.grow: X_binned, rows and buffer are needed for "
+                             "local rows.")
         cdef const X_BINNED_DTYPE_C[::1, :] X = X_binned
         n_samples = rows_view.shape[0]
         n_dense = X.shape[1]
@@ -273,8 +289,7 @@ cdef class TreeKernel:
                 or settings.missing_bin + 1 > 256
                 or self._bins != <Py_ssize_t>max(n_columns, 1) * (settings.missing_bin + 1)
                 or (layout is None and n_dense != n_features)
-                or (layout is not None and settings.n_columns != n_columns)
-                or (max_leaf_nodes is not None and max_leaf_nodes < 2)):
+                or (layout is not None and settings.n_columns != n_columns)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
         memset(&src, 0, sizeof(source))
         src.X = &X[0, 0] if n_dense else NULL
@@ -353,6 +368,40 @@ cdef class TreeKernel:
                 src.column_bounds = &bounds_view[0]
                 src.n_chunks = bounds_view.shape[0] - 1
                 src.scratch = &scratch_view[0]
+        return self._run(&src, settings, lossguide, max_leaf_nodes, max_depth,
+                         interaction_groups, tree_mask, node_masks, n_threads, n_root)
+
+    def _grow_remote(self, SplitSettings settings, remote, bint lossguide, max_leaf_nodes,
+                     max_depth, interaction_groups, tree_mask, node_masks, int n_threads):
+        cdef source src
+        if (settings.n_features != self._n_features or settings.missing_bin + 1 > 256
+                or settings.layout.feature_column != NULL
+                or self._bins != <Py_ssize_t>max(self._n_features, 1)
+                * (settings.missing_bin + 1)):
+            raise ValueError("TreeKernel.grow: inconsistent shapes.")
+        memset(&src, 0, sizeof(source))
+        src.n_columns = self._n_features
+        src.n_bins = settings.missing_bin + 1
+        self._remote = remote
+        self._is_remote = True
+        self._split_record = np.zeros((), dtype=SPLIT_INFO_DTYPE)
+        try:
+            return self._run(&src, settings, lossguide, max_leaf_nodes, max_depth,
+                             interaction_groups, tree_mask, node_masks, n_threads, 0)
+        finally:
+            self._remote = self._split_record = None
+            self._is_remote = False
+
+    cdef _run(self, const source* src, SplitSettings settings, bint lossguide,
+              max_leaf_nodes, max_depth, interaction_groups, tree_mask, node_masks,
+              int n_threads, SIZE_C n_root):
+        # The growth settings, then the loop without the GIL; returns the nodes.
+        cdef growth grow
+        cdef const unsigned char[::1] mask_view
+        cdef const unsigned char[:, ::1] groups_view
+        cdef int n_nodes, n_features = self._n_features
+        if max_leaf_nodes is not None and max_leaf_nodes < 2:
+            raise ValueError("TreeKernel.grow: max_leaf_nodes must be at least 2.")
         memset(&grow, 0, sizeof(growth))
         grow.lossguide = lossguide
         grow.max_leaf_nodes = -1 if max_leaf_nodes is None else max_leaf_nodes
@@ -386,7 +435,7 @@ cdef class TreeKernel:
         self._error = None
         self._failed = False
         with nogil:
-            n_nodes = self._grow(&src, &grow, &s, n_root)
+            n_nodes = self._grow(src, &grow, &s, n_root)
         self._mask_source = self._mask_batch = None
         if self._error is not None:
             error, self._error = self._error, None
@@ -434,6 +483,8 @@ cdef class TreeKernel:
             state.group_start, state.group_count = 0, grow.n_groups
             self._groups_used = grow.n_groups
         self._build(src, 0, self._slots[state.slot], grow.n_threads)
+        if self._failed:
+            return -2
         row0 = self._slots[state.slot]  # every row falls in one bin of column 0
         for b in range(src.n_bins):
             node.sum_gradients += row0[b].sum_gradients
@@ -478,7 +529,11 @@ cdef class TreeKernel:
                     _bundle_table(src.bundle_codes + <Py_ssize_t>src.bundle_index[f] * 256,
                                   goes_left[src.default_bin[f]], goes_left, table)
                     memcpy(goes_left, table, 256)
-            if column < src.n_dense:
+            if self._is_remote:
+                n_left = 0
+                if not self._remote_split(node_id, node.left, &node.split):
+                    return -2
+            elif column < src.n_dense:
                 n_left = partition(src.rows + node.start, src.buffer,
                                    node.stop - node.start,
                                    src.X + <Py_ssize_t>column * src.n_samples, False,
@@ -507,6 +562,8 @@ cdef class TreeKernel:
                     return -1
                 self._state[small].slot = small_slot
                 self._build(src, small, self._slots[small_slot], grow.n_threads)
+                if self._failed:
+                    return -2
                 if large_ok:
                     large_slot = self._take()
                     if large_slot < 0:
@@ -634,12 +691,49 @@ cdef class TreeKernel:
                 return False
         return True
 
+    cdef void _remote_histogram(self, int node_id, hist_struct* out) noexcept nogil:
+        # A remote node's histograms, copied into its slot (with the GIL).
+        cdef const hist_struct[:, ::1] view
+        with gil:
+            try:
+                histogram = np.ascontiguousarray(self._remote.node_histogram(node_id),
+                                                 dtype=HISTOGRAM_DTYPE)
+                if histogram.ndim != 2 or histogram.size != self._bins:
+                    raise ValueError("node_histogram gave histograms of shape "
+                                     f"{histogram.shape}.")
+                view = histogram
+                memcpy(out, &view[0, 0], self._bins * sizeof(hist_struct))
+            except BaseException as exc:
+                self._error = exc
+                self._failed = True
+
+    cdef bint _remote_split(self, int node_id, int left_id,
+                            const split_info_struct* split) noexcept nogil:
+        # Split a remote node's rows (with the GIL); False on an error.
+        cdef split_info_struct[::1] record
+        with gil:
+            try:
+                record = self._split_record.reshape(1)
+                record[0] = split[0]
+                r = self._split_record
+                self._remote.split(node_id, left_id, left_id + 1, int(r["feature_idx"]),
+                                   int(r["bin_idx"]), bool(r["missing_go_to_left"]),
+                                   r["cat_bitset"].copy() if r["is_categorical"] else None)
+            except BaseException as exc:
+                self._error = exc
+                self._failed = True
+                return False
+        return True
+
     cdef void _build(self, const source* src, int node_id, hist_struct* out,
                      int n_threads) noexcept nogil:
         # The node's histograms from its rows (LocalTrainingData.node_histogram).
         cdef const grown_node_struct* node = &self._nodes[node_id]
         cdef SIZE_C n = node.stop - node.start
         cdef bint all_rows = n == src.n_samples
+        if self._is_remote:
+            self._remote_histogram(node_id, out)
+            return
         if n == 0:
             memset(out, 0, self._bins * sizeof(hist_struct))
         elif src.n_dense == 0:

@@ -1,49 +1,28 @@
 """Grow one tree: choose splits from node histograms, best-first or level by level."""
-import heapq
-
 import numpy as np
 
 from ._splitting import SplitSettings, leaf_value
-from ._types import (BITSET_DTYPE, BITSET_WORDS, GROWN_NODE_DTYPE, NODE_DTYPE,
-                     SPLIT_INFO_DTYPE)
+from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
 from .predictor import TreePredictor
-
-_ALL_FEATURES = np.empty(0, dtype=np.uint8)
-
-
-class _Node:
-    """A node while the tree grows."""
-
-    __slots__ = ("node_id", "depth", "sum_gradients", "sum_hessians", "count",
-                 "histogram", "split", "left", "right", "groups", "lower", "upper")
-
-    def __init__(self, node_id, depth, sum_gradients, sum_hessians, count, groups=None):
-        self.node_id = node_id
-        self.depth = depth
-        self.sum_gradients = sum_gradients
-        self.sum_hessians = sum_hessians
-        self.count = count
-        self.histogram = None
-        self.split = None
-        self.left = self.right = None
-        self.groups = groups  # interaction groups still allowed on this path
-        # Bounds of the node's value (unshrunk) under monotonic constraints.
-        self.lower, self.upper = -np.inf, np.inf
 
 
 class TreeGrower:
     """Grow a tree on a training-data source.
 
-    Both policies share one loop over a priority queue of splittable nodes:
-    ``'lossguide'`` pops the node with the largest gain (ties: oldest node),
-    ``'depthwise'`` pops the shallowest (ties: oldest), i.e. level by level.
-    Only the child with fewer rows gets its histogram from rows; its sibling's
-    is the parent's minus it.
+    The loop runs in the kernel (``hgbt._grower``), over a priority queue
+    of splittable nodes: ``'lossguide'`` pops the node with the largest gain
+    (ties: oldest node), ``'depthwise'`` pops the shallowest (ties: oldest),
+    i.e. level by level. Only the child with fewer rows gets its histogram
+    from rows; its sibling's is the parent's minus it. This class sets the
+    tree up (split settings, interaction groups, feature masks) and turns
+    the kernel's node records into a :class:`TreePredictor`.
 
     Parameters
     ----------
-    data : LocalTrainingData or compatible
-        Where histograms, partitions and leaf updates happen.
+    data : LocalTrainingData or DistributedTrainingData
+        Where the tree grows: ``data.grow_tree(split_settings, **growth)``
+        runs the kernel on the data's rows (local buffers, or remote shards
+        through the kernel's callbacks).
     bin_thresholds : list of ndarray
         Per feature, the raw value of each bin's upper edge.
     n_bins_non_missing : ndarray of uint32
@@ -74,6 +53,9 @@ class TreeGrower:
         bounded on either side of the midpoint of the two values, so the
         whole tree is monotone in that feature.
     n_threads : int
+    split_settings : SplitSettings or None
+        The fit's split settings when already built (else built here from
+        the parameters above).
     """
 
     def __init__(self, data, bin_thresholds, n_bins_non_missing, *,
@@ -133,136 +115,18 @@ class TreeGrower:
             layout = dict(layout, n_columns=data.layout.n_columns)
         return SplitSettings(n_bins_non_missing, data.n_bins - 1, **params, **layout)
 
-    def _may_split(self, node):
-        if self.max_depth is not None and node.depth >= self.max_depth:
-            return False
-        return (node.count >= 2 * self.min_samples_leaf
-                and node.sum_hessians >= 2 * self.min_child_weight)
-
-    def _feature_mask(self, node):
-        mask = (None if self.feature_sampler is None
-                else self.feature_sampler.node_mask(self._tree_mask))
-        if node.groups is not None:
-            allowed = np.zeros(self.data.n_features, dtype=np.uint8)
-            for g in node.groups:
-                allowed[list(self.interaction_groups[g])] = 1
-            mask = allowed if mask is None else mask & allowed
-        return _ALL_FEATURES if mask is None else mask
-
-    def _find_split(self, node, histogram):
-        split = self.split_settings.find(
-            histogram, node.sum_gradients, node.sum_hessians, node.count,
-            self._feature_mask(node), node.lower, node.upper, self.n_threads,
-            self._per_feature)
-        if split["feature_idx"] < 0:
-            self.data.release(histogram)
-            return
-        node.split = split
-        node.histogram = histogram
-        key = -float(split["gain"]) if self.grow_policy == "lossguide" else node.depth
-        heapq.heappush(self._heap, (key, node.node_id, node))
-
-    def _child(self, parent, side):
-        s = parent.split
-        groups = parent.groups
-        if groups is not None:  # keep the groups that allow the split feature
-            f = int(s["feature_idx"])
-            groups = [g for g in groups if f in self.interaction_groups[g]]
-        node = _Node(len(self._nodes), parent.depth + 1,
-                     float(s["sum_gradients_" + side]), float(s["sum_hessians_" + side]),
-                     int(s["n_samples_" + side]), groups)
-        self._nodes.append(node)
-        return node
-
     def grow(self):
         """Grow the tree and return it as a :class:`TreePredictor`.
 
-        The caller's raw predictions are not touched; use
-        :meth:`add_leaf_values` for that.
+        The whole loop runs in one kernel call (``data.grow_tree``,
+        :mod:`hgbt._grower`). The caller's raw predictions are not touched;
+        use the data's ``add_leaf_values`` for that.
         """
-        data = self.data
         self._tree_mask = (None if self.feature_sampler is None
                            else self.feature_sampler.tree_mask())
-        if self._in_kernel():
-            return self._grow_in_kernel()
-        self._heap = []
-        self._per_feature = np.empty(data.n_features, dtype=SPLIT_INFO_DTYPE)
-        hist = data.node_histogram(0)
-        totals = hist[0]  # every row falls in one bin of column 0
-        root = _Node(0, 0, float(totals["sum_gradients"].sum()),
-                     float(totals["sum_hessians"].sum()), int(totals["count"].sum()),
-                     None if self.interaction_groups is None
-                     else list(range(len(self.interaction_groups))))
-        self._nodes = [root]
-        if self._may_split(root):
-            self._find_split(root, hist)
-        else:
-            data.release(hist)
-        n_leaves = 1
-        while self._heap and (self.max_leaf_nodes is None
-                              or n_leaves < self.max_leaf_nodes):
-            _, _, node = heapq.heappop(self._heap)
-            s = node.split
-            left, right = self._child(node, "left"), self._child(node, "right")
-            self._bound_children(node, left, right)
-            node.left, node.right = left, right
-            data.split(node.node_id, left.node_id, right.node_id,
-                       int(s["feature_idx"]), int(s["bin_idx"]),
-                       bool(s["missing_go_to_left"]),
-                       s["cat_bitset"] if s["is_categorical"] else None)
-            n_leaves += 1
-            parent_hist, node.histogram = node.histogram, None
-            more = self.max_leaf_nodes is None or n_leaves < self.max_leaf_nodes
-            small, large = (left, right) if left.count <= right.count else (right, left)
-            small_ok = more and self._may_split(small)
-            large_ok = more and self._may_split(large)
-            if small_ok or large_ok:
-                small_hist = data.node_histogram(small.node_id)
-                if large_ok:
-                    self._find_split(large, data.sibling_histogram(parent_hist, small_hist))
-                if small_ok:
-                    self._find_split(small, small_hist)
-                else:
-                    data.release(small_hist)
-            data.release(parent_hist)
-        for _, _, node in self._heap:  # left unsplit: they become leaves
-            data.release(node.histogram)
-            node.histogram = node.split = None
-        self._heap = []
-        return self._finish(self._node_records())
-
-    def _node_records(self):
-        # the grown _Node objects as the kernel's node records
-        nodes = self._nodes
-        records = np.zeros(len(nodes), dtype=GROWN_NODE_DTYPE)
-        for field in ("sum_gradients", "sum_hessians", "count", "depth", "lower", "upper"):
-            records[field] = [getattr(node, field) for node in nodes]
-        records["value"] = [self._unshrunk_value(node) for node in nodes]
-        records["left"] = [-1 if node.left is None else node.left.node_id for node in nodes]
-        records["right"] = [-1 if node.right is None else node.right.node_id
-                            for node in nodes]
-        for node in nodes:
-            if node.left is not None:
-                records["split"][node.node_id] = node.split
-        return records
-
-    def _finish(self, records):
-        # The grown tree (node records, either loop's) as a TreePredictor.
-        self._leaves = np.flatnonzero(records["left"] < 0).tolist()
-        self._lower = records["lower"].tolist()
-        self._upper = records["upper"].tolist()
-        return self._predictor_from_nodes(records)
-
-    def _in_kernel(self):
-        # Every local source grows its trees in the kernel (hgbt._grower);
-        # the Python loop below serves sources without one (hgbt.dask).
-        return getattr(self.data, "grows_trees", False)
-
-    def _grow_in_kernel(self):
-        # The whole loop of grow() in one kernel call (hgbt._grower).
         node_masks = None
         if self.feature_sampler is not None and self.feature_sampler.colsample_bynode != 1.0:
-            # drawn in the order nodes are searched, as _feature_mask draws them
+            # drawn in the order the kernel searches nodes
             sampler, tree_mask = self.feature_sampler, self._tree_mask
             node_masks = lambda k: np.stack([sampler.node_mask(tree_mask)
                                              for _ in range(k)])
@@ -272,6 +136,13 @@ class TreeGrower:
             interaction_groups=self._group_members, tree_mask=self._tree_mask,
             node_masks=node_masks)
         return self._finish(nodes)
+
+    def _finish(self, records):
+        # The grown tree (node records, either loop's) as a TreePredictor.
+        self._leaves = np.flatnonzero(records["left"] < 0).tolist()
+        self._lower = records["lower"].tolist()
+        self._upper = records["upper"].tolist()
+        return self._predictor_from_nodes(records)
 
     def _predictor_from_nodes(self, grown):
         # GROWN_NODE_DTYPE records -> the predictor's node array and bitsets
@@ -307,25 +178,6 @@ class TreeGrower:
             bitsets[missing_left] |= ~self.known_cat_bitsets[
                 split["feature_idx"][categorical][missing_left]]
         return TreePredictor(nodes, bitsets.reshape(-1, BITSET_WORDS))
-
-    def _unshrunk_value(self, node):
-        # Newton value -T(G)/(H + lambda), clipped to the node's bounds.
-        return leaf_value(node.sum_gradients, node.sum_hessians, self.l1_regularization,
-                          self.l2_regularization, node.lower, node.upper)
-
-    def _bound_children(self, parent, left, right):
-        left.lower = right.lower = parent.lower
-        left.upper = right.upper = parent.upper
-        if self.monotonic_cst is None:
-            return
-        cst = self.monotonic_cst[int(parent.split["feature_idx"])]
-        if cst == 0:
-            return
-        mid = 0.5 * (self._unshrunk_value(left) + self._unshrunk_value(right))
-        if cst > 0:
-            left.upper = right.lower = mid
-        else:
-            left.lower = right.upper = mid
 
     def renewed_value(self, node_id, sum_gradients, sum_hessians):
         """A leaf's shrunk Newton value from other (e.g. unquantized) sums,

@@ -1,9 +1,11 @@
-"""The training rows the grower works on: histograms, partitions, leaf updates.
+"""The training rows a tree grows on: histograms, partitions, leaf updates.
 
-The grower only decides splits. Everything that touches rows goes through a
-training-data object with the methods of :class:`LocalTrainingData`, so a
-distributed implementation (rows on many workers, histograms summed across
-them) can replace it without touching the grower.
+A tree grows in one kernel call on the rows' buffers (:meth:`LocalTrainingData.grow_tree`,
+``hgbt._grower``); a distributed source (``hgbt.dask``) runs the same kernel
+with its histograms and partitions done on the workers. The per-node methods
+(``node_histogram``, ``sibling_histogram``, ``split``, ``release``) build the
+same histograms and partitions one call at a time: the reference loop of the
+tests drives them.
 """
 import math
 import threading
@@ -17,8 +19,7 @@ from ._histogram import (build_histogram, build_histogram_packed, build_histogra
 from ._partition import partition_rows, partition_rows_by_table, partition_rows_stored
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
-from ._types import (G_H_DTYPE, GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE,
-                     SPLIT_INFO_DTYPE, X_BINNED_DTYPE)
+from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
 from .exact import grid_exponent
 
 

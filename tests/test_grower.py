@@ -6,6 +6,7 @@ from hgbt._types import G_H_DTYPE, Y_DTYPE
 from hgbt.binning import BinMapper
 from hgbt.grower import TreeGrower
 from hgbt.training_data import LocalTrainingData
+from reference_grower import PythonLoopGrower
 
 
 # ---------------------------------------------------------------------------
@@ -562,7 +563,7 @@ def _with_sparse_columns(X, rng, all_sparse):
     return np.hstack([X, extra])
 
 
-def _grow_both_ways(case, n_threads, monkeypatch):
+def _grow_both_ways(case, n_threads):
     from hgbt.bundling import DenseSource, build_layout
     from hgbt.sampling import FeatureSampler
 
@@ -603,17 +604,16 @@ def _grow_both_ways(case, n_threads, monkeypatch):
     if params.get("monotonic_cst") is not None:
         params["monotonic_cst"] = np.array(params["monotonic_cst"], dtype=np.int8)
     results = []
-    for in_kernel in (True, False):
-        monkeypatch.setattr(TreeGrower, "_in_kernel", lambda self, k=in_kernel: k)
+    for grower_class in (TreeGrower, PythonLoopGrower):
         data = LocalTrainingData(None if layout else X_binned, mapper.missing_bin + 1,
                                  n_threads, layout)
         data.start_tree(g.copy(), h.copy(), rows, quantize=quantize)
         sampler = (None if colsample == (1.0, 1.0) else
                    FeatureSampler(n_features, *colsample, np.random.default_rng(3)))
-        grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
-                            feature_sampler=sampler, n_threads=n_threads,
-                            is_categorical=mapper.is_categorical_,
-                            known_cat_bitsets=mapper.known_cat_bitsets_, **params)
+        grower = grower_class(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                              feature_sampler=sampler, n_threads=n_threads,
+                              is_categorical=mapper.is_categorical_,
+                              known_cat_bitsets=mapper.known_cat_bitsets_, **params)
         tree = grower.grow()
         leaves = grower.leaf_ids()
         raw = np.zeros(n)
@@ -633,8 +633,8 @@ def _grow_both_ways(case, n_threads, monkeypatch):
 
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("case", KERNEL_CASES, ids=[str(c) for c in KERNEL_CASES])
-def test_kernel_loop_grows_the_python_loops_tree(case, n_threads, monkeypatch):
-    kernel, python = _grow_both_ways(case, n_threads, monkeypatch)
+def test_kernel_loop_grows_the_python_loops_tree(case, n_threads):
+    kernel, python = _grow_both_ways(case, n_threads)
     assert kernel["n_leaves"] > 2
     if "layout" in case:  # the mostly-zero columns take part
         assert kernel["split_features"] & set(range(6, 12))
@@ -651,7 +651,9 @@ def test_every_local_tree_grows_in_the_kernel(monkeypatch):
     def python_loop(self, *args):
         raise AssertionError("a local fit took the Python loop")
 
-    monkeypatch.setattr(TreeGrower, "_find_split", python_loop)
+    # the per-node interface serves only a loop in Python
+    monkeypatch.setattr(LocalTrainingData, "node_histogram", python_loop)
+    monkeypatch.setattr(LocalTrainingData, "split", python_loop)
     rng = np.random.default_rng(0)
     X = _with_sparse_columns(rng.normal(size=(3000, 6)), rng, False)
     y = X[:, 0] + X[:, 6] + rng.normal(size=3000)

@@ -12,8 +12,7 @@ import time
 
 import numpy as np
 
-from .._histogram import subtract_histograms
-from .._types import HISTOGRAM_DTYPE
+from .._grower import TreeKernel
 from ..early_stopping import should_stop
 from ..exact import grid_exponent
 from ..grower import TreeGrower
@@ -78,13 +77,18 @@ class ShardGroup:
 class DistributedTrainingData:
     """The grower's data source over shards (see :class:`~hgbt.training_data.LocalTrainingData`).
 
+    Its trees grow in the local kernel's loop (``TreeKernel`` with this
+    object as its remote source): node histograms are summed across the
+    shards, splits are queued and sent with the next request, and
+    subtraction and split search run on the driver.
+
     Parameters
     ----------
     shards : ShardGroup
         The shards holding training rows.
     n_features, n_bins : int
     n_threads : int
-        Threads for subtraction on the driver.
+        Threads for subtraction and split search on the driver.
     """
 
     def __init__(self, shards, n_features, n_bins, n_threads):
@@ -93,6 +97,7 @@ class DistributedTrainingData:
         self.n_bins = n_bins
         self.n_threads = n_threads
         self._commands = []
+        self._kernel = None
         self.histogram_bytes = 0
         self.n_histograms = 0
 
@@ -111,13 +116,14 @@ class DistributedTrainingData:
                 out[field] += part[field]  # exact: gradients are on the grid
         return out
 
-    def sibling_histogram(self, parent_histogram, child_histogram):
-        out = np.empty((self.n_features, self.n_bins), dtype=HISTOGRAM_DTYPE)
-        subtract_histograms(parent_histogram, child_histogram, out, None, self.n_threads)
-        return out
+    grows_trees = True
 
-    def release(self, histogram):
-        """Histograms are not pooled on the driver."""
+    def grow_tree(self, settings, **growth):
+        """Grow the begun tree with the local kernel's loop: its node
+        histograms and splits go to the shards (``node_histogram``, ``split``)."""
+        if self._kernel is None:
+            self._kernel = TreeKernel(self.n_features, self.n_features, self.n_bins)
+        return self._kernel.grow(settings, remote=self, **growth, n_threads=self.n_threads)
 
     def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left,
               cat_bitset=None):
