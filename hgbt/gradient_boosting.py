@@ -327,6 +327,7 @@ class BaseHistGBDT(BaseEstimator):
                                  np.random.default_rng(self._seed))
         gradients, hessians = loss.allocate_buffers(
             n_samples, full_hessian=row_sampler.active and row_sampler.needs_full_hessian)
+        growers = {}  # one per training-data source, for every tree of the fit
         # one tree per class: a multiclass round's trees grow side by side
         with TreeTeam(lambda threads: LocalTrainingData(
                 X_binned, self._bin_mapper.missing_bin + 1, threads, layout),
@@ -367,7 +368,12 @@ class BaseHistGBDT(BaseEstimator):
                     if self.use_quantized_grad:
                         quantize = (self.num_grad_quant_bins, int(np.random.SeedSequence(
                             [self._seed, iteration, k]).generate_state(1, np.uint64)[0]))
-                    return self._grow_tree(data, loss, y, refit_weight, raw[k],
+                    if id(data) not in growers:
+                        growers[id(data)] = TreeGrower(
+                            data, self._bin_mapper.bin_thresholds_,
+                            self._bin_mapper.n_bins_non_missing_, n_threads=data.n_threads,
+                            **self._grower_params())
+                    return self._grow_tree(growers[id(data)], loss, y, refit_weight, raw[k],
                                            gradients[k], hessians[k], rows, unsampled, X,
                                            X_binned, samplers[k], quantize)
 
@@ -392,14 +398,12 @@ class BaseHistGBDT(BaseEstimator):
         self.validation_score_ = np.asarray(
             self._val_scores if early_stopping and X_val is not None else [])
 
-    def _grow_tree(self, data, loss, y, refit_weight, raw, gradients, hessians, rows,
+    def _grow_tree(self, grower, loss, y, refit_weight, raw, gradients, hessians, rows,
                    unsampled, X, X_binned, feature_sampler, quantize=None):
+        data = grower.data
         n_threads = data.n_threads  # the tree's share of the threads
         data.start_tree(gradients, hessians, rows, quantize=quantize)
-        grower = TreeGrower(
-            data, self._bin_mapper.bin_thresholds_, self._bin_mapper.n_bins_non_missing_,
-            feature_sampler=feature_sampler, n_threads=n_threads, **self._grower_params())
-        tree = grower.grow()
+        tree = grower.grow(feature_sampler)
         leaves = grower.leaf_ids()
         if loss.needs_leaf_refit:
             # Non-smooth losses: the Newton step is replaced by the leaf's

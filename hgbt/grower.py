@@ -115,13 +115,17 @@ class TreeGrower:
             layout = dict(layout, n_columns=data.layout.n_columns)
         return SplitSettings(n_bins_non_missing, data.n_bins - 1, **params, **layout)
 
-    def grow(self):
+    def grow(self, feature_sampler=None):
         """Grow the tree and return it as a :class:`TreePredictor`.
 
         The whole loop runs in one kernel call (``data.grow_tree``,
-        :mod:`hgbt._grower`). The caller's raw predictions are not touched;
-        use the data's ``add_leaf_values`` for that.
+        :mod:`hgbt._grower`). ``feature_sampler``: this tree's, if not the
+        one given at construction (a grower serves every tree of a fit).
+        The caller's raw predictions are not touched; use the data's
+        ``add_leaf_values`` for that.
         """
+        if feature_sampler is not None:
+            self.feature_sampler = feature_sampler
         self._tree_mask = (None if self.feature_sampler is None
                            else self.feature_sampler.tree_mask())
         node_masks = None
@@ -136,6 +140,16 @@ class TreeGrower:
             interaction_groups=self._group_members, tree_mask=self._tree_mask,
             node_masks=node_masks)
         return self._finish(nodes)
+
+    def _thresholds(self):
+        # (n_features, 256): bin b's upper edge, +inf past a feature's last
+        # one (the last value bin as threshold separates values from missing)
+        if getattr(self, "_threshold_table", None) is None:
+            table = np.full((len(self.bin_thresholds), 256), np.inf)
+            for f, thresholds in enumerate(self.bin_thresholds):
+                table[f, :min(thresholds.size, 256)] = thresholds[:256]
+            self._threshold_table = table
+        return self._threshold_table
 
     def _finish(self, records):
         # The grown tree (node records, either loop's) as a TreePredictor.
@@ -160,13 +174,8 @@ class TreeGrower:
         categorical = split["is_categorical"] != 0
         numeric = inner[~categorical]
         nodes["bin_threshold"][numeric] = split["bin_idx"][~categorical]
-        for node_id, f, b in zip(numeric.tolist(),
-                                 split["feature_idx"][~categorical].tolist(),
-                                 split["bin_idx"][~categorical].tolist()):
-            thresholds = self.bin_thresholds[f]
-            # the last value bin as threshold separates values from missing
-            nodes["num_threshold"][node_id] = (thresholds[b] if b < thresholds.size
-                                               else np.inf)
+        nodes["num_threshold"][numeric] = self._thresholds()[
+            split["feature_idx"][~categorical], split["bin_idx"][~categorical]]
         cat_nodes = inner[categorical]
         nodes["is_categorical"][cat_nodes] = 1
         nodes["num_threshold"][cat_nodes] = np.nan

@@ -176,6 +176,8 @@ def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_va
     if score:
         record(initial)
     telemetry = {"histogram_bytes_per_tree": [], "histograms_per_tree": []}
+    grower = TreeGrower(data, bin_mapper.bin_thresholds_, bin_mapper.n_bins_non_missing_,
+                        n_threads=n_threads, **estimator._grower_params())
     start = time.perf_counter()
     for iteration in range(estimator.max_iter):
         samplers = round_feature_samplers(
@@ -191,11 +193,7 @@ def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_va
                                    _max_or_none([h[k] for _, h in maxima])))
             bytes_before, count_before = data.histogram_bytes, data.n_histograms
             data.start_tree(k, grid)
-            grower = TreeGrower(data, bin_mapper.bin_thresholds_,
-                                bin_mapper.n_bins_non_missing_,
-                                feature_sampler=samplers[k], n_threads=n_threads,
-                                **estimator._grower_params())
-            tree = grower.grow()
+            tree = grower.grow(samplers[k])
             leaves = grower.leaf_ids()
             results = data.finish_tree(k, leaves, tree.nodes["value"][leaves], tree,
                                        score and k == k_trees - 1)
