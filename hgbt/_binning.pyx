@@ -202,3 +202,106 @@ def map_csc_to_bins(
             for k in range(indptr[f], indptr[f + 1]):
                 binned[k] = _find_bin(data[k], &thresholds[f, 0], n_thresholds[f],
                                       missing_bin)
+
+
+cdef inline double _separator(double a, double b) noexcept nogil:
+    # The threshold between a < b: their midpoint, or a where the midpoint is
+    # not strictly below b (±inf, adjacent floats). binning._midpoints_of's rule.
+    cdef double mid = a * 0.5 + b * 0.5
+    if not (a <= mid and mid < b):
+        return a
+    return mid
+
+
+cdef int _column_thresholds(const floating* v, Py_ssize_t n, int max_bins,
+                            X_DTYPE_C* out) noexcept nogil:
+    # binning._sorted_thresholds of the sorted column v (NaN last); returns the
+    # number of thresholds written to out (at most max_bins - 1).
+    cdef Py_ssize_t m = n, i, j, rank, n_distinct = 1
+    cdef long long nk
+    cdef int k, n_out = 0
+    cdef double a, q, lower, upper, top
+    while m > 0 and v[m - 1] != v[m - 1]:
+        m -= 1
+    if m == 0:
+        return 0
+    for i in range(1, m):
+        if v[i] != v[i - 1]:
+            n_distinct += 1
+            if n_distinct > max_bins:
+                break
+    if n_distinct <= 1:
+        return 0
+    if n_distinct <= max_bins:
+        # Midpoints between distinct values, each the first of its run.
+        a = v[0]
+        for i in range(1, m):
+            if v[i] != v[i - 1]:
+                out[n_out] = _separator(a, v[i])
+                n_out += 1
+                a = v[i]
+        return n_out
+    # The two largest distinct values (firsts of their runs) give the cap.
+    i = m - 1
+    while i > 0 and v[i - 1] == v[m - 1]:
+        i -= 1
+    j = i - 1
+    while j > 0 and v[j - 1] == v[i - 1]:
+        j -= 1
+    top = _separator(v[j], v[i])
+    # Averaged inverted CDF at k / max_bins; non-decreasing in k, so the
+    # de-duplication only compares neighbours.
+    for k in range(1, max_bins):
+        nk = <long long> m * k
+        rank = nk // max_bins
+        lower = v[rank - 1 if rank > 0 else 0]
+        upper = v[rank if rank < m else m - 1]
+        if nk % max_bins != 0:
+            q = upper
+        elif lower == upper:
+            q = lower
+        else:
+            q = _separator(lower, upper)
+        if top < q:
+            q = top
+        if n_out == 0 or q != out[n_out - 1]:
+            out[n_out] = q
+            n_out += 1
+    return n_out
+
+
+def sorted_column_thresholds(
+    const floating[::1, :] columns,
+    int max_bins,
+    X_DTYPE_C[:, ::1] out,
+    int[::1] n_out,
+    int n_threads,
+):
+    """Bin thresholds of every column of ``columns``, each sorted ascending
+    with its NaN last (``numpy.sort`` along axis 0).
+
+    The rule of ``binning._sorted_thresholds`` (midpoints between at most
+    ``max_bins`` distinct values, else capped, de-duplicated quantiles), on
+    the same float64 arithmetic, so the same thresholds.
+
+    Parameters
+    ----------
+    columns : ndarray of shape (n_samples, n_columns), float32 or float64, F-ordered
+    max_bins : int
+    out : ndarray of shape (n_columns, max_bins - 1), float64
+        Row ``f`` receives the thresholds of column ``f`` in its first
+        ``n_out[f]`` entries.
+    n_out : ndarray of shape (n_columns,), int32
+    n_threads : int
+    """
+    cdef Py_ssize_t n = columns.shape[0], n_columns = columns.shape[1], f
+    if out.shape[0] != n_columns or out.shape[1] < max_bins - 1 or n_out.shape[0] != n_columns:
+        raise ValueError("out needs a row of max_bins - 1 entries per column and n_out "
+                         "one entry per column.")
+    if max_bins < 2:
+        raise ValueError(f"max_bins must be at least 2, got {max_bins}.")
+    if n == 0:
+        n_out[:] = 0
+        return
+    for f in prange(n_columns, nogil=True, schedule='dynamic', num_threads=n_threads):
+        n_out[f] = _column_thresholds(&columns[0, f], n, max_bins, &out[f, 0])

@@ -5,12 +5,17 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ._binning import category_counts, map_to_bins
+from ._binning import category_counts, map_to_bins, sorted_column_thresholds
 from ._types import BITSET_DTYPE, BITSET_WORDS, X_BINNED_DTYPE, X_DTYPE
 from .sparse import column, constant_positive_weight, sparse_thresholds
 
 # Rows used to compute quantile thresholds (LightGBM and scikit-learn use the same).
 DEFAULT_SUBSAMPLE = 200_000
+
+# Bytes of sample columns copied and sorted together by one thread (a few
+# MB: a block stays in cache while its thresholds are read off, and the
+# extra memory stays small next to X).
+SORT_BLOCK_BYTES = 4 << 20
 
 # Category codes of a categorical feature are 0 .. MAX_CATEGORIES - 1: each is
 # its own bin, and the missing bin (at most 255) stays above them.
@@ -244,6 +249,71 @@ def _find_weighted_thresholds(column, max_bins, sample_weight):
     return np.unique(np.minimum(_weighted_quantiles(distinct, cum_weight, max_bins), top))
 
 
+def _unweighted(sample_weight):
+    """True when the weights cannot change the thresholds: none, or all equal
+    and positive (every row kept, the weighted rule then being the unweighted
+    one bit for bit)."""
+    return sample_weight is None or (
+        sample_weight.size > 0 and sample_weight.min() == sample_weight.max() > 0)
+
+
+def dense_thresholds(X, rows=None, max_bins=255, n_threads=1):
+    """Unweighted thresholds of every column of a dense ``X``, in parallel.
+
+    Equal to :func:`find_thresholds` of each column (restricted to ``rows``).
+    Blocks of whole columns are copied (float32 stays float32), sorted in place
+    by NumPy along axis 0 (NaN last) and read off by the
+    ``sorted_column_thresholds`` kernel; threads take whole blocks, so the
+    result does not depend on ``n_threads``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    rows : ndarray of int or None
+        Rows to use (None: all).
+    max_bins : int
+    n_threads : int
+
+    Returns
+    -------
+    thresholds : ndarray of shape (n_features, max_bins - 1), float64
+        Row ``f`` holds the thresholds of feature ``f`` in its first
+        ``counts[f]`` entries.
+    counts : ndarray of shape (n_features,), int32
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+    n_features = X.shape[1]
+    n_rows = X.shape[0] if rows is None else len(rows)
+    dtype = np.dtype(np.float32 if X.dtype == np.float32 else X_DTYPE)
+    thresholds = np.zeros((n_features, max(max_bins - 1, 1)), dtype=X_DTYPE)
+    counts = np.zeros(n_features, dtype=np.int32)
+    if n_features == 0 or n_rows == 0:
+        return thresholds, counts
+    n_threads = max(1, int(n_threads))
+    width = max(1, SORT_BLOCK_BYTES // (n_rows * dtype.itemsize))
+    # at least ~4 blocks per thread, so that threads finish together
+    width = min(width, -(-n_features // (4 * n_threads)))
+    starts = range(0, n_features, width)
+
+    def one_block(lo):
+        hi = min(lo + width, n_features)
+        block = np.empty((n_rows, hi - lo), dtype=dtype, order="F")
+        # the copy, the sort and the kernel all run without the GIL
+        block[...] = X[:, lo:hi] if rows is None else X[rows, lo:hi]
+        block.sort(axis=0)
+        sorted_column_thresholds(block, max_bins, thresholds[lo:hi], counts[lo:hi], 1)
+
+    if n_threads == 1 or len(starts) == 1:
+        for lo in starts:
+            one_block(lo)
+    else:
+        with ThreadPoolExecutor(max_workers=n_threads) as pool:
+            list(pool.map(one_block, starts))
+    return thresholds, counts
+
+
 class BinMapper:
     """Learn per-feature bin thresholds and map raw values to uint8 codes.
 
@@ -328,9 +398,13 @@ class BinMapper:
         categories = {f: category_codes(column(X, f), f)
                       for f in np.flatnonzero(self._categorical_mask(X.shape[1]))}
         rows = self.sample_rows(X.shape[0])
-        sample = X if rows is None else X[rows]
         if sample_weight is not None and rows is not None:
             sample_weight = sample_weight[rows]
+        if not sp.issparse(X) and _unweighted(sample_weight):
+            # Dense and unweighted: the drawn rows are gathered block by block
+            # (no copy of the whole sample).
+            return self._fit_dense(X, rows, categories)
+        sample = X if rows is None else X[rows]
         return self.fit_sample(sample, sample_weight, categories)
 
     def fit_sample(self, sample, sample_weight=None, categories=None):
@@ -341,12 +415,11 @@ class BinMapper:
         (default: the codes in ``sample``).
         """
         sample_weight = _check_weight(sample_weight, sample.shape[0])
+        if not sp.issparse(sample) and _unweighted(sample_weight):
+            return self._fit_dense(sample, None, categories)
         n_features = sample.shape[1]
         is_categorical = self._categorical_mask(n_features)
-        categories = {} if categories is None else dict(categories)
-        for f in np.flatnonzero(is_categorical):
-            if f not in categories:
-                categories[f] = category_codes(column(sample, f), f)
+        categories = self._categories(sample, is_categorical, categories)
         numeric = [f for f in range(n_features) if not is_categorical[f]]
         if sp.issparse(sample):
             # CSC columns: thresholds from the stored values and the zero count.
@@ -372,9 +445,35 @@ class BinMapper:
             # NumPy's sorts release the GIL: features are processed in threads.
             with ThreadPoolExecutor(max_workers=max(1, self.n_threads)) as pool:
                 thresholds = list(pool.map(thresholds_of, numeric))
-        self.bin_thresholds_ = [np.empty(0, dtype=X_DTYPE) for _ in range(n_features)]
+        bin_thresholds = [np.empty(0, dtype=X_DTYPE) for _ in range(n_features)]
         for f, t in zip(numeric, thresholds):
-            self.bin_thresholds_[f] = t
+            bin_thresholds[f] = t
+        return self._set_fitted(bin_thresholds, is_categorical, categories)
+
+    def _categories(self, X, is_categorical, categories):
+        """``categories`` completed with the codes in ``X`` of the other
+        categorical features."""
+        categories = {} if categories is None else dict(categories)
+        for f in np.flatnonzero(is_categorical):
+            if f not in categories:
+                categories[f] = category_codes(column(X, f), f)
+        return categories
+
+    def _fit_dense(self, X, rows, categories):
+        """Unweighted thresholds of a dense ``X`` from its rows ``rows`` (None:
+        all), in one kernel call per block of columns."""
+        X = np.asarray(X)
+        n_features = X.shape[1]
+        is_categorical = self._categorical_mask(n_features)
+        categories = self._categories(X, is_categorical, categories)
+        padded, counts = dense_thresholds(X, rows, self.max_bins, self.n_threads)
+        bin_thresholds = [np.empty(0, dtype=X_DTYPE) if is_categorical[f]
+                          else padded[f, :counts[f]].copy() for f in range(n_features)]
+        return self._set_fitted(bin_thresholds, is_categorical, categories)
+
+    def _set_fitted(self, bin_thresholds, is_categorical, categories):
+        n_features = len(bin_thresholds)
+        self.bin_thresholds_ = bin_thresholds
         self.is_categorical_ = is_categorical
         self.categories_ = [np.asarray(categories[f], dtype=np.intp)
                             if is_categorical[f] else None for f in range(n_features)]

@@ -127,6 +127,105 @@ class _Columns:
         return mapped.to_numpy().astype(np.float64, copy=False)
 
 
+# ----------------------------------------------------------- bulk conversion
+# A frame whose columns are all plain numbers becomes one float array in one
+# call of its library (pandas converts block by block, polars column by column
+# in Rust): no Python per column. Anything else (strings, dates, sparse or
+# complex columns, empty frames) takes scikit-learn's conversion or the
+# column-by-column one, whose errors and warnings users already get.
+
+def _arrow_table(X):
+    pa = sys.modules.get("pyarrow")
+    return pa if pa is not None and isinstance(X, pa.Table) else None
+
+
+def _pandas_number(dtype, pd):
+    """A pandas column dtype converted exactly by ``to_numpy(float)``: real
+    numbers and booleans, NumPy or nullable / Arrow-backed."""
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "biuf" and dtype.itemsize <= 8
+    return not isinstance(dtype, pd.SparseDtype) and getattr(dtype, "kind", "O") in "biuf"
+
+
+def _polars_number(dtype):
+    return dtype.is_integer() or dtype.is_float() or dtype == sys.modules["polars"].Boolean
+
+
+def _arrow_number(dtype):
+    pa = sys.modules["pyarrow"]
+    return (pa.types.is_integer(dtype) or pa.types.is_floating(dtype)
+            or pa.types.is_boolean(dtype))
+
+
+def _sklearn_dtype(dtypes):
+    """The float dtype scikit-learn's check_array gives a pandas frame of
+    these column dtypes with ``dtype=[float64, float32]``."""
+    if all(isinstance(d, np.dtype) for d in dtypes):
+        common = np.result_type(*set(dtypes))
+        if common in (np.float64, np.float32):
+            return common
+    return np.dtype(np.float64)
+
+
+def _bulk_numbers(X, dtype=None):
+    """``X`` as one F-ordered float array, or None unless every column is plain
+    numbers. The dtype is ``dtype``, else float64 or, for pandas, the float32
+    scikit-learn keeps; the values are those of a column-by-column conversion."""
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return None
+    if (pd := _pandas_frame(X)) is not None:
+        dtypes = list(X.dtypes)
+        if not all(_pandas_number(d, pd) for d in dtypes):
+            return None
+        return X.to_numpy(dtype=dtype or _sklearn_dtype(dtypes), na_value=np.nan)
+    if (pl := _polars_frame(X)) is not None:
+        if not all(_polars_number(d) for d in X.dtypes):
+            return None
+        return X.select(pl.all().cast(pl.Float64)).to_numpy(order="fortran")
+    if _arrow_table(X) is not None:
+        if not all(_arrow_number(t) for t in X.schema.types):
+            return None
+        out = np.empty(X.shape, dtype=np.float64, order="F")
+        for j in range(X.shape[1]):
+            # pyarrow's own Table.__array__ conversion of a column, in place
+            out[:, j] = np.asarray(X.column(j), dtype=np.float64)
+        return out
+    return None
+
+
+def _to_array(estimator, X, reset, check_params):
+    """``validate_data`` of X, converting a frame of plain numbers in bulk."""
+    is_frame = (_pandas_frame(X) is not None or _polars_frame(X) is not None
+                or _arrow_table(X) is not None)
+    out = _bulk_numbers(X) if is_frame else None
+    if out is None:
+        return validate_data(estimator, X, reset=reset, **check_params)
+    validate_data(estimator, X, reset=reset, skip_check_array=True)  # names, n_features
+    return check_array(out, input_name="X", **{"estimator": estimator, **check_params})
+
+
+def _with_codes(columns, by_value, codes_of):
+    """The frame with its by-value categorical columns replaced by their float
+    codes (``codes_of(j)``), as one F-ordered float64 array; None if another
+    column is not plain numbers. The user's frame is not modified."""
+    X = columns.X
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return None
+    number = (_polars_number if columns.pl is not None
+              else lambda d: _pandas_number(d, columns.pd))
+    if not all(number(d) for d, b in zip(columns.dtypes(), by_value) if not b):
+        return None
+    positions = np.flatnonzero(by_value)
+    if positions.size and columns.pd is not None:
+        X = X.copy(deep=False)  # shares the data; isetitem only replaces columns
+        for j in positions.tolist():
+            X.isetitem(j, codes_of(j))
+    elif positions.size:
+        X = X.with_columns([columns.pl.Series(X.columns[j], codes_of(j))
+                            for j in positions.tolist()])
+    return _bulk_numbers(X, dtype=np.float64)
+
+
 def _resolve_mask(spec, columns, n_features, feature_names):
     """Boolean mask of categorical features, or None when there are none."""
     if spec is None:
@@ -185,27 +284,27 @@ def validate_X(estimator, X, reset, **check_params):
     """
     columns = _Columns(X)
     if not reset and getattr(estimator, "is_categorical_", None) is None:
-        return validate_data(estimator, X, reset=False, **check_params)
+        return _to_array(estimator, X, False, check_params)
     if reset and estimator.categorical_features is None:
         _set_fitted(estimator, None, None, None)
-        return validate_data(estimator, X, reset=True, **check_params)
+        return _to_array(estimator, X, True, check_params)
     if columns.is_frame:
         # Names and the number of features, checked (or recorded) on X itself;
         # the columns are converted below.
         validate_data(estimator, X, reset=reset, skip_check_array=True)
         n_features = X.shape[1]
     else:
-        X = validate_data(estimator, X, reset=reset, **check_params)
+        X = _to_array(estimator, X, reset, check_params)
         n_features = X.shape[1]
     names = getattr(estimator, "feature_names_in_", None)
     if reset:
         mask = _resolve_mask(estimator.categorical_features, columns, n_features, names)
         if mask is None:
             _set_fitted(estimator, None, None, None)
-            return (validate_data(estimator, X, reset=True, **check_params)
-                    if columns.is_frame else X)
-        by_value = np.array([columns.is_frame and mask[j] and not columns.is_numeric(j)
-                             for j in range(n_features)], dtype=bool)
+            return _to_array(estimator, X, True, check_params) if columns.is_frame else X
+        by_value = np.zeros(n_features, dtype=bool)
+        if columns.is_frame:
+            by_value[mask] = [not columns.is_numeric(int(j)) for j in np.flatnonzero(mask)]
         categories = [None] * n_features
     else:
         mask, by_value = estimator.is_categorical_, estimator._categorical_by_value
@@ -215,14 +314,17 @@ def validate_X(estimator, X, reset, **check_params):
         return names[j] if names is not None else j
 
     if columns.is_frame:
-        out = np.empty((columns.X.shape[0], n_features), dtype=np.float64)
-        for j in range(n_features):
-            if by_value[j]:
-                if reset:
-                    categories[j] = columns.categories(j, name(j))
-                out[:, j] = columns.codes(j, categories[j])
-            else:
-                out[:, j] = columns.to_float(j, name(j))
+        def codes_of(j):
+            if reset:
+                categories[j] = columns.categories(j, name(j))
+            return columns.codes(j, categories[j])
+
+        out = _with_codes(columns, by_value, codes_of)
+        if out is None:
+            # Not only numbers: column by column, naming the column that fails.
+            out = np.empty((columns.X.shape[0], n_features), dtype=np.float64)
+            for j in range(n_features):
+                out[:, j] = codes_of(j) if by_value[j] else columns.to_float(j, name(j))
         X = check_array(out, **{"estimator": estimator, **check_params})
     if reset:
         for j in np.flatnonzero(mask & ~by_value):

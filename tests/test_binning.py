@@ -748,3 +748,125 @@ def test_categorical_features_leave_numeric_binning_unchanged():
     np.testing.assert_array_equal(mixed.known_cat_bitsets_[[0, 2, 3]], 0)
     with pytest.raises(ValueError, match="is_categorical"):
         BinMapper(is_categorical=[True]).fit(X)
+
+
+# ------------------------------------------- thresholds of whole matrices (kernel)
+def _naive_thresholds(column, max_bins):
+    """The per-column NumPy rule BinMapper used before its kernel: NaN dropped,
+    one sort (float32 as float32), midpoints or capped quantiles, np.unique."""
+    from hgbt.binning import _midpoints_of, _quantiles
+    column = np.asarray(column)
+    if column.dtype != np.float32:
+        column = column.astype(np.float64)
+    values = np.sort(column[~np.isnan(column)]).astype(np.float64)
+    if values.size == 0:
+        return values
+    distinct = values[np.r_[True, values[1:] != values[:-1]]]
+    if distinct.size <= 1:
+        return np.empty(0)
+    if distinct.size <= max_bins:
+        return _midpoints_of(distinct[:-1], distinct[1:])
+    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+    return np.unique(np.minimum(_quantiles(values, max_bins), top))
+
+
+def _awkward_columns(n, rng):
+    """Columns with ties, few distinct values, NaN, ±inf, constants, huge and
+    adjacent values, and a point mass at the top."""
+    cols = [rng.normal(size=n), np.round(rng.normal(size=n) * 3) + 0.0,
+            np.where(rng.random(n) < 0.3, np.nan, rng.normal(size=n)),
+            np.full(n, 5.0), np.full(n, np.nan),
+            np.where(rng.random(n) < 0.2, np.inf, rng.normal(size=n)),
+            np.where(rng.random(n) < 0.6, np.inf, rng.exponential(size=n)),
+            np.where(rng.random(n) < 0.1, -np.inf, rng.integers(0, 300, n)),
+            rng.integers(0, 255, n).astype(float), rng.integers(0, 256, n).astype(float),
+            np.where(rng.random(n) < 0.5, 1.0, np.nextafter(1.0, 2.0)),
+            rng.exponential(size=n) * 1e300, rng.integers(0, 2, n).astype(float)]
+    return np.column_stack(cols)
+
+
+def _same_bits(a, b):
+    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 254, 256, 1000, 4099])
+@pytest.mark.parametrize("max_bins", [2, 3, 17, 255])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_thresholds_equal_the_per_column_rule(n, max_bins, dtype):
+    from hgbt.binning import dense_thresholds
+    rng = np.random.default_rng(n * 1000 + max_bins)
+    with np.errstate(over="ignore"):
+        X = _awkward_columns(n, rng).astype(dtype)
+    for n_threads in (1, 2):
+        padded, counts = dense_thresholds(X, None, max_bins, n_threads)
+        for f in range(X.shape[1]):
+            assert _same_bits(padded[f, :counts[f]], _naive_thresholds(X[:, f], max_bins))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_dense_thresholds_random_columns_bit_identical(seed):
+    """Random mixes of value counts, ties and missing values (zero excluded:
+    which of -0.0 and 0.0 a sort puts first is not fixed)."""
+    from hgbt.binning import dense_thresholds
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    X = np.empty((n, 30))
+    for f in range(30):
+        pool = rng.normal(size=int(rng.integers(1, 600))) * 10.0 ** rng.integers(-3, 4)
+        X[:, f] = rng.choice(pool, n)
+        X[rng.random(n) < rng.random() * 0.5, f] = np.nan
+    max_bins = int(rng.integers(2, 256))
+    padded, counts = dense_thresholds(X, None, max_bins, 2)
+    for f in range(30):
+        assert _same_bits(padded[f, :counts[f]], _naive_thresholds(X[:, f], max_bins))
+
+
+def test_dense_thresholds_signed_zero_only_differs_in_sign():
+    from hgbt.binning import dense_thresholds
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(3000, 4)) * 2)  # holds both -0.0 and 0.0
+    for max_bins in (3, 255):
+        padded, counts = dense_thresholds(X, None, max_bins, 2)
+        for f in range(4):
+            np.testing.assert_array_equal(padded[f, :counts[f]],
+                                          _naive_thresholds(X[:, f], max_bins))
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_bin_mapper_subsample_rows_and_threads(order):
+    """The rows drawn for thresholds are gathered block by block: the same
+    thresholds as the per-column rule on X[rows], for any thread count."""
+    rng = np.random.default_rng(3)
+    X = np.asarray(_awkward_columns(3000, rng), order=order)
+    mappers = [BinMapper(max_bins=63, subsample=1000, random_state=5, n_threads=t).fit(X)
+               for t in (1, 2, 3)]
+    rows = mappers[0].sample_rows(X.shape[0])
+    for f in range(X.shape[1]):
+        ref = _naive_thresholds(X[rows, f], 63)
+        for m in mappers:
+            assert _same_bits(m.bin_thresholds_[f], ref)
+
+
+def test_constant_positive_weights_take_the_unweighted_kernel():
+    rng = np.random.default_rng(4)
+    X = _awkward_columns(2000, rng)
+    plain = BinMapper(max_bins=40).fit(X)
+    for w in (np.full(2000, 3.5), np.ones(2000)):
+        weighted = BinMapper(max_bins=40).fit(X, sample_weight=w)
+        for a, b in zip(plain.bin_thresholds_, weighted.bin_thresholds_):
+            assert _same_bits(a, b)
+    # zero weights drop rows: not the unweighted rule
+    w = np.ones(2000)
+    w[:1000] = 0
+    dropped = BinMapper(max_bins=40).fit(X, sample_weight=w)
+    for f in range(X.shape[1]):
+        assert _same_bits(dropped.bin_thresholds_[f], _naive_thresholds(X[1000:, f], 40))
+
+
+def test_sorted_column_thresholds_checks_shapes():
+    from hgbt._binning import sorted_column_thresholds
+    cols = np.zeros((5, 2), order="F")
+    with pytest.raises(ValueError, match="one entry per column"):
+        sorted_column_thresholds(cols, 10, np.zeros((2, 3)), np.zeros(2, np.int32), 1)
+    with pytest.raises(ValueError, match="max_bins"):
+        sorted_column_thresholds(cols, 1, np.zeros((2, 1)), np.zeros(2, np.int32), 1)

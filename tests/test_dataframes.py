@@ -385,3 +385,131 @@ def test_parametrize_with_checks_includes_the_pandas_checks():
         assert "check_sample_weights_pandas_series" in names
         assert names & {"check_regressor_data_not_an_array",
                         "check_classifier_data_not_an_array"}
+
+
+# ------------------------------------------------------------ bulk conversion
+def _mixed_pandas(n=400, seed=0):
+    """Every numeric column kind next to categories (one with unused ones)."""
+    rng = np.random.RandomState(seed)
+    na = rng.uniform(size=n) < 0.2
+    x = rng.normal(size=n)
+    return pd.DataFrame({
+        "f64": np.where(na, np.nan, x),
+        "f32": x.astype(np.float32),
+        "i8": rng.randint(-100, 100, n).astype(np.int8),
+        "u64": rng.randint(0, 2**62, n, dtype=np.uint64) * np.uint64(3),
+        "i64_big": rng.randint(2**53, 2**62, n, dtype=np.int64),
+        "bool": rng.uniform(size=n) < 0.5,
+        "Int64": pd.array(np.where(na, None, rng.randint(0, 9, n)).tolist(), dtype="Int64"),
+        "Float64": pd.array(np.where(na, None, x).tolist(), dtype="Float64"),
+        "boolean": pd.array(np.where(na, None, x > 0).tolist(), dtype="boolean"),
+        "arrow_f32": pd.array(x.astype(np.float32), dtype="float32[pyarrow]"),
+        "cat": pd.Categorical(rng.choice(["b", "a", "c"], n), categories=["c", "b", "a", "z"]),
+        "cat_na": pd.Categorical(np.where(na, None, rng.choice(["x", "y"], n))),
+    })
+
+
+def _column_by_column(X, est):
+    """The reference conversion: each column on its own, by-value categories
+    looked up one value at a time."""
+    by_value = getattr(est, "_categorical_by_value", None)
+    out = np.empty(X.shape)
+    for j in range(X.shape[1]):
+        if isinstance(X, pd.DataFrame):
+            col = X.iloc[:, j]
+        elif isinstance(X, pl.DataFrame):
+            col = X.to_series(j)
+        else:
+            col = X.column(j)
+        if by_value is not None and by_value[j]:
+            lookup = {c: k for k, c in enumerate(est.categorical_categories_[j])}
+            values = col.to_list() if not isinstance(col, pd.Series) else list(col)
+            out[:, j] = [lookup.get(v, np.nan) if isinstance(v, str) else np.nan
+                         for v in values]
+        elif isinstance(col, pd.Series):
+            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        elif isinstance(col, pl.Series):
+            out[:, j] = col.cast(pl.Float64).to_numpy()
+        else:
+            out[:, j] = np.asarray(col, dtype=np.float64)
+    return out
+
+
+def _polars_mixed(df):
+    out = pl.from_pandas(df.drop(columns=["cat", "cat_na", "arrow_f32"]))
+    return out.with_columns(
+        pl.Series("cat", df["cat"].astype(str).tolist(), dtype=pl.Enum(["c", "b", "a", "z"])),
+        pl.Series("cat_na", df["cat_na"].astype(object).where(df["cat_na"].notna(), None)
+                  .tolist(), dtype=pl.Categorical),
+        pl.Series("i32", np.arange(len(df), dtype=np.int32) * 40_000),
+        pl.Series("u8", (np.arange(len(df)) % 200).astype(np.uint8)))
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_bulk_conversion_equals_column_by_column(kind):
+    import pyarrow as pa
+    df = _mixed_pandas()
+    numeric = df.drop(columns=["cat", "cat_na"])
+    X = {"pandas": df, "polars": _polars_mixed(df),
+         "arrow": pa.Table.from_pandas(numeric, preserve_index=False)}[kind]
+    before = X.clone() if kind == "polars" else (X.copy() if kind == "pandas" else X)
+    y = np.random.RandomState(0).normal(size=len(df))
+    est = HistGBDTRegressor(max_iter=3, random_state=0).fit(X, y)
+    if kind != "arrow":
+        assert est._categorical_by_value.sum() == 2
+    for reset in (True, False):
+        out = est._validate_X(X, reset=reset)
+        assert out.dtype == np.float64 and out.flags.f_contiguous
+        np.testing.assert_array_equal(out, _column_by_column(X, est))
+    # the user's frame is untouched
+    if kind == "pandas":
+        pd.testing.assert_frame_equal(X, before)
+    elif kind == "polars":
+        assert X.equals(before)
+    # the same model as on the reference array
+    ref = HistGBDTRegressor(max_iter=3, random_state=0,
+                            categorical_features=est.is_categorical_)
+    Xref = np.ascontiguousarray(_column_by_column(X, est))
+    np.testing.assert_array_equal(ref.fit(Xref, y).predict(Xref), est.predict(X))
+
+
+@pytest.mark.parametrize("columns, dtype", [
+    ({"a": np.float32, "b": bool}, np.float32),
+    ({"a": np.float32, "b": np.int16}, np.float32),
+    ({"a": np.float32, "b": np.int32}, np.float64),
+    ({"a": np.float16}, np.float64),
+    ({"a": np.float32, "b": "Float32"}, np.float64),
+])
+def test_bulk_conversion_keeps_scikit_learn_dtype(columns, dtype):
+    """Without categorical columns, a pandas frame gets check_array's dtype."""
+    df = pd.DataFrame({k: np.arange(30) % 7 for k in columns}).astype(columns)
+    est = HistGBDTRegressor(max_iter=2).fit(df, np.arange(30.0))
+    out = est._validate_X(df, reset=False)
+    assert out.dtype == dtype
+    expected = sklearn.utils.check_array(df, dtype=[np.float64, np.float32])
+    assert expected.dtype == dtype
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_frames_that_are_not_only_numbers_keep_their_errors():
+    df = _mixed_pandas(50)
+    df["text"] = "a"
+    y = np.arange(50.0)
+    with pytest.raises(ValueError, match="Feature 'text' could not be converted"):
+        HistGBDTRegressor(max_iter=2).fit(df, y)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        HistGBDTRegressor(max_iter=2).fit(df.drop(columns=["cat", "cat_na"]), y)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        HistGBDTRegressor(max_iter=2).fit(pl.DataFrame({"a": [1.0] * 50, "t": ["x"] * 50}), y)
+    with pytest.raises(ValueError, match="0 sample"):
+        HistGBDTRegressor(max_iter=2).fit(pd.DataFrame({"a": []}, dtype=float), [])
+
+
+def test_wide_frame_one_and_two_threads_identical():
+    rng = np.random.RandomState(0)
+    df = pd.concat([_mixed_pandas(300, seed) for seed in range(8)], axis=1)
+    df.columns = [f"c{j}" for j in range(df.shape[1])]
+    y = rng.normal(size=300)
+    preds = [HistGBDTRegressor(max_iter=5, n_threads=t, random_state=0).fit(df, y).predict(df)
+             for t in (1, 2)]
+    np.testing.assert_array_equal(*preds)
