@@ -464,7 +464,7 @@ def _summary_table(results, mode):
         s, task = e["summary"][mode], e["data"]["task"]
         med = s["medians"]
         if "hgbt" not in s:
-            err = s["errors"].get("hgbt", "not run")
+            err = s["errors"].get("hgbt", "no peer fitted" if "hgbt" in med else "not run")
             counts["failed"].append(name)
             lines.append(f"| {name} | {task} | failed: {_short(err)} |||||||")
             continue
