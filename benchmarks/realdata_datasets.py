@@ -53,7 +53,9 @@ def _finish(X, categorical=(), cap=True):
         s = X[col]
         if col in categorical or s.dtype == object or pd.api.types.is_string_dtype(s):
             s = s.astype("string").str.strip()
-            X[col] = (_cap_levels(s) if cap else s).astype("category")
+            s = _cap_levels(s) if cap else s
+            # pd.NA -> NaN: scikit-learn's encoders reject pd.NA among strings.
+            X[col] = s.astype(object).where(s.notna(), np.nan).astype("category")
         else:
             X[col] = s.astype(np.float64)
     return X
