@@ -471,7 +471,7 @@ def run_worker(lib_name, task, data_dir, n_threads):
         import_s=import_s,
     )
     if lib_name in OURS:
-        from hgbt._openmp import openmp_enabled
+        from hgbt.core._openmp import openmp_enabled
         result["openmp"] = bool(openmp_enabled())
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 

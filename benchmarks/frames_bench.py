@@ -77,7 +77,7 @@ def _timed(f):
 
 def stages(X, y):
     """hgbt's input stages alone: conversion (fit) and thresholds."""
-    from hgbt.binning import BinMapper
+    from hgbt.data.binning import BinMapper
     est = hgbt_model()
     t_convert, Xc = _timed(lambda: est._validate_X(X, reset=True))
     mapper = BinMapper(max_bins=255, random_state=0, n_threads=2,

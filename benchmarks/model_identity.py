@@ -318,7 +318,7 @@ def fit(cfg, n_threads, cache):
     est = cfg.estimator(n_threads)
     loops = []
     try:  # which growth loop each tree took (informative; internals may move)
-        from hgbt.grower import TreeGrower
+        from hgbt.tree.grower import TreeGrower
         original = TreeGrower._in_kernel
 
         def spy(self):

@@ -382,7 +382,7 @@ def run_worker(lib_name, task_name, data_dir, n_threads):
         peak_rss_after_predict_mb=_peak_rss_mb(), peak_rss_before_fit_mb=rss_before_fit)
     if lib_name.startswith("hgbt"):
         try:
-            from hgbt._openmp import openmp_enabled
+            from hgbt.core._openmp import openmp_enabled
             result["openmp"] = bool(openmp_enabled())
         except ImportError:
             pass

@@ -6,7 +6,7 @@ from sklearn.metrics import mean_squared_error, r2_score
 from sklearn.model_selection import train_test_split
 
 from . import HistGBDTRegressor, __version__
-from ._openmp import effective_n_threads
+from .core._openmp import effective_n_threads
 from .datasets import make_regression_task
 
 

@@ -21,14 +21,26 @@ import warnings
 
 import numpy as np
 
-from ._types import NODE_DTYPE
-from .binning import BinMapper
-from .predictor import TreePredictor
+from .core._types import NODE_DTYPE
+from .core import version
+from .data.binning import BinMapper
+from .tree.predictor import TreePredictor
 
 FORMAT = "hgbt-model"
 FORMAT_VERSION = 1
 
 ESTIMATORS = ("HistGBDTRegressor", "HistGBDTClassifier")
+# name -> class; the estimator modules register their classes (this module sits
+# below them, so it does not import them)
+_CLASSES = {}
+
+
+def register_estimator(cls):
+    """Class decorator: ``cls`` can be loaded from a model file by its name."""
+    if cls.__name__ not in ESTIMATORS:
+        raise ValueError(f"{cls.__name__} is not a model-file estimator {ESTIMATORS}.")
+    _CLASSES[cls.__name__] = cls
+    return cls
 
 # Fitted attributes written under their own keys of "fitted"; every other
 # instance attribute that is not a parameter goes to "fitted.attributes".
@@ -46,9 +58,8 @@ _NONFINITE_NAMES = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
 def hgbt_version():
-    """The running hgbt version (read late: this module loads before it is set)."""
-    from . import __version__
-    return __version__
+    """The running hgbt version."""
+    return version.__version__
 
 
 # ------------------------------------------------------------------ pickle
@@ -634,9 +645,7 @@ def _model_from_dict(document):
     name = _get(document, "estimator", "document")
     if name not in ESTIMATORS:
         _fail("estimator", f"expected one of {ESTIMATORS}, got {name!r}")
-    from .classifier import HistGBDTClassifier
-    from .regressor import HistGBDTRegressor
-    cls = HistGBDTRegressor if name == "HistGBDTRegressor" else HistGBDTClassifier
+    cls = _CLASSES[name]
 
     params = {key: _decode(value, f"params.{key}") for key, value in
               _as_dict(_get(document, "params", "document"), "params").items()}
@@ -661,7 +670,7 @@ def _model_from_dict(document):
         names = np.asarray(names, dtype=object)
 
     classes = _get(fitted, "classes_", "fitted")
-    if cls is HistGBDTClassifier:
+    if name == "HistGBDTClassifier":
         classes = _decode(classes, "fitted.classes_")
         if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size < 2:
             _fail("fitted.classes_", "expected an array of at least two class labels")
@@ -676,7 +685,7 @@ def _model_from_dict(document):
 
     k_trees = _as_int(_get(fitted, "n_trees_per_iteration_", "fitted"),
                       "fitted.n_trees_per_iteration_", low=1)
-    if cls is HistGBDTClassifier:
+    if name == "HistGBDTClassifier":
         expected = 1 if classes.size == 2 else classes.size
     else:
         expected = 1
@@ -702,7 +711,7 @@ def _model_from_dict(document):
     estimator.n_features_in_ = n_features
     if names is not None:
         estimator.feature_names_in_ = names
-    if cls is HistGBDTClassifier:
+    if name == "HistGBDTClassifier":
         estimator.classes_ = classes
     estimator.n_iter_ = n_iter
     estimator.n_trees_per_iteration_ = k_trees

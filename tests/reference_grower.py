@@ -1,5 +1,5 @@
 """The grower's loop in Python, node by node: the reference the kernel loop
-(``hgbt._grower``) is checked against, byte for byte.
+(``hgbt.tree._grower``) is checked against, byte for byte.
 
 It drives a training-data source through its per-node interface
 (``node_histogram``, ``sibling_histogram``, ``split``, ``release``) with
@@ -10,9 +10,9 @@ import heapq
 
 import numpy as np
 
-from hgbt._splitting import leaf_value
-from hgbt._types import GROWN_NODE_DTYPE, SPLIT_INFO_DTYPE
-from hgbt.grower import TreeGrower
+from hgbt.tree._splitting import leaf_value
+from hgbt.core._types import GROWN_NODE_DTYPE, SPLIT_INFO_DTYPE
+from hgbt.tree.grower import TreeGrower
 
 _ALL_FEATURES = np.empty(0, dtype=np.uint8)
 
@@ -38,7 +38,7 @@ class _Node:
 
 
 class PythonLoopGrower(TreeGrower):
-    """:class:`hgbt.grower.TreeGrower` with its loop in Python."""
+    """:class:`hgbt.tree.grower.TreeGrower` with its loop in Python."""
 
     def _may_split(self, node):
         if self.max_depth is not None and node.depth >= self.max_depth:

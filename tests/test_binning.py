@@ -4,9 +4,10 @@ import warnings
 import numpy as np
 import pytest
 
-from hgbt._binning import map_to_bins
-from hgbt._types import X_BINNED_DTYPE
-from hgbt.binning import BinMapper, find_thresholds
+from hgbt.data._binning import map_to_bins
+from hgbt.core._types import X_BINNED_DTYPE
+from hgbt.data.binning import BinMapper
+from hgbt.data.thresholds import find_thresholds
 
 
 def reference_codes(X, thresholds, missing_bin):
@@ -754,7 +755,7 @@ def test_categorical_features_leave_numeric_binning_unchanged():
 def _naive_thresholds(column, max_bins):
     """The per-column NumPy rule BinMapper used before its kernel: NaN dropped,
     one sort (float32 as float32), midpoints or capped quantiles, np.unique."""
-    from hgbt.binning import _midpoints_of, _quantiles
+    from hgbt.data.thresholds import _midpoints_of, _quantiles
     column = np.asarray(column)
     if column.dtype != np.float32:
         column = column.astype(np.float64)
@@ -793,7 +794,7 @@ def _same_bits(a, b):
 @pytest.mark.parametrize("max_bins", [2, 3, 17, 255])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_dense_thresholds_equal_the_per_column_rule(n, max_bins, dtype):
-    from hgbt.binning import dense_thresholds
+    from hgbt.data.thresholds import dense_thresholds
     rng = np.random.default_rng(n * 1000 + max_bins)
     with np.errstate(over="ignore"):
         X = _awkward_columns(n, rng).astype(dtype)
@@ -807,7 +808,7 @@ def test_dense_thresholds_equal_the_per_column_rule(n, max_bins, dtype):
 def test_dense_thresholds_random_columns_bit_identical(seed):
     """Random mixes of value counts, ties and missing values (zero excluded:
     which of -0.0 and 0.0 a sort puts first is not fixed)."""
-    from hgbt.binning import dense_thresholds
+    from hgbt.data.thresholds import dense_thresholds
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 3000))
     X = np.empty((n, 30))
@@ -822,7 +823,7 @@ def test_dense_thresholds_random_columns_bit_identical(seed):
 
 
 def test_dense_thresholds_signed_zero_only_differs_in_sign():
-    from hgbt.binning import dense_thresholds
+    from hgbt.data.thresholds import dense_thresholds
     rng = np.random.default_rng(0)
     X = np.round(rng.normal(size=(3000, 4)) * 2)  # holds both -0.0 and 0.0
     for max_bins in (3, 255):
@@ -864,7 +865,7 @@ def test_constant_positive_weights_take_the_unweighted_kernel():
 
 
 def test_sorted_column_thresholds_checks_shapes():
-    from hgbt._binning import sorted_column_thresholds
+    from hgbt.data._binning import sorted_column_thresholds
     cols = np.zeros((5, 2), order="F")
     with pytest.raises(ValueError, match="one entry per column"):
         sorted_column_thresholds(cols, 10, np.zeros((2, 3)), np.zeros(2, np.int32), 1)

@@ -1,4 +1,4 @@
-"""Feature layouts (hgbt.bundling) and the sparse-column kernels against naive
+"""Feature layouts (hgbt.data.bundling) and the sparse-column kernels against naive
 NumPy references.
 
 Gradients and hessians are snapped to the exact-sum grid (as ``start_tree``
@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hgbt._exact import snap_to_grid
-from hgbt._histogram import build_histogram_sparse, subtract_histograms
-from hgbt._partition import partition_rows_by_table, partition_rows_stored
-from hgbt._splitting import find_node_split
-from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, SPLIT_INFO_DTYPE
-from hgbt.binning import BinMapper
-from hgbt.bundling import (MAX_BUNDLE_CODES, DenseSource, FeatureLayout, SparseSource,
-                           build_layout, find_bundles)
-from hgbt.exact import grid_exponent
-from hgbt.sparse import bin_stored_entries
-from hgbt.training_data import LocalTrainingData
+from hgbt.core._exact import snap_to_grid
+from hgbt.tree._histogram import build_histogram_sparse, subtract_histograms
+from hgbt.tree._partition import partition_rows_by_table, partition_rows_stored
+from hgbt.tree._splitting import find_node_split
+from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, SPLIT_INFO_DTYPE
+from hgbt.data.binning import BinMapper
+from hgbt.data.bundling import (MAX_BUNDLE_CODES, DenseSource, FeatureLayout, SparseSource,
+                                build_layout, find_bundles)
+from hgbt.core.exact import grid_exponent
+from hgbt.data.sparse import bin_stored_entries
+from hgbt.tree.training_data import LocalTrainingData
 from test_histogram import garbage_histogram, row_subsets  # shared kernel-test helpers
 
 MISSING_BIN = 255

@@ -8,12 +8,12 @@ import pytest
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt._partition import partition_rows_by_table
-from hgbt._predictor import predict_add, predict_binned_add
-from hgbt._splitting import find_node_split
-from hgbt._types import HISTOGRAM_DTYPE, NODE_DTYPE, SIZE_DTYPE
-from hgbt.binning import BinMapper, bitset_to_codes, category_codes, codes_to_bitset
-from hgbt.predictor import TreePredictor
+from hgbt.tree._partition import partition_rows_by_table
+from hgbt.tree._predictor import predict_add, predict_binned_add
+from hgbt.tree._splitting import find_node_split
+from hgbt.core._types import HISTOGRAM_DTYPE, NODE_DTYPE, SIZE_DTYPE
+from hgbt.data.binning import BinMapper, bitset_to_codes, category_codes, codes_to_bitset
+from hgbt.tree.predictor import TreePredictor
 
 NO_MASK = np.empty(0, dtype=np.uint8)
 

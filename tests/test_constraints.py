@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt.gradient_boosting import interaction_groups
+from hgbt.estimators.gradient_boosting import interaction_groups
 
 
 def _paths(nodes):

@@ -1,7 +1,7 @@
 """The early-stopping rule and validation split."""
 import numpy as np
 
-from hgbt.early_stopping import should_stop, split_validation
+from hgbt.engine.early_stopping import should_stop, split_validation
 
 
 def test_should_stop_rule():

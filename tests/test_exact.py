@@ -1,15 +1,15 @@
-"""Exact sums and gradient grids (hgbt.exact, hgbt._exact) against math.fsum
+"""Exact sums and gradient grids (hgbt.core.exact, hgbt.core._exact) against math.fsum
 and brute force: results must not depend on the order or the split of rows."""
 import math
 
 import numpy as np
 import pytest
 
-from hgbt._exact import snap_to_grid
-from hgbt._histogram import build_histogram, build_histogram_root, subtract_histograms
-from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
-from hgbt.exact import ExactSum, WeightedMean, grid_exponent
-from hgbt.training_data import LocalTrainingData
+from hgbt.core._exact import snap_to_grid
+from hgbt.tree._histogram import build_histogram, build_histogram_root, subtract_histograms
+from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+from hgbt.core.exact import ExactSum, WeightedMean, grid_exponent
+from hgbt.tree.training_data import LocalTrainingData
 
 
 def wide_values(n, seed):

@@ -284,7 +284,7 @@ def test_validation_scored_like_training_rows():
 def test_goss_leaf_refit_uses_goss_weights(task, monkeypatch):
     # Non-smooth losses re-fit leaves from their rows: GOSS's up-weighted rows
     # must weigh (n - n_top) / n_other there too, as they do in the gradients.
-    from hgbt import losses
+    from hgbt.engine import losses
     X, y, _, _ = task
     seen = []
     original = losses.AbsoluteError.refit_leaf
@@ -330,7 +330,7 @@ def test_small_input_fast_path_equals_the_validated_path():
 
     import pandas as pd
 
-    from hgbt.gradient_boosting import FOREST_MAX_ROWS
+    from hgbt.estimators.gradient_boosting import FOREST_MAX_ROWS
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((2000, 5))

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from hgbt._types import G_H_DTYPE, Y_DTYPE
-from hgbt.binning import BinMapper
-from hgbt.grower import TreeGrower
-from hgbt.training_data import LocalTrainingData
+from hgbt.core._types import G_H_DTYPE, Y_DTYPE
+from hgbt.data.binning import BinMapper
+from hgbt.tree.grower import TreeGrower
+from hgbt.tree.training_data import LocalTrainingData
 from reference_grower import PythonLoopGrower
 
 
@@ -515,7 +515,7 @@ def test_categorical_tree_routes_values_and_gains(max_cat_to_onehot):
 
 
 # ---------------------------------------------------------------------------
-# the kernel's loop (hgbt._grower) against the Python loop
+# the kernel's loop (hgbt.tree._grower) against the Python loop
 
 KERNEL_CASES = [
     dict(),
@@ -564,8 +564,8 @@ def _with_sparse_columns(X, rng, all_sparse):
 
 
 def _grow_both_ways(case, n_threads):
-    from hgbt.bundling import DenseSource, build_layout
-    from hgbt.sampling import FeatureSampler
+    from hgbt.data.bundling import DenseSource, build_layout
+    from hgbt.engine.sampling import FeatureSampler
 
     case = dict(case)
     rng = np.random.default_rng(len(str(case)))
@@ -671,8 +671,8 @@ def test_every_local_tree_grows_in_the_kernel(monkeypatch):
 
 
 def test_kernel_rejects_inconsistent_buffers():
-    from hgbt._grower import TreeKernel
-    from hgbt._splitting import SplitSettings
+    from hgbt.tree._grower import TreeKernel
+    from hgbt.tree._splitting import SplitSettings
 
     X, Xb, mapper, g, h = make_problem(4, n_samples=300)
     rows = np.arange(300, dtype=np.uint32)

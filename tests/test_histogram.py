@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from hgbt._histogram import build_histogram, build_histogram_root, subtract_histograms
-from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+from hgbt.tree._histogram import build_histogram, build_histogram_root, subtract_histograms
+from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
 
 N_BINS = 17  # 16 value bins + missing bin 16
 

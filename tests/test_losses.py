@@ -11,7 +11,7 @@ from scipy.optimize import minimize, minimize_scalar
 from sklearn.metrics import log_loss as sk_log_loss
 from sklearn.metrics import mean_tweedie_deviance
 
-from hgbt.losses import (
+from hgbt.engine.losses import (
     LOSS_NAMES,
     AbsoluteError,
     BinaryLogLoss,
@@ -26,7 +26,7 @@ from hgbt.losses import (
     get_loss,
     weighted_quantile,
 )
-from hgbt._types import G_H_DTYPE, Y_DTYPE
+from hgbt.core._types import G_H_DTYPE, Y_DTYPE
 
 
 # ------------------------------------------------------------------ references

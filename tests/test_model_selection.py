@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt._openmp import effective_n_threads, openmp_enabled
+from hgbt.core._openmp import effective_n_threads, openmp_enabled
 
 N_JOBS = 2
 
@@ -456,7 +456,7 @@ _COUNT_SCRIPT = textwrap.dedent("""
     import numpy as np
     from threadpoolctl import threadpool_limits
     from hgbt import HistGBDTRegressor
-    from hgbt._openmp import effective_n_threads
+    from hgbt.core._openmp import effective_n_threads
 
     n_threads, limit = json.loads(sys.argv[1])
     X = np.random.RandomState(0).uniform(size=(20000, 10))

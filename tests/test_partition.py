@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from hgbt._partition import partition_rows
-from hgbt._types import SIZE_DTYPE
+from hgbt.tree._partition import partition_rows
+from hgbt.core._types import SIZE_DTYPE
 
 MISSING_BIN = 255
 

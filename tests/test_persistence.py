@@ -257,7 +257,7 @@ def test_unpickle_from_other_version_warns():
 
 def test_unpickle_bytes_written_by_other_version_warns(monkeypatch):
     model, X = _fit_classifier(np.array(["a", "b"]), max_iter=3)
-    monkeypatch.setattr(hgbt, "__version__", "9.9.9")
+    monkeypatch.setattr(hgbt.core.version, "__version__", "9.9.9")
     data = pickle.dumps(model)
     monkeypatch.undo()
     with pytest.warns(InconsistentVersionWarning, match="from hgbt version 9.9.9"):
@@ -562,7 +562,7 @@ def test_random_truncation_never_crashes(saved, tmp_path):
                     reason="no categorical node fields in this build")
 def test_categorical_nodes_and_bitsets_round_trip(tmp_path):
     """Node fields and per-tree arrays beyond the numeric ones are saved too."""
-    from hgbt.predictor import TreePredictor
+    from hgbt.tree.predictor import TreePredictor
 
     model, X = _fit_regressor(max_iter=3)
     rng = np.random.default_rng(8)

@@ -4,9 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from hgbt._predictor import add_leaf_values, predict_add, predict_csr_add
-from hgbt._types import NODE_DTYPE, SIZE_DTYPE
-from hgbt.predictor import TreePredictor
+from hgbt.tree._predictor import add_leaf_values, predict_add, predict_csr_add
+from hgbt.core._types import NODE_DTYPE, SIZE_DTYPE
+from hgbt.tree.predictor import TreePredictor
 
 
 def random_tree(rng, n_features, X_pool, max_depth=6, leaf_prob=0.25):
@@ -222,7 +222,7 @@ def test_numeric_trees_need_no_bitsets():
 def test_forest_predictor_equals_tree_by_tree(categorical_model, n_rows):
     # Multiclass, NaN and a categorical feature: one kernel call over all trees
     # must add exactly what the trees add one by one, in the same order.
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     model = categorical_model
     x = categorical_test_X(np.random.default_rng(n_rows), n_rows)
@@ -357,7 +357,7 @@ def categorical_test_X(rng, n_rows):
 @pytest.mark.parametrize("n_rows", [1, 7, 300, 5000])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_csr_categorical_trees_and_forest_match_dense(categorical_model, n_rows, dtype):
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     rng = np.random.default_rng(n_rows)
     A, dense = to_csr(categorical_test_X(rng, n_rows), rng, "csr_matrix", dtype,
@@ -381,7 +381,7 @@ def test_csr_categorical_trees_and_forest_match_dense(categorical_model, n_rows,
 
 def test_csr_only_format_accepted(categorical_model):
     import scipy.sparse as sp
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     X = np.eye(4, 5)
     tree = categorical_model._predictors[0][0]
@@ -398,7 +398,7 @@ def test_csr_only_format_accepted(categorical_model):
 
 def test_csr_invalid_input_raises():
     import scipy.sparse as sp
-    from hgbt._predictor import predict_forest_csr_add
+    from hgbt.tree._predictor import predict_forest_csr_add
 
     rng = np.random.default_rng(23)
     nodes = random_tree(rng, 3, random_X(rng, 50, 3))
@@ -500,7 +500,7 @@ def tree_by_tree(rounds, X, base, n_threads=1):
 
 
 def packed_add(forest, X, base, n_threads):
-    from hgbt._predictor import predict_forest_packed_add
+    from hgbt.tree._predictor import predict_forest_packed_add
 
     out = np.repeat(base[:, None], X.shape[0], axis=1)
     predict_forest_packed_add(*forest.packed, forest.tree_starts, forest.tree_outputs, X,
@@ -542,7 +542,7 @@ def test_reference_traversal_of_categorical_nodes():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_packed_forest_equals_tree_by_tree(with_cat, dtype, order):
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     rng = np.random.default_rng(31 + with_cat)
     cat = (2, 5) if with_cat else ()
@@ -566,7 +566,7 @@ def test_packed_forest_equals_tree_by_tree(with_cat, dtype, order):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_packed_forest_parallel_path_thread_independent(dtype):
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     rng = np.random.default_rng(33)
     X = edge_X(rng, 5003, 6, (4,), dtype)  # >= 2048 rows: threads share blocks
@@ -579,7 +579,7 @@ def test_packed_forest_parallel_path_thread_independent(dtype):
 
 
 def test_packed_forest_strided_and_reversed_X():
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     rng = np.random.default_rng(34)
     big = edge_X(rng, 900, 12, (2,))
@@ -619,7 +619,7 @@ def test_packed_forest_of_fitted_models():
 
 
 def test_forest_holds_its_trees():
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     rng = np.random.default_rng(38)
     rounds = random_rounds(rng, 3, 2, 4, random_X(rng, 50, 4))
@@ -632,7 +632,7 @@ def test_forest_holds_its_trees():
 
 
 def test_packed_forest_only_leaves_and_nan_threshold():
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree.predictor import ForestPredictor
 
     rng = np.random.default_rng(36)
     X = random_X(rng, 50, 3)
@@ -657,8 +657,8 @@ def test_packed_forest_only_leaves_and_nan_threshold():
 
 
 def test_packed_forest_invalid_input_raises():
-    from hgbt._predictor import predict_forest_packed_add
-    from hgbt.predictor import ForestPredictor
+    from hgbt.tree._predictor import predict_forest_packed_add
+    from hgbt.tree.predictor import ForestPredictor
 
     rng = np.random.default_rng(37)
     X = random_X(rng, 40, 4)

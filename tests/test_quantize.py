@@ -5,10 +5,10 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt._histogram import build_histogram, build_histogram_packed, build_histogram_root
-from hgbt._quantize import leaf_sums, quantize_gradients
-from hgbt._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
-from hgbt.training_data import packed_layout, padded_row_major, quantize_exponents
+from hgbt.tree._histogram import build_histogram, build_histogram_packed, build_histogram_root
+from hgbt.tree._quantize import leaf_sums, quantize_gradients
+from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+from hgbt.tree.training_data import packed_layout, padded_row_major, quantize_exponents
 
 EMPTY = np.empty(0, dtype=G_H_DTYPE)
 LAYOUT = packed_layout(16, False)  # levels within ±8 and [0, 16]

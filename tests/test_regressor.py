@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import mean_squared_error
 
 from hgbt import HistGBDTRegressor
-from hgbt._openmp import openmp_enabled
+from hgbt.core._openmp import openmp_enabled
 from hgbt.datasets import make_regression_task
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from hgbt.sampling import FeatureSampler, RowSampler
+from hgbt.engine.sampling import FeatureSampler, RowSampler
 
 
 # ---------------------------------------------------------------------------
@@ -422,7 +422,7 @@ def test_feature_sampler_validation(args, error, match):
 
 
 def test_round_feature_samplers_per_tree():
-    from hgbt.sampling import round_feature_samplers
+    from hgbt.engine.sampling import round_feature_samplers
 
     rng = np.random.default_rng([7, 3])
     single = round_feature_samplers(40, 0.5, 0.5, rng, 7, 3, 1)

@@ -9,10 +9,11 @@ import scipy.sparse as sp
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import OneHotEncoder
 
-import hgbt.bundling
+import hgbt.data.bundling
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt.binning import BinMapper, find_thresholds
-from hgbt.sparse import as_csr, column_thresholds
+from hgbt.data.binning import BinMapper
+from hgbt.data.sparse import as_csr
+from hgbt.data.thresholds import column_thresholds, find_thresholds
 
 N_FEATURES = 16
 ONEHOT = list(range(2, 12))   # columns of the one-hot block
@@ -344,7 +345,7 @@ def test_plain_dense_path_equals_layout_path(task, sparse_input, monkeypatch):
     y = targets("multiclass", y)
     with_layout = estimator("multiclass", subsample=0.8).fit(data, y)
     assert with_layout._bin(data, 1)[1] is not None
-    monkeypatch.setattr(hgbt.bundling, "SPARSE_MAX_DENSITY", -1.0)
+    monkeypatch.setattr(hgbt.data.bundling, "SPARSE_MAX_DENSITY", -1.0)
     plain = estimator("multiclass", subsample=0.8, enable_bundle=False).fit(data, y)
     X_binned, layout = plain._bin(data, 1)
     assert layout is None and X_binned.shape == X.shape

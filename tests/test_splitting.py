@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from hgbt._splitting import find_node_split
-from hgbt._types import HISTOGRAM_DTYPE
+from hgbt.tree._splitting import find_node_split
+from hgbt.core._types import HISTOGRAM_DTYPE
 
 
 def _soft(g, l1):

@@ -7,8 +7,8 @@ import pytest
 
 from hgbt import HistGBDTClassifier
 from hgbt.datasets import make_multiclass_task
-from hgbt.training_data import LocalTrainingData
-from hgbt.tree_team import TreeTeam
+from hgbt.tree.training_data import LocalTrainingData
+from hgbt.engine.tree_team import TreeTeam
 
 
 class _Source:

@@ -6,8 +6,8 @@ shard then receives the tuples already on it (no row moves between workers).
 """
 import numpy as np
 
-from .._types import X_DTYPE
-from ..categorical import _Columns, _is_categorical_dtype, validate_X
+from ..core._types import X_DTYPE
+from ..data.categorical import _Columns, _is_categorical_dtype, validate_X
 
 
 def is_dask_collection(obj):

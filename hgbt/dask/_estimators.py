@@ -13,11 +13,11 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._openmp import effective_n_threads
-from ..binning import BinMapper
-from ..classifier import HistGBDTClassifier
-from ..gradient_boosting import interaction_groups
-from ..regressor import HistGBDTRegressor
+from ..core._openmp import effective_n_threads
+from ..data.binning import BinMapper
+from ..estimators.classifier import HistGBDTClassifier
+from ..estimators.gradient_boosting import interaction_groups
+from ..estimators.regressor import HistGBDTRegressor
 from ._collections import is_dask_collection, partitions, predict_blocks, set_schema
 from ._shard import Shard
 from ._training import ShardGroup, WorkerLostError, boost, lost_workers_raise, merge

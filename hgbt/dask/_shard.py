@@ -12,10 +12,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_X_y
 
-from .._openmp import effective_n_threads
-from .._types import Y_DTYPE
-from ..binning import category_codes
-from ..training_data import LocalTrainingData, max_abs
+from ..core._openmp import effective_n_threads
+from ..core._types import Y_DTYPE
+from ..data.binning import category_codes
+from ..tree.training_data import LocalTrainingData, max_abs
 
 
 def _timed(method):

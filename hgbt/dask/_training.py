@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from .._grower import TreeKernel
-from ..early_stopping import should_stop
-from ..exact import grid_exponent
-from ..grower import TreeGrower
-from ..sampling import round_feature_samplers
+from ..tree._grower import TreeKernel
+from ..engine.early_stopping import should_stop
+from ..core.exact import grid_exponent
+from ..tree.grower import TreeGrower
+from ..engine.sampling import round_feature_samplers
 
 #: exceptions a shard raises about the user's data: re-raised as they are
 _DATA_ERRORS = (ValueError, TypeError, NotImplementedError)

@@ -6,11 +6,13 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._types import Y_DTYPE
+from ..core._types import Y_DTYPE
 from .gradient_boosting import BaseHistGBDT, COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
-from .losses import get_loss
+from ..engine.losses import get_loss
+from ..persistence import register_estimator
 
 
+@register_estimator
 class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     __doc__ = f"""Histogram-based gradient-boosted trees for classification.
 

@@ -1,6 +1,6 @@
 # The partition kernel's C interface, for kernels that grow a tree without
 # Python between nodes (_grower.pyx).
-from ._types cimport X_BINNED_DTYPE_C, SIZE_C
+from ..core._types cimport X_BINNED_DTYPE_C, SIZE_C
 
 
 cdef SIZE_C partition(

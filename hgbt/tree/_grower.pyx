@@ -18,15 +18,15 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 import numpy as np
 
-from ._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct, split_info_struct,
-                      grown_node_struct)
+from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
+                            split_info_struct, grown_node_struct)
 from ._histogram cimport (histogram_root, histogram_rows, histogram_packed,
                           histogram_sparse, subtract, packed_params)
 from ._partition cimport partition, partition_stored
 from ._splitting cimport (find_split, bounded_value, split_params, layout_params,
                           SplitSettings)
 
-from ._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SPLIT_INFO_DTYPE
+from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SPLIT_INFO_DTYPE
 
 # Node masks fetched from the sampler at a time (per-node column sampling).
 DEF MASK_BATCH = 64

@@ -6,14 +6,16 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._types import Y_DTYPE
+from ..core._types import Y_DTYPE
 from .gradient_boosting import BaseHistGBDT, COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
-from .losses import get_loss
+from ..engine.losses import get_loss
+from ..persistence import register_estimator
 
 REGRESSION_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
                      "gamma", "tweedie")
 
 
+@register_estimator
 class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     __doc__ = f"""Histogram-based gradient-boosted trees for regression.
 

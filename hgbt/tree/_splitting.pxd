@@ -1,6 +1,6 @@
 # The split search's C interface, for kernels that grow a tree without Python
 # between nodes (_grower.pyx).
-from ._types cimport hist_struct, split_info_struct
+from ..core._types cimport hist_struct, split_info_struct
 
 
 cdef struct split_params:

@@ -28,8 +28,8 @@ from libc.math cimport INFINITY, fabs
 from libc.string cimport memcpy, memset
 import numpy as np
 
-from ._types cimport hist_struct, split_info_struct, BITSET_WORD_C
-from ._types import SPLIT_INFO_DTYPE
+from ..core._types cimport hist_struct, split_info_struct, BITSET_WORD_C
+from ..core._types import SPLIT_INFO_DTYPE
 
 # Below this many features x bins the scan runs without an OpenMP region.
 DEF MIN_PARALLEL_WORK = 2048

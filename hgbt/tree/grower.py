@@ -2,7 +2,7 @@
 import numpy as np
 
 from ._splitting import SplitSettings, leaf_value
-from ._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
+from ..core._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
 from .predictor import TreePredictor
 
 

@@ -9,7 +9,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from ._csr cimport first_at_least
-from ._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
+from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
 
 # Below this many rows x features a node is built without an OpenMP region:
 # thread start-up would cost more than the work.

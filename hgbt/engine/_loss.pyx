@@ -16,7 +16,7 @@ from libc.math cimport exp, fabsf
 from libc.stdint cimport int32_t, uint32_t
 from libc.string cimport memcpy
 
-from ._types cimport G_H_DTYPE_C, Y_DTYPE_C
+from ..core._types cimport G_H_DTYPE_C, Y_DTYPE_C
 
 # Rows below which a kernel runs on one thread: waking a team costs more
 # than the work, and far more when the cores are oversubscribed.

@@ -17,7 +17,7 @@ from cython.parallel cimport prange
 from libc.math cimport ldexp
 from libc.stdint cimport int64_t, uint64_t
 
-from ._types cimport G_H_DTYPE_C, SIZE_C
+from ..core._types cimport G_H_DTYPE_C, SIZE_C
 
 # Rows below which the loop stays on one thread.
 DEF MIN_PARALLEL_ROWS = 16384

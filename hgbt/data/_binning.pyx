@@ -4,7 +4,7 @@ from cython.parallel cimport prange
 
 import numpy as np
 
-from ._types cimport X_DTYPE_C, X_BINNED_DTYPE_C, BITSET_WORD_C
+from ..core._types cimport X_DTYPE_C, X_BINNED_DTYPE_C, BITSET_WORD_C
 
 # Rows per parallel block: a block of a row-major X stays in cache while
 # every feature of it is binned.

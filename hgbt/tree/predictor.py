@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from ._predictor import (pack_forest, predict_add, predict_binned_add, predict_csr_add,
                          predict_forest_add, predict_forest_csr_add,
                          predict_forest_packed_add)
-from ._types import BITSET_DTYPE, BITSET_WORDS, Y_DTYPE
+from ..core._types import BITSET_DTYPE, BITSET_WORDS, Y_DTYPE
 
 # Dense inputs of at least this many rows take the packed forest (blocks of rows
 # walk each tree in lockstep, branch-free); smaller ones are walked row by row,

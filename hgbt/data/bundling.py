@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._bundling import count_conflicts, mark_rows
-from ._types import SIZE_DTYPE, X_BINNED_DTYPE
+from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE
 
 # A column is stored sparse when at most this share of its rows is off its
 # default code (LightGBM's sparse_threshold of 0.8, seen from the other side).

@@ -11,19 +11,19 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
 
-from ._openmp import effective_n_threads
-from ._types import SIZE_DTYPE, X_BINNED_DTYPE, X_DTYPE, Y_DTYPE
-from .binning import BinMapper
-from .bundling import DenseSource, SparseSource, build_layout
-from .categorical import validate_X
-from .early_stopping import Scorer, should_stop, split_validation
-from .grower import TreeGrower
-from .predictor import PACKED_MIN_ROWS, ForestPredictor
-from .persistence import pickle_state, save_model, unpickle_state
-from .sampling import RowSampler, round_feature_samplers
-from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
-from .training_data import LocalTrainingData
-from .tree_team import TreeTeam
+from ..core._openmp import effective_n_threads
+from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE, X_DTYPE, Y_DTYPE
+from ..data.binning import BinMapper
+from ..data.bundling import DenseSource, SparseSource, build_layout
+from ..data.categorical import validate_X
+from ..engine.early_stopping import Scorer, should_stop, split_validation
+from ..tree.grower import TreeGrower
+from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
+from ..persistence import pickle_state, save_model, unpickle_state
+from ..engine.sampling import RowSampler, round_feature_samplers
+from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
+from ..tree.training_data import LocalTrainingData
+from ..engine.tree_team import TreeTeam
 
 # early_stopping='auto' turns on above this many rows.
 AUTO_EARLY_STOPPING_ROWS = 10_000

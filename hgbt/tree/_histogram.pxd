@@ -2,7 +2,7 @@
 # Python between nodes (_grower.pyx).
 from libc.stdint cimport int64_t
 
-from ._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
+from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
 
 
 # The layout of packed quantized gradients (training_data.packed_layout) and

@@ -52,8 +52,8 @@ from ._loss import (
     TWEEDIE,
     BINARY_LOG_LOSS,
 )
-from ._types import G_H_DTYPE, Y_DTYPE
-from .exact import WeightedMean
+from ..core._types import G_H_DTYPE, Y_DTYPE
+from ..core.exact import WeightedMean
 
 _NO_WEIGHT = np.empty(0, dtype=Y_DTYPE)
 

@@ -18,7 +18,7 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 import numpy as np
 
-from ._types cimport node_struct, Y_DTYPE_C, SIZE_C, X_BINNED_DTYPE_C, BITSET_WORD_C
+from ..core._types cimport node_struct, Y_DTYPE_C, SIZE_C, X_BINNED_DTYPE_C, BITSET_WORD_C
 
 # Stand-in bitset array for trees without categorical splits (never read).
 cdef BITSET_WORD_C _NO_BITSETS[8]

@@ -12,15 +12,15 @@ import threading
 
 import numpy as np
 
-from ._exact import snap_to_grid
+from ..core._exact import snap_to_grid
 from ._grower import TreeKernel
 from ._histogram import (build_histogram, build_histogram_packed, build_histogram_root,
                          build_histogram_sparse, subtract_histograms)
 from ._partition import partition_rows, partition_rows_by_table, partition_rows_stored
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
-from ._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
-from .exact import grid_exponent
+from ..core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
+from ..core.exact import grid_exponent
 
 
 class LocalTrainingData:

@@ -4,7 +4,7 @@ A bundle's rows already holding a non-default value are a bitset (one bit
 per row, uint64 words); a candidate feature conflicts on the rows it shares
 with it.
 """
-from ._types cimport SIZE_C
+from ..core._types cimport SIZE_C
 
 
 def count_conflicts(const unsigned long long[::1] occupied, const SIZE_C[::1] rows,

@@ -11,7 +11,7 @@ from libc.string cimport memset
 import numpy as np
 
 from ._csr cimport first_at_least
-from ._types cimport X_BINNED_DTYPE_C, SIZE_C
+from ..core._types cimport X_BINNED_DTYPE_C, SIZE_C
 
 # Rows per thread below which one thread partitions alone.
 DEF MIN_ROWS_PER_THREAD = 16384

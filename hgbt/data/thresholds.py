@@ -1,0 +1,315 @@
+"""Bin thresholds of one column or of many: distinct-value midpoints, or
+(weighted) quantiles of a sample; dense columns in parallel blocks, sparse
+columns from their stored values and zero count."""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ._binning import sorted_column_thresholds
+from ..core._types import X_DTYPE
+
+# Bytes of sample columns copied and sorted together by one thread (a few
+# MB: a block stays in cache while its thresholds are read off, and the
+# extra memory stays small next to X).
+SORT_BLOCK_BYTES = 4 << 20
+
+def _midpoints(distinct):
+    """Thresholds between consecutive distinct values (sorted, no NaN).
+
+    A threshold ``t`` separates ``a < b`` when ``a <= t < b``. The midpoint is
+    preferred; where it is not strictly below ``b`` (±inf, or ``a`` and ``b``
+    adjacent floats) ``a`` itself is used.
+    """
+    return _midpoints_of(distinct[:-1], distinct[1:])
+
+
+def _midpoints_of(a, b):
+    """Elementwise separating threshold of ``a < b`` (see :func:`_midpoints`)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        mid = a * 0.5 + b * 0.5
+    bad = ~((a <= mid) & (mid < b))
+    mid[bad] = a[bad]
+    return mid
+
+
+def _quantiles(sorted_values, n_quantiles):
+    """Interior quantiles k / n_quantiles (k = 1 .. n_quantiles - 1) of sorted data.
+
+    Averaged inverted CDF: the order statistic at rank ceil(n q), or the
+    midpoint of the two around it when n q is an integer. The midpoint is the
+    same separating one as between distinct values, so a quantile between the
+    largest finite value and +inf separates them instead of becoming inf.
+    """
+    n = sorted_values.size
+    # n q = n k / n_quantiles in exact integer arithmetic.
+    k = np.arange(1, n_quantiles)
+    rank, remainder = np.divmod(n * k, n_quantiles)
+    lower = sorted_values[np.maximum(rank - 1, 0)]
+    upper = sorted_values[np.minimum(rank, n - 1)]
+    on_rank = remainder == 0
+    out = upper.copy()
+    if on_rank.any():
+        pairs = np.column_stack([lower[on_rank], upper[on_rank]])
+        same = pairs[:, 0] == pairs[:, 1]
+        mids = pairs[:, 0].copy()
+        mids[~same] = _midpoints_of(pairs[~same, 0], pairs[~same, 1])
+        out[on_rank] = mids
+    return out
+
+
+def _weighted_quantiles(distinct, cum_weight, n_quantiles):
+    """Interior weighted quantiles k / n_quantiles of aggregated sorted data.
+
+    ``distinct`` are the sorted distinct values and ``cum_weight[j]`` the
+    total (positive) weight of the values ``<= distinct[j]``; ``W`` is
+    ``cum_weight[-1]``. Weighted averaged inverted CDF: quantile ``q = k / B``
+    is ``distinct[j]`` for the first ``j`` with ``cum_weight[j] >= q W``; when
+    ``cum_weight[j] == q W`` exactly it is the separating midpoint of
+    ``distinct[j]`` and ``distinct[j + 1]``. Comparisons are made on the
+    products ``B * cum_weight[j]`` and ``k * W``, exact for integer weights
+    (sums below 2**53 / B), so integer weights give the thresholds of the
+    rows repeated that many times and unit weights those of :func:`_quantiles`.
+    """
+    total = cum_weight[-1]
+    scaled = n_quantiles * cum_weight  # non-decreasing, scaled[-1] >= k * total
+    targets = np.arange(1, n_quantiles) * total
+    j = np.searchsorted(scaled, targets, side="left")
+    j = np.minimum(j, distinct.size - 1)  # only reachable on overflow to inf
+    # On rank: the cumulative weight ends exactly at q W on distinct[j]. The
+    # last value cannot be on rank (k < B) unless the products overflow.
+    on_rank = (scaled[j] == targets) & (j < distinct.size - 1)
+    out = distinct[j]
+    if on_rank.any():
+        jr = j[on_rank]
+        out[on_rank] = _midpoints_of(distinct[jr], distinct[jr + 1])
+    return out
+
+
+def _check_weight(sample_weight, n_samples):
+    """Float64 1-d array of finite, non-negative weights (or None)."""
+    if sample_weight is None:
+        return None
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight must have shape ({n_samples},), got {sample_weight.shape}.")
+    if not np.all(np.isfinite(sample_weight)):
+        raise ValueError("sample_weight must be finite.")
+    if np.any(sample_weight < 0):
+        raise ValueError("sample_weight must be non-negative.")
+    return sample_weight
+
+
+def find_thresholds(column, max_bins, sample_weight=None):
+    """Thresholds of one feature from its (possibly subsampled) values.
+
+    At most ``max_bins`` distinct values map one-to-one to bins (midpoints
+    between them); otherwise the thresholds are quantiles, de-duplicated.
+
+    With ``sample_weight``, rows of zero weight are ignored (for the count of
+    distinct values and for the quantiles) and the quantiles are weighted
+    (see :func:`_weighted_quantiles`): integer weights give exactly the
+    thresholds of the rows repeated that many times, unit weights exactly the
+    unweighted thresholds (bit for bit, as for any constant weight). If every
+    non-NaN value has zero weight, the thresholds fall back to the unweighted
+    ones of those values (rather than none, as for an all-NaN feature), so
+    that values seen at fit time still get distinct bins at prediction time.
+
+    Parameters
+    ----------
+    column : ndarray of shape (n,)
+    max_bins : int
+        Maximum number of non-missing bins; at most ``max_bins - 1`` thresholds.
+    sample_weight : ndarray of shape (n,) or None
+        Finite, non-negative row weights.
+
+    Returns
+    -------
+    thresholds : ndarray of float64, sorted, strictly increasing
+    """
+    column = np.asarray(column, dtype=X_DTYPE)
+    return _find_thresholds(column, max_bins, _check_weight(sample_weight, column.shape[0]))
+
+
+def _find_thresholds(column, max_bins, sample_weight):
+    """:func:`find_thresholds` with ``sample_weight`` already checked."""
+    column = np.asarray(column)
+    if sample_weight is not None or column.dtype != np.float32:
+        column = column.astype(X_DTYPE, copy=False)
+    if sample_weight is not None:
+        return _find_weighted_thresholds(column, max_bins, sample_weight)
+    # float32 sorts in about half the time of float64, and widening after the
+    # sort gives the same array (the cast is exact and keeps the order)
+    values = np.sort(column[~np.isnan(column)])
+    return _sorted_thresholds(values.astype(X_DTYPE, copy=False), max_bins)
+
+
+def _distinct(sorted_values):
+    if sorted_values.size == 0:
+        return sorted_values
+    return sorted_values[np.r_[True, sorted_values[1:] != sorted_values[:-1]]]
+
+
+def _sorted_thresholds(values, max_bins):
+    """:func:`find_thresholds` of sorted, NaN-free values without weights."""
+    if values.size == 0:
+        return np.empty(0, dtype=X_DTYPE)
+    distinct = _distinct(values)
+    if distinct.size <= 1:
+        return np.empty(0, dtype=X_DTYPE)
+    if distinct.size <= max_bins:
+        return _midpoints(distinct)
+    # Quantiles inside a point mass at the maximum (e.g. many +inf) would
+    # merge it with smaller values: cap them at the separator below it.
+    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+    return np.unique(np.minimum(_quantiles(values, max_bins), top))
+
+
+def _find_weighted_thresholds(column, max_bins, sample_weight):
+    keep = ~np.isnan(column) & (sample_weight > 0)
+    if not keep.any():
+        # Nothing with positive weight: unweighted thresholds of the non-NaN
+        # values (none if the column is all NaN).
+        return _find_thresholds(column, max_bins, None)
+    values = column[keep]
+    weight = sample_weight[keep]
+    if weight.min() == weight.max():
+        # Equal weights: the weighted rule is exactly the unweighted one on
+        # the kept rows (computed on counts, free of cumsum rounding), so unit
+        # weights give bit-identical thresholds.
+        return _find_thresholds(values, max_bins, None)
+    order = np.argsort(values)  # the one sort of the feature
+    values = values[order]
+    starts = np.r_[True, values[1:] != values[:-1]]
+    distinct = values[starts]
+    if distinct.size <= 1:
+        return np.empty(0, dtype=X_DTYPE)
+    if distinct.size <= max_bins:
+        return _midpoints(distinct)
+    # Cumulative weight up to the last row of each distinct value.
+    ends = np.r_[starts[1:], True]
+    cum_weight = np.cumsum(weight[order])[ends]
+    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+    return np.unique(np.minimum(_weighted_quantiles(distinct, cum_weight, max_bins), top))
+
+
+def _unweighted(sample_weight):
+    """True when the weights cannot change the thresholds: none, or all equal
+    and positive (every row kept, the weighted rule then being the unweighted
+    one bit for bit)."""
+    return sample_weight is None or (
+        sample_weight.size > 0 and sample_weight.min() == sample_weight.max() > 0)
+
+
+def dense_thresholds(X, rows=None, max_bins=255, n_threads=1):
+    """Unweighted thresholds of every column of a dense ``X``, in parallel.
+
+    Equal to :func:`find_thresholds` of each column (restricted to ``rows``).
+    Blocks of whole columns are copied (float32 stays float32), sorted in place
+    by NumPy along axis 0 (NaN last) and read off by the
+    ``sorted_column_thresholds`` kernel; threads take whole blocks, so the
+    result does not depend on ``n_threads``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    rows : ndarray of int or None
+        Rows to use (None: all).
+    max_bins : int
+    n_threads : int
+
+    Returns
+    -------
+    thresholds : ndarray of shape (n_features, max_bins - 1), float64
+        Row ``f`` holds the thresholds of feature ``f`` in its first
+        ``counts[f]`` entries.
+    counts : ndarray of shape (n_features,), int32
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+    n_features = X.shape[1]
+    n_rows = X.shape[0] if rows is None else len(rows)
+    dtype = np.dtype(np.float32 if X.dtype == np.float32 else X_DTYPE)
+    thresholds = np.zeros((n_features, max(max_bins - 1, 1)), dtype=X_DTYPE)
+    counts = np.zeros(n_features, dtype=np.int32)
+    if n_features == 0 or n_rows == 0:
+        return thresholds, counts
+    n_threads = max(1, int(n_threads))
+    width = max(1, SORT_BLOCK_BYTES // (n_rows * dtype.itemsize))
+    # at least ~4 blocks per thread, so that threads finish together
+    width = min(width, -(-n_features // (4 * n_threads)))
+    starts = range(0, n_features, width)
+
+    def one_block(lo):
+        hi = min(lo + width, n_features)
+        block = np.empty((n_rows, hi - lo), dtype=dtype, order="F")
+        # the copy, the sort and the kernel all run without the GIL
+        block[...] = X[:, lo:hi] if rows is None else X[rows, lo:hi]
+        block.sort(axis=0)
+        sorted_column_thresholds(block, max_bins, thresholds[lo:hi], counts[lo:hi], 1)
+
+    if n_threads == 1 or len(starts) == 1:
+        for lo in starts:
+            one_block(lo)
+    else:
+        with ThreadPoolExecutor(max_workers=n_threads) as pool:
+            list(pool.map(one_block, starts))
+    return thresholds, counts
+
+
+def _with_zeros(sorted_values, n_zeros):
+    """``sorted_values`` with ``n_zeros`` zeros inserted in order."""
+    at = np.searchsorted(sorted_values, 0.0)
+    return np.concatenate([sorted_values[:at], np.zeros(n_zeros, dtype=X_DTYPE),
+                           sorted_values[at:]])
+
+
+def column_thresholds(values, n_zeros, max_bins):
+    """Thresholds of a column given by its stored ``values`` and implicit zeros.
+
+    Equal to the dense thresholds of the same column. With few distinct
+    values (the usual sparse column) only the stored values are sorted;
+    otherwise the sorted column is built for the quantiles.
+    """
+    values = np.sort(values[~np.isnan(values)])
+    distinct = _distinct(values)
+    if n_zeros and not np.any(distinct == 0.0):
+        distinct = _with_zeros(distinct, 1)
+    if distinct.size <= 1:
+        return np.empty(0, dtype=X_DTYPE)
+    if distinct.size <= max_bins:
+        return _midpoints(distinct)
+    return _sorted_thresholds(_with_zeros(values, n_zeros), max_bins)
+
+
+def sparse_thresholds(X_csc, j, max_bins, sample_weight, n_kept=None):
+    """Thresholds of column ``j`` of a CSC sample (see :func:`column_thresholds`).
+
+    ``sample_weight`` must be None or constant over its positive entries
+    (rows of weight 0 are left out); other weights need the dense column,
+    since weighted quantiles add weights row by row. ``n_kept``, the number
+    of positive weights, can be passed to spare a pass over the weights.
+    """
+    start, stop = X_csc.indptr[j], X_csc.indptr[j + 1]
+    values = np.asarray(X_csc.data[start:stop], dtype=X_DTYPE)
+    n_rows = X_csc.shape[0]
+    if sample_weight is not None:
+        kept = sample_weight[X_csc.indices[start:stop]] > 0
+        if n_kept is None:
+            n_kept = int(np.count_nonzero(sample_weight > 0))
+        kept_values = values[kept]
+        n_kept_zeros = n_kept - kept_values.size
+        if n_kept_zeros or np.any(~np.isnan(kept_values)):
+            # equal weights: the unweighted thresholds of the kept rows
+            return column_thresholds(kept_values, n_kept_zeros, max_bins)
+        # nothing kept: the unweighted thresholds of every row, as dense
+    return column_thresholds(values, n_rows - values.size, max_bins)
+
+
+def constant_positive_weight(sample_weight):
+    """True if the positive weights are all equal (or there are no weights)."""
+    if sample_weight is None:
+        return True
+    positive = sample_weight[sample_weight > 0]
+    return positive.size == 0 or positive.min() == positive.max()
