@@ -714,26 +714,6 @@ cdef class SplitSettings:
                          missing_bin, max_cat_to_onehot, cat_smooth, cat_l2,
                          min_data_per_group, max_cat_threshold, -INFINITY, INFINITY)
 
-    @property
-    def min_samples_leaf(self):
-        return self.params.min_samples_leaf
-
-    @property
-    def min_child_weight(self):
-        return self.params.min_child_weight
-
-    @property
-    def l1_regularization(self):
-        return self.params.l1_regularization
-
-    @property
-    def l2_regularization(self):
-        return self.params.l2_regularization
-
-    @property
-    def has_layout(self):
-        return self.layout.feature_column != NULL
-
     def find(self, const hist_struct[:, ::1] histograms, double sum_gradients,
              double sum_hessians, unsigned int n_samples,
              const unsigned char[::1] feature_mask, double lower_bound=-INFINITY,
