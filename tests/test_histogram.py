@@ -78,6 +78,31 @@ def test_root_matches_reference(constant_hessian, seed):
     assert_hist_close(hist, reference(X, np.arange(500), g, h, N_BINS))
 
 
+@pytest.mark.parametrize("constant_hessian", [False, True])
+@pytest.mark.parametrize("n_samples", [511, 512, 513, 2051])
+def test_interleaved_sums_equal_exact_sums(constant_hessian, n_samples):
+    # From 512 rows a feature is summed in interleaved copies; on the gradient
+    # grid every order gives the exact sums, bit for bit, for root and rows.
+    rng = np.random.default_rng(n_samples)
+    skewed = np.where(rng.random((n_samples, 3)) < 0.8, 0,
+                      rng.integers(0, N_BINS, size=(n_samples, 3)))
+    X = np.asfortranarray(skewed.astype(np.uint8))
+    g = (rng.integers(-2**20, 2**20, size=n_samples) * 2.0**-18).astype(G_H_DTYPE)
+    h = (np.array([0.75], dtype=G_H_DTYPE) if constant_hessian
+         else (rng.integers(1, 2**20, size=n_samples) * 2.0**-20).astype(G_H_DTYPE))
+    sg, sh, cnt = reference(X, np.arange(n_samples), g, h, N_BINS)
+    for hist in (run_root(X, g, h, 1), run_rows(X, np.arange(n_samples), g, h, 2)):
+        np.testing.assert_array_equal(hist["count"], cnt)
+        np.testing.assert_array_equal(hist["sum_gradients"], sg)
+        np.testing.assert_array_equal(hist["sum_hessians"], sh)
+    rows = rng.permutation(n_samples)[: 3 * n_samples // 4]
+    hist = run_rows(X, rows, g, h, 1)
+    sg, sh, cnt = reference(X, rows, g, h, N_BINS)
+    np.testing.assert_array_equal(hist["count"], cnt)
+    np.testing.assert_array_equal(hist["sum_gradients"], sg)
+    np.testing.assert_array_equal(hist["sum_hessians"], sh)
+
+
 def row_subsets(rng, n):
     yield np.array([], dtype=np.intp)                       # empty node
     yield np.array([rng.integers(n)])                       # single row

@@ -32,25 +32,47 @@ cdef inline void _fill_constant_hessian(
         hist[b].sum_hessians = hist[b].count * hessian
 
 
+# Rows from which a feature's histogram is summed in LANES interleaved copies,
+# added up at the end: in a skewed column consecutive rows often fall in one
+# bin, and each add would wait for the previous one's store (measured 2-2.5x
+# faster per row; benchmarks/RESULTS.md). The sums are exact on the gradient
+# grid, so the order of the adds does not change a bit.
+DEF LANES = 4
+DEF INTERLEAVE_MIN_ROWS = 512
+DEF MAX_BINS = 256
+
+
+cdef inline void _add_lanes(
+    hist_struct* lanes, hist_struct* hist, int n_bins, bint with_hessians,
+) noexcept nogil:
+    cdef int b, k
+    cdef hist_struct* lane
+    for b in range(n_bins):
+        hist[b] = lanes[b]
+    for k in range(1, LANES):
+        lane = lanes + k * MAX_BINS
+        for b in range(n_bins):
+            hist[b].sum_gradients += lane[b].sum_gradients
+            if with_hessians:
+                hist[b].sum_hessians += lane[b].sum_hessians
+            hist[b].count += lane[b].count
+
+
+cdef inline void _add_row(
+    hist_struct* acc, X_BINNED_DTYPE_C b, G_H_DTYPE_C g, G_H_DTYPE_C h,
+    bint with_hessians,
+) noexcept nogil:
+    acc[b].sum_gradients += g
+    if with_hessians:
+        acc[b].sum_hessians += h
+    acc[b].count += 1
+
+
 cdef void _feature_root(
     const X_BINNED_DTYPE_C* col, SIZE_C n, const G_H_DTYPE_C* g,
     const G_H_DTYPE_C* h, bint constant_hessian, hist_struct* hist, int n_bins,
 ) noexcept nogil:
-    cdef SIZE_C i
-    cdef X_BINNED_DTYPE_C b
-    _zero(hist, n_bins)
-    if constant_hessian:
-        for i in range(n):
-            b = col[i]
-            hist[b].sum_gradients += g[i]
-            hist[b].count += 1
-        _fill_constant_hessian(hist, n_bins, h[0])
-    else:
-        for i in range(n):
-            b = col[i]
-            hist[b].sum_gradients += g[i]
-            hist[b].sum_hessians += h[i]
-            hist[b].count += 1
+    _feature_rows(col, NULL, n, g, h, constant_hessian, h, hist, n_bins)
 
 
 cdef void _feature_rows(
@@ -58,22 +80,38 @@ cdef void _feature_rows(
     const G_H_DTYPE_C* og, const G_H_DTYPE_C* oh, bint constant_hessian,
     const G_H_DTYPE_C* h, hist_struct* hist, int n_bins,
 ) noexcept nogil:
-    # og/oh are the node's gradients already gathered in row order.
-    cdef SIZE_C i
-    cdef X_BINNED_DTYPE_C b
-    _zero(hist, n_bins)
-    if constant_hessian:
-        for i in range(n):
-            b = col[rows[i]]
-            hist[b].sum_gradients += og[i]
-            hist[b].count += 1
-        _fill_constant_hessian(hist, n_bins, h[0])
+    # og/oh are the node's gradients already gathered in row order; rows NULL:
+    # the rows are 0..n-1 (the root), read in place.
+    cdef SIZE_C i, n_lanes = 0
+    cdef int k
+    cdef bint with_hessians = not constant_hessian
+    cdef hist_struct lanes[LANES * MAX_BINS]
+    cdef hist_struct* acc = hist
+    if n >= INTERLEAVE_MIN_ROWS:
+        acc = lanes
+        for k in range(LANES):
+            _zero(lanes + k * MAX_BINS, n_bins)
+        n_lanes = n - n % LANES
     else:
-        for i in range(n):
-            b = col[rows[i]]
-            hist[b].sum_gradients += og[i]
-            hist[b].sum_hessians += oh[i]
-            hist[b].count += 1
+        _zero(hist, n_bins)
+    # lane k takes rows i + k; the rest go to lane 0
+    if rows == NULL:
+        for i in range(0, n_lanes, LANES):
+            for k in range(LANES):
+                _add_row(acc + k * MAX_BINS, col[i + k], og[i + k],
+                         oh[i + k] if with_hessians else 0, with_hessians)
+    else:
+        for i in range(0, n_lanes, LANES):
+            for k in range(LANES):
+                _add_row(acc + k * MAX_BINS, col[rows[i + k]], og[i + k],
+                         oh[i + k] if with_hessians else 0, with_hessians)
+    for i in range(n_lanes, n):
+        _add_row(acc, col[i] if rows == NULL else col[rows[i]], og[i],
+                 oh[i] if with_hessians else 0, with_hessians)
+    if acc == lanes:
+        _add_lanes(lanes, hist, n_bins, with_hessians)
+    if constant_hessian:
+        _fill_constant_hessian(hist, n_bins, h[0])
 
 
 def build_histogram_root(
