@@ -103,6 +103,39 @@ def test_interleaved_sums_equal_exact_sums(constant_hessian, n_samples):
     np.testing.assert_array_equal(hist["sum_hessians"], sh)
 
 
+@pytest.mark.parametrize("n_samples", [300, 2000])
+def test_column_width_writes_only_used_bins(n_samples):
+    # Column f > 0 gets its bins below column_width[f] and the missing bin;
+    # the rest keep what they held. Column 0 is always whole.
+    rng = np.random.default_rng(7)
+    width = np.array([3, 5, 16, 2], dtype=np.uint16)
+    X = np.asfortranarray(np.column_stack([
+        np.where(rng.random(n_samples) < 0.1, N_BINS - 1, rng.integers(0, w, n_samples))
+        for w in width]).astype(np.uint8))
+    g = rng.normal(size=n_samples).astype(G_H_DTYPE)
+    h = rng.uniform(0.1, 2.0, size=n_samples).astype(G_H_DTYPE)
+    rows = rng.permutation(n_samples)[: 2 * n_samples // 3]
+    for hist, used in ((garbage_histogram(4, N_BINS), np.arange(n_samples)),
+                       (garbage_histogram(4, N_BINS), rows)):
+        if used.size == n_samples:
+            build_histogram_root(X, g, h, hist, 2, column_width=width)
+        else:
+            og, oh = np.empty(used.size, G_H_DTYPE), np.empty(used.size, G_H_DTYPE)
+            build_histogram(X, used.astype(SIZE_DTYPE), g, h, og, oh, hist, 1,
+                            column_width=width)
+        sg, sh, cnt = reference(X, used, g, h, N_BINS)
+        for f, w in enumerate(width):
+            written = np.r_[np.arange(N_BINS - 1 if f == 0 else w), N_BINS - 1]
+            np.testing.assert_array_equal(hist["count"][f, written], cnt[f, written])
+            np.testing.assert_allclose(hist["sum_gradients"][f, written],
+                                       sg[f, written], rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(hist["sum_hessians"][f, written],
+                                       sh[f, written], rtol=1e-12, atol=1e-9)
+            kept = np.setdiff1d(np.arange(N_BINS), written)
+            assert np.all(hist["count"][f, kept] == 99)
+            assert np.all(hist["sum_gradients"][f, kept] == 123.0)
+
+
 def row_subsets(rng, n):
     yield np.array([], dtype=np.intp)                       # empty node
     yield np.array([rng.integers(n)])                       # single row

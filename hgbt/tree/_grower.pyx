@@ -134,6 +134,8 @@ cdef class TreeKernel:
     cdef object _remote
     cdef object _split_record
     cdef bint _is_remote
+    # a plain matrix's used value bins per column (its features' bin counts)
+    cdef unsigned short[::1] _plain_width
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -276,7 +278,7 @@ cdef class TreeKernel:
         cdef const long long[::1] lay_indptr, lay_col_indptr
         cdef const unsigned int[::1] lay_sp_columns, bounds_view
         cdef const SIZE_C[::1] lay_col_rows
-        cdef int n_features = self._n_features
+        cdef int n_features = self._n_features, f
         if X_binned is None or rows is None or buffer is None:
             raise ValueError("TreeKernel.grow: X_binned, rows and buffer are needed for "
                              "local rows.")
@@ -326,6 +328,13 @@ cdef class TreeKernel:
                     raise ValueError("TreeKernel.grow: X_rows must hold X_binned's rows.")
                 src.X_rows = &rows_major[0, 0]
                 src.row_stride = rows_major.shape[1]
+        if layout is None and n_dense:
+            # histograms and subtractions then touch only the bins a column uses
+            if self._plain_width is None or self._plain_width.shape[0] != n_dense:
+                self._plain_width = np.empty(n_dense, dtype=np.uint16)
+            for f in range(n_dense):
+                self._plain_width[f] = min(settings.n_bins_non_missing[f], 255)
+            src.column_width = &self._plain_width[0]
         if layout is not None:
             lay_column = layout.feature_column
             lay_bundle = layout.bundle_index
@@ -745,12 +754,13 @@ cdef class TreeKernel:
                              src.part_stride, src.max_parts, out, src.n_bins, n_threads)
         elif all_rows:
             histogram_root(src.X, src.n_samples, src.n_dense, src.gradients,
-                           src.hessians, src.constant_hessian, out, src.n_bins, n_threads)
+                           src.hessians, src.constant_hessian, out, src.n_bins,
+                           src.column_width, n_threads)
         else:
             histogram_rows(src.X, src.n_samples, src.n_dense, src.rows + node.start, n,
                            src.gradients, src.hessians, src.constant_hessian,
                            src.ordered_gradients, src.ordered_hessians, out, src.n_bins,
-                           n_threads)
+                           src.column_width, n_threads)
         if n > 0 and src.n_columns > src.n_dense:
             histogram_sparse(src.sparse_indptr, src.sparse_columns, src.sparse_codes,
                              src.rows + node.start, n, src.gradients, src.hessians,

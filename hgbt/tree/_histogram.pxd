@@ -19,14 +19,15 @@ cdef struct packed_params:
 cdef void histogram_root(
     const X_BINNED_DTYPE_C* X, SIZE_C n, int n_features, const G_H_DTYPE_C* gradients,
     const G_H_DTYPE_C* hessians, bint constant_hessian, hist_struct* out, int n_bins,
-    int n_threads,
+    const unsigned short* column_width, int n_threads,
 ) noexcept nogil
 
 cdef void histogram_rows(
     const X_BINNED_DTYPE_C* X, SIZE_C stride, int n_features, const SIZE_C* rows,
     SIZE_C n, const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians,
     bint constant_hessian, G_H_DTYPE_C* ordered_gradients,
-    G_H_DTYPE_C* ordered_hessians, hist_struct* out, int n_bins, int n_threads,
+    G_H_DTYPE_C* ordered_hessians, hist_struct* out, int n_bins,
+    const unsigned short* column_width, int n_threads,
 ) noexcept nogil
 
 cdef void histogram_packed(

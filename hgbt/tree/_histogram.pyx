@@ -42,16 +42,32 @@ DEF INTERLEAVE_MIN_ROWS = 512
 DEF MAX_BINS = 256
 
 
+cdef inline void _zero_used(hist_struct* hist, int n_bins, int width) noexcept nogil:
+    # bins [0, width) and the last (missing) one: a column's codes
+    _zero(hist, width)
+    _zero(hist + n_bins - 1, 1)
+
+
+cdef inline int _used_width(const unsigned short* column_width, int f,
+                            int n_bins) noexcept nogil:
+    # Value bins of dense column f that can hold rows (column_width NULL: all).
+    # Column 0 is always whole: the grower sums it for the root's totals.
+    if column_width == NULL or f == 0 or column_width[f] >= n_bins - 1:
+        return n_bins - 1
+    return column_width[f]
+
+
 cdef inline void _add_lanes(
-    hist_struct* lanes, hist_struct* hist, int n_bins, bint with_hessians,
+    hist_struct* lanes, hist_struct* hist, int n_bins, int width, bint with_hessians,
 ) noexcept nogil:
-    cdef int b, k
+    # hist = the sum of the lanes, on the bins the column uses
+    cdef int b, k, i
     cdef hist_struct* lane
-    for b in range(n_bins):
-        hist[b] = lanes[b]
-    for k in range(1, LANES):
+    _zero_used(hist, n_bins, width)
+    for k in range(LANES):
         lane = lanes + k * MAX_BINS
-        for b in range(n_bins):
+        for i in range(width + 1):
+            b = i if i < width else n_bins - 1
             hist[b].sum_gradients += lane[b].sum_gradients
             if with_hessians:
                 hist[b].sum_hessians += lane[b].sum_hessians
@@ -68,20 +84,14 @@ cdef inline void _add_row(
     acc[b].count += 1
 
 
-cdef void _feature_root(
-    const X_BINNED_DTYPE_C* col, SIZE_C n, const G_H_DTYPE_C* g,
-    const G_H_DTYPE_C* h, bint constant_hessian, hist_struct* hist, int n_bins,
-) noexcept nogil:
-    _feature_rows(col, NULL, n, g, h, constant_hessian, h, hist, n_bins)
-
-
 cdef void _feature_rows(
     const X_BINNED_DTYPE_C* col, const SIZE_C* rows, SIZE_C n,
     const G_H_DTYPE_C* og, const G_H_DTYPE_C* oh, bint constant_hessian,
-    const G_H_DTYPE_C* h, hist_struct* hist, int n_bins,
+    const G_H_DTYPE_C* h, hist_struct* hist, int n_bins, int width,
 ) noexcept nogil:
     # og/oh are the node's gradients already gathered in row order; rows NULL:
-    # the rows are 0..n-1 (the root), read in place.
+    # the rows are 0..n-1 (the root), read in place. Only the bins below
+    # ``width`` and the missing bin are written (the column's codes).
     cdef SIZE_C i, n_lanes = 0
     cdef int k
     cdef bint with_hessians = not constant_hessian
@@ -90,10 +100,10 @@ cdef void _feature_rows(
     if n >= INTERLEAVE_MIN_ROWS:
         acc = lanes
         for k in range(LANES):
-            _zero(lanes + k * MAX_BINS, n_bins)
+            _zero_used(lanes + k * MAX_BINS, n_bins, width)
         n_lanes = n - n % LANES
     else:
-        _zero(hist, n_bins)
+        _zero_used(hist, n_bins, width)
     # lane k takes rows i + k; the rest go to lane 0
     if rows == NULL:
         for i in range(0, n_lanes, LANES):
@@ -109,9 +119,19 @@ cdef void _feature_rows(
         _add_row(acc, col[i] if rows == NULL else col[rows[i]], og[i],
                  oh[i] if with_hessians else 0, with_hessians)
     if acc == lanes:
-        _add_lanes(lanes, hist, n_bins, with_hessians)
+        _add_lanes(lanes, hist, n_bins, width, with_hessians)
     if constant_hessian:
-        _fill_constant_hessian(hist, n_bins, h[0])
+        _fill_constant_hessian(hist, width, h[0])
+        _fill_constant_hessian(hist + n_bins - 1, 1, h[0])
+
+
+cdef const unsigned short* _widths(const unsigned short[::1] column_width,
+                                   int n_columns) except? NULL:
+    if column_width is None:
+        return NULL
+    if column_width.shape[0] < n_columns:
+        raise ValueError("column_width needs one entry per histogram row.")
+    return &column_width[0]
 
 
 def build_histogram_root(
@@ -120,10 +140,13 @@ def build_histogram_root(
     const G_H_DTYPE_C[::1] hessians,
     hist_struct[:, ::1] out,
     int n_threads,
+    const unsigned short[::1] column_width=None,
 ):
     """Histograms of all rows, in their natural order.
 
     ``hessians`` of length 1 means the hessian is that constant for every row.
+    With ``column_width``, column ``f`` > 0 only gets its bins below
+    ``column_width[f]`` and its missing bin (the others are left as they were).
     """
     cdef int f
     if X_binned.shape[0] == 0:  # no rows: all-zero histograms
@@ -132,27 +155,31 @@ def build_histogram_root(
         return
     if X_binned.shape[1] == 0:
         return
+    cdef const unsigned short* widths = _widths(column_width, X_binned.shape[1])
     with nogil:  # another tree may be growing in another Python thread
         histogram_root(&X_binned[0, 0], X_binned.shape[0], X_binned.shape[1],
                        &gradients[0], &hessians[0], hessians.shape[0] == 1, &out[0, 0],
-                       out.shape[1], n_threads)
+                       out.shape[1], widths, n_threads)
 
 
 cdef void histogram_root(
     const X_BINNED_DTYPE_C* X, SIZE_C n, int n_features, const G_H_DTYPE_C* gradients,
     const G_H_DTYPE_C* hessians, bint constant_hessian, hist_struct* out, int n_bins,
-    int n_threads,
+    const unsigned short* column_width, int n_threads,
 ) noexcept nogil:
-    # X: n rows x n_features, F-ordered; out: a row of n_bins per feature
+    # X: n rows x n_features, F-ordered; out: a row of n_bins per feature;
+    # column_width: NULL, or the used value bins of each column
     cdef int f
     if <Py_ssize_t>n * n_features < MIN_PARALLEL_WORK or n_threads == 1:
         for f in range(n_features):
-            _feature_root(X + <Py_ssize_t>f * n, n, gradients, hessians,
-                          constant_hessian, out + f * n_bins, n_bins)
+            _feature_rows(X + <Py_ssize_t>f * n, NULL, n, gradients, hessians,
+                          constant_hessian, hessians, out + f * n_bins, n_bins,
+                          _used_width(column_width, f, n_bins))
     else:
         for f in prange(n_features, schedule='static', num_threads=n_threads):
-            _feature_root(X + <Py_ssize_t>f * n, n, gradients, hessians,
-                          constant_hessian, out + f * n_bins, n_bins)
+            _feature_rows(X + <Py_ssize_t>f * n, NULL, n, gradients, hessians,
+                          constant_hessian, hessians, out + f * n_bins, n_bins,
+                          _used_width(column_width, f, n_bins))
 
 
 def build_histogram(
@@ -164,30 +191,33 @@ def build_histogram(
     G_H_DTYPE_C[::1] ordered_hessians,
     hist_struct[:, ::1] out,
     int n_threads,
+    const unsigned short[::1] column_width=None,
 ):
     """Histograms of the rows ``rows`` (one node).
 
     Gradients (and hessians unless constant) are first gathered into node
     order in ``ordered_*`` (length >= len(rows)), so the per-feature loops
-    read them sequentially.
+    read them sequentially. ``column_width``: as in :func:`build_histogram_root`.
     """
     cdef int f
     if rows.shape[0] == 0:  # empty node: all-zero histograms
         for f in range(X_binned.shape[1]):
             _zero(&out[f, 0], out.shape[1])
         return
+    cdef const unsigned short* widths = _widths(column_width, X_binned.shape[1])
     with nogil:
         histogram_rows(&X_binned[0, 0], X_binned.shape[0], X_binned.shape[1], &rows[0],
                        rows.shape[0], &gradients[0], &hessians[0],
                        hessians.shape[0] == 1, &ordered_gradients[0],
-                       &ordered_hessians[0], &out[0, 0], out.shape[1], n_threads)
+                       &ordered_hessians[0], &out[0, 0], out.shape[1], widths, n_threads)
 
 
 cdef void histogram_rows(
     const X_BINNED_DTYPE_C* X, SIZE_C stride, int n_features, const SIZE_C* rows,
     SIZE_C n, const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians,
     bint constant_hessian, G_H_DTYPE_C* ordered_gradients,
-    G_H_DTYPE_C* ordered_hessians, hist_struct* out, int n_bins, int n_threads,
+    G_H_DTYPE_C* ordered_hessians, hist_struct* out, int n_bins,
+    const unsigned short* column_width, int n_threads,
 ) noexcept nogil:
     # X: ``stride`` rows x n_features, F-ordered; n >= 1 rows
     cdef SIZE_C i
@@ -201,7 +231,7 @@ cdef void histogram_rows(
         for f in prange(n_features, schedule='static', num_threads=n_threads):
             _feature_rows(X + <Py_ssize_t>f * stride, rows, n, ordered_gradients,
                           ordered_hessians, constant_hessian, hessians,
-                          out + f * n_bins, n_bins)
+                          out + f * n_bins, n_bins, _used_width(column_width, f, n_bins))
     else:
         for i in range(n):
             ordered_gradients[i] = gradients[rows[i]]
@@ -211,7 +241,7 @@ cdef void histogram_rows(
         for f in range(n_features):
             _feature_rows(X + <Py_ssize_t>f * stride, rows, n, ordered_gradients,
                           ordered_hessians, constant_hessian, hessians,
-                          out + f * n_bins, n_bins)
+                          out + f * n_bins, n_bins, _used_width(column_width, f, n_bins))
 
 
 # Rows of the per-thread integer accumulators: a constant stride lets the
