@@ -365,6 +365,10 @@ cdef void _scan_feature(
     # the documented order. b = last value bin with missing right separates
     # present from missing values: a candidate only if some are missing.
     for b in range(n_bins_non_missing):
+        if hist[b].count == 0 and b > 0:
+            # the same sides as at b - 1, whose candidates came first and
+            # win ties: skipping changes nothing (most bins of a small node)
+            continue
         g += hist[b].sum_gradients
         h += hist[b].sum_hessians
         n += hist[b].count
