@@ -134,6 +134,7 @@ class Shard:
         k_trees = self.loss.n_trees_per_iteration
         self.raw = np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE)
         self.gradients, self.hessians = self.loss.allocate_buffers(X.shape[0], False)
+        self.data.use_gradients(self.gradients, self.hessians)
         X_val, y_val, w_val = self._val
         self.X_val = X_val
         self.y_val = _encode(estimator, y_val)
@@ -170,8 +171,7 @@ class Shard:
         """Apply queued ``(name, args)`` commands: start a tree, split a node."""
         for name, args in commands:
             if name == "start_tree":
-                k, grid = args
-                self.data.start_tree(self.gradients[k], self.hessians[k], None, grid)
+                self.data.start_tree(*args)
             else:
                 self.data.split(*args)
 

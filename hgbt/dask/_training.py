@@ -101,9 +101,14 @@ class DistributedTrainingData:
         self.histogram_bytes = 0
         self.n_histograms = 0
 
-    def start_tree(self, k, grid):
-        """Begin tree ``k`` of the round on every shard with the agreed grid."""
-        self._commands.append(("start_tree", (k, grid)))
+    def start_tree(self, k, rows=None, grid=None, quantize=None):
+        """Begin tree ``k`` of the round on every shard with the agreed grid
+        (as :meth:`LocalTrainingData.start_tree <hgbt.tree.training_data.LocalTrainingData.start_tree>`;
+        row sampling and quantized gradients are not supported)."""
+        if rows is not None or quantize is not None:
+            raise NotImplementedError("a distributed tree grows on every row, from "
+                                      "float gradients")
+        self._commands.append(("start_tree", (k, None, grid)))
 
     def node_histogram(self, node_id):
         commands, self._commands = self._commands, []
@@ -192,7 +197,7 @@ def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_va
                          for m in (_max_or_none([g[k] for g, _ in maxima]),
                                    _max_or_none([h[k] for _, h in maxima])))
             bytes_before, count_before = data.histogram_bytes, data.n_histograms
-            data.start_tree(k, grid)
+            data.start_tree(k, grid=grid)
             tree = grower.grow(samplers[k])
             leaves = grower.leaf_ids()
             results = data.finish_tree(k, leaves, tree.nodes["value"][leaves], tree,

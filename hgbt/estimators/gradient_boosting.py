@@ -329,9 +329,13 @@ class BaseHistGBDT(BaseEstimator):
             n_samples, full_hessian=row_sampler.active and row_sampler.needs_full_hessian)
         growers = {}  # one per training-data source, for every tree of the fit
         # one tree per class: a multiclass round's trees grow side by side
-        with TreeTeam(lambda threads: LocalTrainingData(
-                X_binned, self._bin_mapper.missing_bin + 1, threads, layout),
-                n_threads, k_trees) as team:
+        def make_source(threads):
+            data = LocalTrainingData(X_binned, self._bin_mapper.missing_bin + 1, threads,
+                                     layout)
+            data.use_gradients(gradients, hessians)
+            return data
+
+        with TreeTeam(make_source, n_threads, k_trees) as team:
             scorer = None
             if early_stopping or (self.verbose and not self._custom_loss()):
                 scorer = Scorer(self, self.scoring if early_stopping else "loss",
@@ -373,9 +377,9 @@ class BaseHistGBDT(BaseEstimator):
                             data, self._bin_mapper.bin_thresholds_,
                             self._bin_mapper.n_bins_non_missing_, n_threads=data.n_threads,
                             **self._grower_params())
-                    return self._grow_tree(growers[id(data)], loss, y, refit_weight, raw[k],
-                                           gradients[k], hessians[k], rows, unsampled, X,
-                                           X_binned, samplers[k], quantize)
+                    return self._grow_tree(growers[id(data)], k, loss, y, refit_weight,
+                                           raw[k], rows, unsampled, X, X_binned,
+                                           samplers[k], quantize)
 
                 trees = team.grow(grow_one, k_trees)
                 self._predictors.append(trees)
@@ -398,11 +402,11 @@ class BaseHistGBDT(BaseEstimator):
         self.validation_score_ = np.asarray(
             self._val_scores if early_stopping and X_val is not None else [])
 
-    def _grow_tree(self, grower, loss, y, refit_weight, raw, gradients, hessians, rows,
-                   unsampled, X, X_binned, feature_sampler, quantize=None):
+    def _grow_tree(self, grower, k, loss, y, refit_weight, raw, rows, unsampled, X,
+                   X_binned, feature_sampler, quantize=None):
         data = grower.data
         n_threads = data.n_threads  # the tree's share of the threads
-        data.start_tree(gradients, hessians, rows, quantize=quantize)
+        data.start_tree(k, rows, quantize=quantize)
         tree = grower.grow(feature_sampler)
         leaves = grower.leaf_ids()
         if loss.needs_leaf_refit:
