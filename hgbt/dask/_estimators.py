@@ -20,7 +20,8 @@ from ..estimators.gradient_boosting import interaction_groups
 from ..estimators.regressor import HistGBDTRegressor
 from ._collections import is_dask_collection, partitions, predict_blocks, set_schema
 from ._shard import Shard
-from ._training import ShardGroup, WorkerLostError, boost, lost_workers_raise, merge
+from ._training import (ShardGroup, WorkerLostError, boost_on_shards, lost_workers_raise,
+                        merge)
 
 #: losses whose baseline and leaf values come from mergeable sums
 SUPPORTED_LOSSES = ("squared_error", "poisson", "gamma", "tweedie", "log_loss")
@@ -179,14 +180,13 @@ class _DaskMixin:
         statistics = shards.call("start", model, model._bin_mapper, self.n_threads)
         loss = model._make_loss(None)
         model._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
-        telemetry = boost(model, shards, n_total, loss.n_trees_per_iteration, n_threads,
-                          early_stopping, has_val)
-        model.n_iter_ = len(model._predictors)
-        model.n_trees_per_iteration_ = loss.n_trees_per_iteration
-        model.train_score_ = np.asarray(model._train_scores if early_stopping else [])
-        model.validation_score_ = np.asarray(
-            model._val_scores if early_stopping and has_val else [])
-        model._set_forest()
+        model._predictors, model._train_scores, model._val_scores = [], [], []
+        telemetry = boost_on_shards(
+            model._boost_settings(n_threads, early_stopping), shards, n_total,
+            model._bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
+            model._baseline_prediction, has_val, early_stopping or bool(self.verbose),
+            model._history())
+        model._set_fitted_rounds(loss.n_trees_per_iteration, early_stopping, has_val)
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 

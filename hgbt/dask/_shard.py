@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_X_y
 from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
+from ..engine.rows import RowState
 from ..tree.training_data import LocalTrainingData, max_abs
 
 
@@ -125,55 +126,51 @@ class Shard:
         """Encode targets, bin the rows, allocate buffers; return baseline statistics."""
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
-        self.y = _encode(estimator, y)
-        self.w = estimator._class_weighted(w, self.y)
-        self.loss = estimator._make_loss(self.w)
-        self.loss.check_y_rows(self.y)
-        X_binned = bin_mapper.transform(X)
-        self.data = LocalTrainingData(X_binned, bin_mapper.missing_bin + 1, self.n_threads)
-        k_trees = self.loss.n_trees_per_iteration
-        self.raw = np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE)
-        self.gradients, self.hessians = self.loss.allocate_buffers(X.shape[0], False)
-        self.data.use_gradients(self.gradients, self.hessians)
+        y = _encode(estimator, y)
+        w = estimator._class_weighted(w, y)
+        loss = estimator._make_loss(w)
+        loss.check_y_rows(y)
         X_val, y_val, w_val = self._val
-        self.X_val = X_val
-        self.y_val = _encode(estimator, y_val)
-        self.w_val = estimator._class_weighted(w_val, self.y_val)
-        self.val_loss = self.loss.reweighted(self.w_val)
-        self.raw_val = np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE)
+        y_val = _encode(estimator, y_val)
+        k_trees = loss.n_trees_per_iteration
+        self.rows = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
+                             False, X_val, y_val, estimator._class_weighted(w_val, y_val),
+                             np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
+        self.data = LocalTrainingData(bin_mapper.transform(X), bin_mapper.missing_bin + 1,
+                                      self.n_threads)
+        self.data.use_gradients(self.rows.gradients, self.rows.hessians)
         self._train = self._val = None  # the float rows are no longer needed
-        return self.loss.baseline_statistics(self.y)
-
-    @_timed
-    def set_baseline(self, baseline, score):
-        """Start every raw prediction at the baseline; scores if ``score``."""
-        self.raw[:] = baseline[:, None]
-        self.raw_val[:] = baseline[:, None]
-        return self._scores() if score else None
+        return loss.baseline_statistics(y)
 
     # ----------------------------------------------------------- boosting
-    def _scores(self):
-        return (self.loss.loss_statistics(self.y, self.raw),
-                self.val_loss.loss_statistics(self.y_val, self.raw_val))
-
-    @_timed
-    def compute_gradients(self):
-        """Gradients and hessians of the round; their largest ``|value|`` per tree.
-
-        A constant hessian (unweighted squared error) reports None.
-        """
-        self.loss.gradients(self.y, self.raw, self.gradients, self.hessians, self.n_threads)
-        constant = self.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
-        return ([max_abs(g) for g in self.gradients],
-                [None if constant else max_abs(h) for h in self.hessians])
-
     def _run(self, commands):
-        """Apply queued ``(name, args)`` commands: start a tree, split a node."""
+        """Apply the driver's queued ``(name, args)`` commands, in order."""
         for name, args in commands:
             if name == "start_tree":
                 self.data.start_tree(*args)
-            else:
+            elif name == "split":
                 self.data.split(*args)
+            elif name == "finish_tree":
+                self.rows.add_leaf_values(self.data, *args)
+            elif name == "finish_round":
+                self.rows.add_validation(*args, self.n_threads)
+            elif name == "set_baseline":
+                self.rows.set_baseline(*args)
+            else:
+                raise ValueError(f"unknown shard command {name!r}")
+
+    @_timed
+    def compute_gradients(self, commands):
+        """Run ``commands``, then the round's gradients and hessians; return
+        their largest ``|value|`` per tree.
+
+        A constant hessian (unweighted squared error) reports None.
+        """
+        self._run(commands)
+        self.rows.compute_gradients(self.n_threads)
+        constant = self.rows.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
+        return ([max_abs(g) for g in self.rows.gradients],
+                [None if constant else max_abs(h) for h in self.rows.hessians])
 
     @_timed
     def histogram(self, commands, node_id):
@@ -182,10 +179,8 @@ class Shard:
         return self.data.node_histogram(node_id)
 
     @_timed
-    def finish_tree(self, commands, k, leaf_ids, leaf_values, tree, score):
-        """Add the tree to the training and validation raw predictions."""
+    def loss_statistics(self, commands):
+        """Run ``commands``, then return the mergeable loss statistics
+        ``(train, validation)`` of the raw predictions."""
         self._run(commands)
-        self.data.add_leaf_values(self.raw[k], leaf_ids, leaf_values)
-        if self.X_val.shape[0]:
-            tree.predict_add(self.X_val, self.raw_val[k], self.n_threads)
-        return self._scores() if score else None
+        return self.rows.loss_statistics()
