@@ -1,6 +1,7 @@
-"""The driver side of a distributed fit: the boosting loop over shards.
+"""The driver side of a distributed fit: the engine's boosting loop over shards.
 
-The driver runs the same grower as a local fit. Its training-data source,
+The driver runs the local fit's loop (:func:`hgbt.engine.boosting.boost`)
+and the same grower. Its training-data source,
 :class:`DistributedTrainingData`, asks every shard for the histograms of a
 node's rows and adds them up; with gradients on the exact grid
 (:mod:`hgbt.exact`) the sum equals the local histogram bit for bit, so the
@@ -163,7 +164,8 @@ class DistributedTrainingData:
         self.telemetry["histograms_per_tree"].append(self.n_histograms - count_before)
 
     def finish_round(self, trees):
-        self._commands.append(("finish_round", (trees,)))
+        if self.has_validation:  # only validation rows need the trees themselves
+            self._commands.append(("finish_round", (trees,)))
 
     def loss_statistics(self):
         per_shard = self._call("loss_statistics")

@@ -1,5 +1,7 @@
-"""The boosting machinery shared by the estimators: fit loop, early stopping,
-warm start, sampling, staged and raw prediction."""
+"""What the estimators share: validation, binning, the fit's settings for the
+boosting loop (:mod:`hgbt.engine.boosting`), warm start, staged and raw
+prediction."""
+import copy
 import itertools
 from numbers import Integral, Real
 
@@ -18,6 +20,7 @@ from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import LossScorer, Scorer, split_validation
 from ..engine.rows import LocalData, RowState
+from .fit_inputs import FitInputs
 from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
 from ..persistence import pickle_state, save_model, unpickle_state
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
@@ -115,6 +118,23 @@ class BaseHistGBDT(BaseEstimator):
 
     def _is_fitted(self):
         return hasattr(self, "_predictors")
+
+    def _fit_inputs(self):
+        """This fit's input validation, target encoding, class weights and
+        loss, for code outside the estimator (:class:`FitInputs`)."""
+        return FitInputs(self)
+
+    def _fitted_copy(self, cls, params, skip=(), deep=True):
+        """``cls(**params)`` holding (deep) copies of this estimator's other
+        attributes, but those in ``skip``; its trees packed for prediction."""
+        out = cls(**params)
+        own_params = set(self.get_params(deep=False))
+        for name, value in vars(self).items():
+            if name not in own_params and name not in skip:
+                setattr(out, name, copy.deepcopy(value) if deep else value)
+        if out._is_fitted():
+            out._set_forest()
+        return out
 
     # ---------------------------------------------- importances, persistence
     @property
