@@ -917,8 +917,10 @@ def test_local_training_data_with_layout_equals_plain(mixed, constant_hessian, n
                  np.sort(rng.choice(n_rows, 300, replace=False))):
         g1, g2 = g0.copy(), g0.copy()
         h1, h2 = h0.copy(), h0.copy()
-        plain.start_tree(g1, h1, rows)
-        laid.start_tree(g2, h2, rows)
+        plain.use_gradients(g1, h1)
+        laid.use_gradients(g2, h2)
+        plain.start_tree(0, rows)
+        laid.start_tree(0, rows)
         np.testing.assert_array_equal(g1, g2)
         hists = {}
 

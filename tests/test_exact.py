@@ -104,7 +104,8 @@ def test_snapped_histograms_do_not_depend_on_row_order_or_split():
     g = (rng.standard_normal(n) * np.exp(rng.uniform(-8, 8, n))).astype(G_H_DTYPE)
     h = rng.uniform(0.01, 5, n).astype(G_H_DTYPE)
     data = LocalTrainingData(X, n_bins, 2)
-    data.start_tree(g, h)  # snaps g and h in place
+    data.use_gradients(g, h)
+    data.start_tree(0)  # snaps g and h in place
     assert np.all(g.astype(np.float64) * 2.0**grid_exponent(np.abs(g).max(), n) % 1 == 0)
 
     def hist(rows):
@@ -135,10 +136,14 @@ def test_an_agreed_grid_is_applied_even_to_a_single_row():
     X = np.zeros((1, 2), dtype=np.uint8, order="F")
     g = np.array([0.1], dtype=G_H_DTYPE)
     h = np.array([0.3], dtype=G_H_DTYPE)
-    LocalTrainingData(X, 4, 1).start_tree(g, h, grid=(3, 3))
+    data = LocalTrainingData(X, 4, 1)
+    data.use_gradients(g, h)
+    data.start_tree(0, grid=(3, 3))
     assert g[0] == 0.125 and h[0] == 0.25
     # a constant hessian (length 1 for many rows) is left alone by default
     X = np.zeros((5, 2), dtype=np.uint8, order="F")
     g, h = np.full(5, 0.1, dtype=G_H_DTYPE), np.ones(1, dtype=G_H_DTYPE)
-    LocalTrainingData(X, 4, 1).start_tree(g, h)
+    data = LocalTrainingData(X, 4, 1)
+    data.use_gradients(g, h)
+    data.start_tree(0)
     assert h[0] == 1.0

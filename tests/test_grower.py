@@ -45,7 +45,8 @@ DEFAULTS = dict(grow_policy="lossguide", max_leaf_nodes=31, max_depth=None,
 def grow(X_binned, mapper, g, h, n_threads=1, **params):
     p = {**DEFAULTS, **params}
     data = LocalTrainingData(X_binned, mapper.max_bins + 1, n_threads)
-    data.start_tree(g, h)
+    data.use_gradients(g, h)
+    data.start_tree(0)
     grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
                         n_threads=n_threads, **p)
     predictor = grower.grow()
@@ -392,7 +393,8 @@ def test_training_data_reused_for_several_trees():
     for _ in range(3):
         grad = (raw - y).astype(G_H_DTYPE)
         hess = np.array([1.0], dtype=G_H_DTYPE)
-        data.start_tree(grad, hess)
+        data.use_gradients(grad, hess)
+        data.start_tree(0)
         grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
                             max_leaf_nodes=8, min_samples_leaf=20, learning_rate=0.5)
         pred = grower.grow()
@@ -467,7 +469,8 @@ def test_categorical_tree_routes_values_and_gains(max_cat_to_onehot):
     trees = []
     for n_threads in (1, 2):
         data = LocalTrainingData(X_binned, mapper.missing_bin + 1, n_threads)
-        data.start_tree(g, h)
+        data.use_gradients(g, h)
+        data.start_tree(0)
         grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
                             min_samples_leaf=10, learning_rate=1.0, is_categorical=is_cat,
                             known_cat_bitsets=mapper.known_cat_bitsets_,
@@ -607,7 +610,8 @@ def _grow_both_ways(case, n_threads):
     for grower_class in (TreeGrower, PythonLoopGrower):
         data = LocalTrainingData(None if layout else X_binned, mapper.missing_bin + 1,
                                  n_threads, layout)
-        data.start_tree(g.copy(), h.copy(), rows, quantize=quantize)
+        data.use_gradients(g.copy(), h.copy())
+        data.start_tree(0, rows, quantize=quantize)
         sampler = (None if colsample == (1.0, 1.0) else
                    FeatureSampler(n_features, *colsample, np.random.default_rng(3)))
         grower = grower_class(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,

@@ -5,7 +5,6 @@ bit for bit (see ``doc/dask.md``). The fitted estimator is also a fitted
 local estimator: it predicts NumPy input in process and dask collections
 lazily, block by block.
 """
-import copy
 import inspect
 from numbers import Real
 
@@ -16,11 +15,13 @@ from sklearn.utils.validation import check_is_fitted
 from ..core._openmp import effective_n_threads
 from ..data.binning import BinMapper
 from ..estimators.classifier import HistGBDTClassifier
+from ..estimators.fit_inputs import FitInputs
 from ..estimators.gradient_boosting import interaction_groups
 from ..estimators.regressor import HistGBDTRegressor
 from ._collections import is_dask_collection, partitions, predict_blocks, set_schema
 from ._shard import Shard
-from ._training import ShardGroup, WorkerLostError, boost, lost_workers_raise, merge
+from ._training import (ShardGroup, WorkerLostError, boost_on_shards, lost_workers_raise,
+                        merge)
 
 #: losses whose baseline and leaf values come from mergeable sums
 SUPPORTED_LOSSES = ("squared_error", "poisson", "gamma", "tweedie", "log_loss")
@@ -130,15 +131,31 @@ class _DaskMixin:
         has_val = X_val is not None
         early_stopping = self._check_distributed(has_val)
         client = self._get_client()
-        model = self._local_class(**self._local_params())
-        set_schema(model, X)
+        # fitted here, in place; on any failure the estimator is put back as it was
+        saved = dict(vars(self))
+        params = self.get_params(deep=False)
+        for name in [name for name in vars(self) if name not in params]:
+            delattr(self, name)
+        try:
+            self._fit_on_cluster(client, X, y, sample_weight, X_val, y_val,
+                                 sample_weight_val, early_stopping)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(saved)
+            raise
+        return self
+
+    def _fit_on_cluster(self, client, X, y, sample_weight, X_val, y_val, sample_weight_val,
+                        early_stopping):
+        has_val = X_val is not None
+        set_schema(self, X)
         train, train_workers = partitions(client, X, y, sample_weight)
         val, val_workers = (([], []) if not has_val
                             else partitions(client, X_val, y_val, sample_weight_val, "X_val"))
         shards, layout = _start_shards(client, train, train_workers, val, val_workers,
                                        self.timeout)
         try:
-            telemetry = self._fit_shards(model, shards, layout, early_stopping, has_val)
+            self.telemetry_ = self._fit_shards(shards, layout, early_stopping, has_val)
         finally:
             # end the actors and free the partitions on the workers now
             shards.actors.clear()
@@ -146,47 +163,49 @@ class _DaskMixin:
                 client.cancel(shards.futures + train + val)
             except Exception:  # a lost worker or closed client: nothing left to free
                 pass
-        for name, value in vars(model).items():
-            if name not in self.get_params(deep=False):
-                setattr(self, name, value)
-        self.telemetry_ = telemetry
-        return self
 
-    def _fit_shards(self, model, shards, layout, early_stopping, has_val):
+    def _fit_inputs(self):
+        # a plain local estimator's copy: it pickles to the workers without a client
+        return FitInputs(self._fitted_copy(self._local_class, self._local_params(),
+                                           skip=("telemetry_", "_forest_cache"), deep=False))
+
+    def _fit_shards(self, shards, layout, early_stopping, has_val):
         n_threads = effective_n_threads(self.n_threads)
-        info = shards.call("inspect", model)
+        info = shards.call("inspect", self._fit_inputs())
         n_total = int(sum(i["train"]["n_rows"] for i in info))
         if n_total == 0:
             raise ValueError("X has no rows.")
         if has_val and sum(i["val"]["n_rows"] for i in info) == 0:
             raise ValueError("X_val has no rows.")
-        if model._stratify:
-            self._set_classes(model, info)
+        if self._stratify:
+            self._set_classes(info)
         categories = {}
-        if model.is_categorical_ is not None:
-            for f in np.flatnonzero(model.is_categorical_):
+        if self.is_categorical_ is not None:
+            for f in np.flatnonzero(self.is_categorical_):
                 codes = [i["train"]["codes"][int(f)] for i in info]
                 categories[int(f)] = _union(codes)
-                if not model._categorical_by_value[f]:
-                    model.categorical_categories_[f] = categories[int(f)]
-        model._seed = model._new_seed()
-        model._interaction_groups_ = interaction_groups(model.interaction_cst,
-                                                        model.n_features_in_)
-        model._monotonic_cst_ = model._check_monotonic_cst(model.n_features_in_)
-        model._bin_mapper = _fit_bin_mapper(model, shards, layout,
-                                            [i["partition_sizes"] for i in info], n_total,
-                                            categories, n_threads)
-        statistics = shards.call("start", model, model._bin_mapper, self.n_threads)
-        loss = model._make_loss(None)
-        model._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
-        telemetry = boost(model, shards, n_total, loss.n_trees_per_iteration, n_threads,
-                          early_stopping, has_val)
-        model.n_iter_ = len(model._predictors)
-        model.n_trees_per_iteration_ = loss.n_trees_per_iteration
-        model.train_score_ = np.asarray(model._train_scores if early_stopping else [])
-        model.validation_score_ = np.asarray(
-            model._val_scores if early_stopping and has_val else [])
-        model._set_forest()
+                if not self._categorical_by_value[f]:
+                    self.categorical_categories_[f] = categories[int(f)]
+        self._seed = self._new_seed()
+        self._interaction_groups_ = interaction_groups(self.interaction_cst,
+                                                       self.n_features_in_)
+        self._monotonic_cst_ = self._check_monotonic_cst(self.n_features_in_)
+        inputs = self._fit_inputs()  # with the classes and class weights now
+        bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
+                               n_threads=n_threads, is_categorical=self.is_categorical_)
+        self._bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, layout,
+                                           [i["partition_sizes"] for i in info], n_total,
+                                           categories)
+        statistics = shards.call("start", inputs, self._bin_mapper, self.n_threads)
+        loss = self._make_loss(None)
+        self._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
+        self._predictors, self._train_scores, self._val_scores = [], [], []
+        telemetry = boost_on_shards(
+            self._boost_settings(n_threads, early_stopping), shards, n_total,
+            self._bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
+            self._baseline_prediction, has_val, early_stopping or bool(self.verbose),
+            self._history())
+        self._set_fitted_rounds(loss.n_trees_per_iteration, early_stopping, has_val)
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 
@@ -199,13 +218,8 @@ class _DaskMixin:
         estimator : HistGBDTRegressor or HistGBDTClassifier
         """
         check_is_fitted(self)
-        local = self._local_class(**self._local_params())
-        params = set(self.get_params(deep=False))
-        for name, value in vars(self).items():
-            if name not in params and name not in ("telemetry_", "_forest_cache"):
-                setattr(local, name, copy.deepcopy(value))
-        local._set_forest()
-        return local
+        return self._fitted_copy(self._local_class, self._local_params(),
+                                 skip=("telemetry_", "_forest_cache"))
 
     def _lazy(self, method, X, n_outputs=None, dtype=np.float64):
         if not is_dask_collection(X):
@@ -248,13 +262,12 @@ def _start_shards(client, train, train_workers, val, val_workers, timeout):
     return group, layout
 
 
-def _fit_bin_mapper(model, shards, layout, sizes, n_total, categories, n_threads):
-    """The local fit's BinMapper, from the same seeded sample gathered from the shards.
+def _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes, n_total, categories):
+    """``bin_mapper`` fitted as the local fit fits it, on the same seeded
+    sample gathered from the shards.
 
     ``sizes`` holds each shard's training partition sizes (in ``layout`` order).
     """
-    bin_mapper = BinMapper(max_bins=model.max_bins, random_state=model._seed,
-                           n_threads=n_threads, is_categorical=model.is_categorical_)
     rows = bin_mapper.sample_rows(n_total)
     # global first row of every partition (partitions in global order)
     part_sizes = {}
@@ -272,7 +285,7 @@ def _fit_bin_mapper(model, shards, layout, sizes, n_total, categories, n_threads
             global_rows.append(in_part)
             shard_offset += hi - lo
         local = np.concatenate(local) if local else np.empty(0, dtype=np.intp)
-        requests.append((local, model))
+        requests.append((local, inputs))
         wanted.append(np.concatenate(global_rows) if global_rows else np.empty(0, np.intp))
     results = shards.call("sample", per_actor=requests)
     order = np.argsort(np.concatenate(wanted), kind="stable")
@@ -327,7 +340,7 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
                               **_DaskMixin._parameter_constraints}
     __init__ = _dask_init(HistGBDTClassifier)
 
-    def _set_classes(self, model, info):
+    def _set_classes(self, info):
         """Classes and class weights from the shards' label counts."""
         from sklearn.utils.class_weight import compute_class_weight
         from sklearn.utils.multiclass import check_classification_targets
@@ -341,13 +354,13 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
         if classes.size < 2:
             raise ValueError(f"y has only one class ({classes[0]!r}); a classifier needs "
                              "at least two.")
-        model.classes_ = classes
-        model._class_weights = None
+        self.classes_ = classes
+        self._class_weights = None
         if isinstance(self.class_weight, str) and self.class_weight == "balanced":
             # scikit-learn's 'balanced': n_samples / (n_classes * count)
-            model._class_weights = counts.sum() / (classes.size * counts.astype(np.float64))
+            self._class_weights = counts.sum() / (classes.size * counts.astype(np.float64))
         elif self.class_weight is not None:
-            model._class_weights = compute_class_weight(self.class_weight, classes=classes,
+            self._class_weights = compute_class_weight(self.class_weight, classes=classes,
                                                         y=classes)
 
     def predict(self, X):

@@ -10,11 +10,11 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_X_y
 
 from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
+from ..engine.rows import RowState
 from ..tree.training_data import LocalTrainingData, max_abs
 
 
@@ -48,13 +48,6 @@ def _rows_of(parts):
     return X, np.concatenate(y), w
 
 
-def _encode(estimator, y):
-    """Targets encoded as the local fit encodes them (labels → class indices)."""
-    if y.shape[0] == 0:
-        return np.empty(0, dtype=Y_DTYPE)
-    return np.ascontiguousarray(estimator._encode_y(y, reset=False), dtype=Y_DTYPE)
-
-
 class Shard:
     """Rows of the partitions on one worker (runs as a Dask actor).
 
@@ -72,108 +65,102 @@ class Shard:
 
     # ------------------------------------------------------------ set-up
     @_timed
-    def inspect(self, estimator):
+    def inspect(self, inputs):
         """Validate and convert the rows; return counts (also per training
         partition), category codes, labels.
 
-        ``estimator`` carries the fitted input schema (features, names,
-        categorical columns); the rows are converted as ``predict`` converts
-        them, and the category codes of every categorical feature are
-        validated and returned, as the local fit collects them from all rows.
+        ``inputs`` (:class:`~hgbt.estimators.fit_inputs.FitInputs`) carries
+        the fitted input schema (features, names, categorical columns); the
+        rows are converted as ``predict`` converts them, and the category
+        codes of every categorical feature are validated and returned, as
+        the local fit collects them from all rows.
         """
         out = {"partition_sizes": self._part_sizes}
         for name, (X_parts, y, w) in (("train", self._train), ("val", self._val)):
             if X_parts is None:
-                setattr(self, "_" + name, (np.empty((0, estimator.n_features_in_)),
+                setattr(self, "_" + name, (np.empty((0, inputs.n_features)),
                                            np.empty(0), None))
                 out[name] = {"n_rows": 0, "codes": {}, "labels": None}
                 continue
             # empty partitions are fine; scikit-learn's validation rejects them
-            X = [estimator._validate_X(x, reset=False) for x in X_parts if len(x)]
-            X = np.concatenate(X) if X else np.empty((0, estimator.n_features_in_))
+            X = [inputs.validate_X(x) for x in X_parts if len(x)]
+            X = np.concatenate(X) if X else np.empty((0, inputs.n_features))
             if X.shape[0] != y.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} on one "
                                  "worker: X and y must be partitioned alike.")
-            # the local fit's checks of X and y (dtype, finite numeric y, ...)
-            X, y = check_X_y(X, y, dtype=np.float64, ensure_all_finite=False,
-                             ensure_min_samples=0, y_numeric=not estimator._stratify,
-                             estimator=estimator)
+            X, y = inputs.check_X_y(X, y)
             if w is not None and w.shape[0] != y.shape[0]:
                 raise ValueError(f"sample_weight has {w.shape[0]} rows but y has "
                                  f"{y.shape[0]}: they must be partitioned alike.")
             if w is not None and (not np.all(np.isfinite(w)) or np.any(w < 0)):
                 raise ValueError("sample_weight must be finite and non-negative.")
             codes = {}
-            if estimator.is_categorical_ is not None:
-                for f in np.flatnonzero(estimator.is_categorical_):
+            if inputs.is_categorical is not None:
+                for f in np.flatnonzero(inputs.is_categorical):
                     codes[int(f)] = category_codes(X[:, f], f)
-            labels = np.unique(y, return_counts=True) if estimator._stratify else None
+            labels = np.unique(y, return_counts=True) if inputs.stratify else None
             setattr(self, "_" + name, (X, y, w))
             out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}
         return out
 
     @_timed
-    def sample(self, local_rows, estimator):
+    def sample(self, local_rows, inputs):
         """Training rows (local indices) for the bin thresholds, and their weights
         (with class weights, as the local fit bins with them)."""
         X, y, w = self._train
         w = None if w is None else w[local_rows]
-        return X[local_rows], estimator._class_weighted(w, _encode(estimator, y[local_rows]))
+        return X[local_rows], inputs.class_weighted(w, inputs.encode_y(y[local_rows]))
 
     @_timed
-    def start(self, estimator, bin_mapper, n_threads):
+    def start(self, inputs, bin_mapper, n_threads):
         """Encode targets, bin the rows, allocate buffers; return baseline statistics."""
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
-        self.y = _encode(estimator, y)
-        self.w = estimator._class_weighted(w, self.y)
-        self.loss = estimator._make_loss(self.w)
-        self.loss.check_y_rows(self.y)
-        X_binned = bin_mapper.transform(X)
-        self.data = LocalTrainingData(X_binned, bin_mapper.missing_bin + 1, self.n_threads)
-        k_trees = self.loss.n_trees_per_iteration
-        self.raw = np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE)
-        self.gradients, self.hessians = self.loss.allocate_buffers(X.shape[0], False)
+        y = inputs.encode_y(y)
+        w = inputs.class_weighted(w, y)
+        loss = inputs.make_loss(w)
+        loss.check_y_rows(y)
         X_val, y_val, w_val = self._val
-        self.X_val = X_val
-        self.y_val = _encode(estimator, y_val)
-        self.w_val = estimator._class_weighted(w_val, self.y_val)
-        self.val_loss = self.loss.reweighted(self.w_val)
-        self.raw_val = np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE)
+        y_val = inputs.encode_y(y_val)
+        k_trees = loss.n_trees_per_iteration
+        self.rows = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
+                             False, X_val, y_val, inputs.class_weighted(w_val, y_val),
+                             np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
+        self.data = LocalTrainingData(bin_mapper.transform(X), bin_mapper.missing_bin + 1,
+                                      self.n_threads)
+        self.data.use_gradients(self.rows.gradients, self.rows.hessians)
         self._train = self._val = None  # the float rows are no longer needed
-        return self.loss.baseline_statistics(self.y)
-
-    @_timed
-    def set_baseline(self, baseline, score):
-        """Start every raw prediction at the baseline; scores if ``score``."""
-        self.raw[:] = baseline[:, None]
-        self.raw_val[:] = baseline[:, None]
-        return self._scores() if score else None
+        return loss.baseline_statistics(y)
 
     # ----------------------------------------------------------- boosting
-    def _scores(self):
-        return (self.loss.loss_statistics(self.y, self.raw),
-                self.val_loss.loss_statistics(self.y_val, self.raw_val))
+    def _run(self, commands):
+        """Apply the driver's queued ``(name, args)`` commands, in order."""
+        for name, args in commands:
+            if name == "start_tree":
+                self.data.start_tree(*args)
+            elif name == "split":
+                self.data.split(*args)
+            elif name == "finish_tree":
+                self.rows.add_leaf_values(self.data, *args)
+            elif name == "finish_round":
+                self.rows.add_validation(*args, self.n_threads)
+            elif name == "set_baseline":
+                self.rows.set_baseline(*args)
+            else:
+                raise ValueError(f"unknown shard command {name!r}")
 
     @_timed
-    def compute_gradients(self):
-        """Gradients and hessians of the round; their largest ``|value|`` per tree.
+    def compute_gradients(self, commands):
+        """Run ``commands``, then the round's gradients and hessians; return
+        their largest ``|value|`` per tree.
 
         A constant hessian (unweighted squared error) reports None.
         """
-        self.loss.gradients(self.y, self.raw, self.gradients, self.hessians, self.n_threads)
-        constant = self.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
-        return ([max_abs(g) for g in self.gradients],
-                [None if constant else max_abs(h) for h in self.hessians])
-
-    def _run(self, commands):
-        """Apply queued ``(name, args)`` commands: start a tree, split a node."""
-        for name, args in commands:
-            if name == "start_tree":
-                k, grid = args
-                self.data.start_tree(self.gradients[k], self.hessians[k], None, grid)
-            else:
-                self.data.split(*args)
+        self._run(commands)
+        self.rows.compute_gradients(self.n_threads)
+        constant = self.rows.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
+        return ([max_abs(g) for g in self.rows.gradients],
+                [None if constant else max_abs(h) for h in self.rows.hessians])
 
     @_timed
     def histogram(self, commands, node_id):
@@ -182,10 +169,8 @@ class Shard:
         return self.data.node_histogram(node_id)
 
     @_timed
-    def finish_tree(self, commands, k, leaf_ids, leaf_values, tree, score):
-        """Add the tree to the training and validation raw predictions."""
+    def loss_statistics(self, commands):
+        """Run ``commands``, then return the mergeable loss statistics
+        ``(train, validation)`` of the raw predictions."""
         self._run(commands)
-        self.data.add_leaf_values(self.raw[k], leaf_ids, leaf_values)
-        if self.X_val.shape[0]:
-            tree.predict_add(self.X_val, self.raw_val[k], self.n_threads)
-        return self._scores() if score else None
+        return self.rows.loss_statistics()

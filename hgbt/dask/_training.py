@@ -1,6 +1,7 @@
-"""The driver side of a distributed fit: the boosting loop over shards.
+"""The driver side of a distributed fit: the engine's boosting loop over shards.
 
-The driver runs the same grower as a local fit. Its training-data source,
+The driver runs the local fit's loop (:func:`hgbt.engine.boosting.boost`)
+and the same grower. Its training-data source,
 :class:`DistributedTrainingData`, asks every shard for the histograms of a
 node's rows and adds them up; with gradients on the exact grid
 (:mod:`hgbt.exact`) the sum equals the local histogram bit for bit, so the
@@ -12,11 +13,10 @@ import time
 
 import numpy as np
 
-from ..tree._grower import TreeKernel
-from ..engine.early_stopping import should_stop
 from ..core.exact import grid_exponent
-from ..tree.grower import TreeGrower
-from ..engine.sampling import round_feature_samplers
+from ..engine.boosting import boost
+from ..engine.early_stopping import LossScorer
+from ..tree._grower import TreeKernel
 
 #: exceptions a shard raises about the user's data: re-raised as they are
 _DATA_ERRORS = (ValueError, TypeError, NotImplementedError)
@@ -75,39 +75,118 @@ class ShardGroup:
 
 
 class DistributedTrainingData:
-    """The grower's data source over shards (see :class:`~hgbt.training_data.LocalTrainingData`).
+    """The rows on the shards, as the boosting loop's
+    :class:`~hgbt.engine.boosting.TrainingData` and as the
+    :class:`~hgbt.engine.boosting.TreeSource` of every tree.
 
     Its trees grow in the local kernel's loop (``TreeKernel`` with this
     object as its remote source): node histograms are summed across the
-    shards, splits are queued and sent with the next request, and
-    subtraction and split search run on the driver.
+    shards, and subtraction and split search run on the driver. Everything
+    the shards only need to apply (starts of trees, splits, leaf updates,
+    the baseline) is queued and sent with the next request, so a node costs
+    one round trip to every worker and a tree's end none.
 
     Parameters
     ----------
     shards : ShardGroup
         The shards holding training rows.
+    n_rows : int
+        Training rows on all shards.
     n_features, n_bins : int
+    n_trees : int
+        Trees per round.
+    has_validation : bool
+        Whether the shards hold validation rows (scored).
     n_threads : int
         Threads for subtraction and split search on the driver.
+
+    Attributes
+    ----------
+    telemetry : dict
+        ``histogram_bytes_per_tree`` and ``histograms_per_tree``.
     """
 
-    def __init__(self, shards, n_features, n_bins, n_threads):
+    grows_trees = True
+
+    def __init__(self, shards, n_rows, n_features, n_bins, n_trees, has_validation,
+                 n_threads):
         self.shards = shards
+        self.n_rows = n_rows
         self.n_features = n_features
         self.n_bins = n_bins
+        self.n_trees = n_trees
+        self.has_validation = has_validation
         self.n_threads = n_threads
         self._commands = []
         self._kernel = None
+        self._grids = None
+        self._tree_start = (0, 0)
         self.histogram_bytes = 0
         self.n_histograms = 0
+        self.telemetry = {"histogram_bytes_per_tree": [], "histograms_per_tree": []}
 
-    def start_tree(self, k, grid):
-        """Begin tree ``k`` of the round on every shard with the agreed grid."""
-        self._commands.append(("start_tree", (k, grid)))
+    def _call(self, method, *args):
+        """Call ``method`` on every shard, with the queued commands first."""
+        commands, self._commands = self._commands, []
+        return self.shards.call(method, commands, *args)
+
+    def set_baseline(self, baseline):
+        """Start every shard's raw predictions at ``baseline``."""
+        self._commands.append(("set_baseline", (baseline,)))
+
+    # ------------------------------------------------------- TrainingData
+    def compute_gradients(self):
+        maxima = self._call("compute_gradients")
+        # the local fit's grid: from the largest |value| over all rows
+        self._grids = [
+            tuple(grid_exponent(m, self.n_rows) if m is not None else None
+                  for m in (_max_or_none([g[k] for g, _ in maxima]),
+                            _max_or_none([h[k] for _, h in maxima])))
+            for k in range(self.n_trees)]
+
+    def sample_rows(self, sampler):
+        if sampler.active:
+            raise NotImplementedError("row sampling is not supported by the Dask "
+                                      "estimators")
+        return None
+
+    def grow_round(self, grow_one, n_trees):
+        # the shards hold the node state of one tree at a time
+        return [grow_one(self, k) for k in range(n_trees)]
+
+    def refit_leaves(self, source, k, leaf_ids):
+        return None  # the supported losses keep their Newton leaf values
+
+    def finish_tree(self, source, k, leaf_ids, leaf_values, tree):
+        self._commands.append(("finish_tree", (k, leaf_ids, leaf_values)))
+        bytes_before, count_before = self._tree_start
+        self.telemetry["histogram_bytes_per_tree"].append(self.histogram_bytes - bytes_before)
+        self.telemetry["histograms_per_tree"].append(self.n_histograms - count_before)
+
+    def finish_round(self, trees):
+        if self.has_validation:  # only validation rows need the trees themselves
+            self._commands.append(("finish_round", (trees,)))
+
+    def loss_statistics(self):
+        per_shard = self._call("loss_statistics")
+        train = merge([train for train, _ in per_shard])
+        return train, merge([val for _, val in per_shard]) if self.has_validation else None
+
+    # --------------------------------------------------------- TreeSource
+    def start_tree(self, k, rows=None, grid=None, quantize=None):
+        """Begin tree ``k`` of the round on every shard, on the grid agreed
+        from all rows by default (as :meth:`LocalTrainingData.start_tree
+        <hgbt.tree.training_data.LocalTrainingData.start_tree>`; row sampling
+        and quantized gradients are not supported)."""
+        if rows is not None or quantize is not None:
+            raise NotImplementedError("a distributed tree grows on every row, from "
+                                      "float gradients")
+        self._tree_start = (self.histogram_bytes, self.n_histograms)
+        self._commands.append(("start_tree", (k, None, self._grids[k] if grid is None
+                                              else grid)))
 
     def node_histogram(self, node_id):
-        commands, self._commands = self._commands, []
-        parts = self.shards.call("histogram", commands, node_id)
+        parts = self._call("histogram", node_id)
         self.histogram_bytes += sum(part.nbytes for part in parts)
         self.n_histograms += 1
         out = parts[0].copy()
@@ -115,8 +194,6 @@ class DistributedTrainingData:
             for part in parts[1:]:
                 out[field] += part[field]  # exact: gradients are on the grid
         return out
-
-    grows_trees = True
 
     def grow_tree(self, settings, **growth):
         """Grow the begun tree with the local kernel's loop: its node
@@ -131,11 +208,9 @@ class DistributedTrainingData:
         self._commands.append(("split", (node_id, left_id, right_id, feature_idx, bin_idx,
                                          missing_go_to_left, cat_bitset)))
 
-    def finish_tree(self, k, leaf_ids, leaf_values, tree, score):
-        """Add the tree to every shard's raw predictions; merged scores if ``score``."""
-        commands, self._commands = self._commands, []
-        return self.shards.call("finish_tree", commands, k, leaf_ids, leaf_values, tree,
-                                score)
+    def leaf_sums(self, leaf_ids):
+        raise NotImplementedError("quantized gradients are not supported by the Dask "
+                                  "estimators")
 
 
 def merge(statistics):
@@ -152,62 +227,21 @@ def _max_or_none(values):
     return float(np.max(values)) if values else None  # np.max propagates NaN
 
 
-def boost(estimator, shards, n_total, k_trees, n_threads, early_stopping, has_val):
-    """The boosting rounds of a distributed fit, as ``_fit_rounds`` runs them locally.
+def boost_on_shards(settings, shards, n_rows, n_bins, n_trees, baseline, has_validation,
+                    score, history):
+    """The boosting rounds of a distributed fit: :func:`hgbt.engine.boosting.boost`
+    on the shards' rows, starting from ``baseline``.
 
     Every shard takes part in every call (a shard without training rows
-    adds empty histograms). Sets ``_predictors`` and the score lists on
-    ``estimator``; returns the telemetry.
+    adds empty histograms). Appends to ``history``; returns the telemetry.
     """
-    bin_mapper = estimator._bin_mapper
-    n_features = bin_mapper.n_bins_non_missing_.size
-    data = DistributedTrainingData(shards, n_features, bin_mapper.missing_bin + 1, n_threads)
-    score = early_stopping or bool(estimator.verbose)
-    estimator._predictors, estimator._train_scores, estimator._val_scores = [], [], []
-
-    def record(per_shard):
-        estimator._train_scores.append(-merge([r[0] for r in per_shard]).value())
-        if has_val:
-            estimator._val_scores.append(-merge([r[1] for r in per_shard]).value())
-
+    data = DistributedTrainingData(shards, n_rows, settings.n_bins_non_missing.size,
+                                   n_bins, n_trees, has_validation, settings.n_threads)
+    data.set_baseline(baseline)
     # telemetry covers the boosting rounds only, not binning and set-up
     compute_before, waiting_before = shards.compute_seconds, shards.communication_seconds
-    initial = shards.call("set_baseline", estimator._baseline_prediction, score)
-    if score:
-        record(initial)
-    telemetry = {"histogram_bytes_per_tree": [], "histograms_per_tree": []}
-    grower = TreeGrower(data, bin_mapper.bin_thresholds_, bin_mapper.n_bins_non_missing_,
-                        n_threads=n_threads, **estimator._grower_params())
-    start = time.perf_counter()
-    for iteration in range(estimator.max_iter):
-        samplers = round_feature_samplers(
-            n_features, estimator.colsample_bytree, estimator.colsample_bynode,
-            np.random.default_rng([estimator._seed, iteration]), estimator._seed,
-            iteration, k_trees)
-        maxima = shards.call("compute_gradients")
-        trees = []
-        for k in range(k_trees):
-            # the local fit's grid: from the largest |value| over all rows
-            grid = tuple(grid_exponent(m, n_total) if m is not None else None
-                         for m in (_max_or_none([g[k] for g, _ in maxima]),
-                                   _max_or_none([h[k] for _, h in maxima])))
-            bytes_before, count_before = data.histogram_bytes, data.n_histograms
-            data.start_tree(k, grid)
-            tree = grower.grow(samplers[k])
-            leaves = grower.leaf_ids()
-            results = data.finish_tree(k, leaves, tree.nodes["value"][leaves], tree,
-                                       score and k == k_trees - 1)
-            telemetry["histogram_bytes_per_tree"].append(data.histogram_bytes - bytes_before)
-            telemetry["histograms_per_tree"].append(data.n_histograms - count_before)
-            trees.append(tree)
-        estimator._predictors.append(trees)
-        if score:
-            record(results)
-        estimator._report(iteration, start)
-        if early_stopping and should_stop(
-                estimator._val_scores if has_val else estimator._train_scores,
-                estimator.n_iter_no_change, estimator.tol):
-            break
+    boost(settings, data, history, LossScorer() if score else None)
+    telemetry = dict(data.telemetry)
     telemetry["compute_seconds"] = shards.compute_seconds - compute_before
     telemetry["communication_seconds"] = shards.communication_seconds - waiting_before
     telemetry["calls"] = shards.n_calls

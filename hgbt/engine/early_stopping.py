@@ -31,36 +31,56 @@ def should_stop(scores, n_iter_no_change, tol):
     return not any(score > reference for score in scores[-n_iter_no_change:])
 
 
-class Scorer:
-    """Scores of the model after each round, on training and validation data.
+class LossScorer:
+    """``scoring='loss'``: minus the loss of the raw predictions the fit keeps.
 
-    ``scoring='loss'`` uses the loss of the raw predictions kept during
-    training (negated: higher is better); otherwise a scikit-learn scorer is
-    called on the estimator, on at most 10,000 training rows.
+    The loss comes from the training data's exact, mergeable statistics
+    (``TrainingData.loss_statistics``), so a distributed fit scores exactly
+    as a local one.
     """
 
-    def __init__(self, estimator, scoring, seed):
+    def score(self, data):
+        """``(train, validation or None)`` scores of the current model (higher is better)."""
+        train, validation = data.loss_statistics()
+        return -train.value(), None if validation is None else -validation.value()
+
+
+class Scorer:
+    """A scikit-learn scorer of the model after each round.
+
+    It is called on the estimator (whose trees so far predict), on at most
+    10,000 training rows and on the validation rows.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator being fitted; it predicts with the rounds grown so far.
+    scoring : str or callable
+        A scikit-learn scorer name or callable (None: the estimator's ``score``).
+    seed : int
+        Seed of the training-row subsample.
+    X, y, sample_weight : training rows (``y`` as the user's labels)
+    X_val, y_val, sample_weight_val : validation rows, or None
+    """
+
+    def __init__(self, estimator, scoring, seed, X, y, sample_weight, X_val=None,
+                 y_val=None, sample_weight_val=None):
         self.estimator = estimator
-        self.scoring = scoring
-        self.seed = seed
-        self._scorer = None if scoring == "loss" else check_scoring(estimator, scoring)
+        self._scorer = check_scoring(estimator, scoring)
+        if X.shape[0] > MAX_TRAIN_SCORE_ROWS:
+            rows = np.random.default_rng(seed).choice(
+                X.shape[0], MAX_TRAIN_SCORE_ROWS, replace=False)
+            X, y = X[rows], y[rows]
+            sample_weight = None if sample_weight is None else sample_weight[rows]
+        self._train = X, y, sample_weight
+        self._validation = None if X_val is None else (X_val, y_val, sample_weight_val)
 
-    def subsample_train(self, X, y, sample_weight):
-        """The training rows a scorer sees (all of them for 'loss')."""
-        if self._scorer is None or X.shape[0] <= MAX_TRAIN_SCORE_ROWS:
-            return X, y, sample_weight
-        rows = np.random.default_rng(self.seed).choice(
-            X.shape[0], MAX_TRAIN_SCORE_ROWS, replace=False)
-        return X[rows], y[rows], None if sample_weight is None else sample_weight[rows]
+    def score(self, data):
+        """``(train, validation or None)`` scores of the current model."""
+        return (self._call(*self._train),
+                None if self._validation is None else self._call(*self._validation))
 
-    def score(self, loss, raw_prediction, X, y, y_encoded, sample_weight):
-        """Score of the current model.
-
-        ``loss`` carries the same ``sample_weight`` as the rows scored, and
-        ``raw_prediction`` matches ``y_encoded``.
-        """
-        if self._scorer is None:
-            return -loss.loss(y_encoded, raw_prediction)
+    def _call(self, X, y, sample_weight):
         kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
         with warnings.catch_warnings():
             # X is the validated ndarray of a fit on a DataFrame: not the user's input.

@@ -1,7 +1,8 @@
-"""The boosting machinery shared by the estimators: fit loop, early stopping,
-warm start, sampling, staged and raw prediction."""
+"""What the estimators share: validation, binning, the fit's settings for the
+boosting loop (:mod:`hgbt.engine.boosting`), warm start, staged and raw
+prediction."""
+import copy
 import itertools
-import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,14 +17,13 @@ from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE, X_DTYPE, Y_DTYPE
 from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
-from ..engine.early_stopping import Scorer, should_stop, split_validation
-from ..tree.grower import TreeGrower
+from ..engine.boosting import BoostHistory, BoostSettings, boost
+from ..engine.early_stopping import LossScorer, Scorer, split_validation
+from ..engine.rows import LocalData, RowState
+from .fit_inputs import FitInputs
 from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
 from ..persistence import pickle_state, save_model, unpickle_state
-from ..engine.sampling import RowSampler, round_feature_samplers
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
-from ..tree.training_data import LocalTrainingData
-from ..engine.tree_team import TreeTeam
 
 # early_stopping='auto' turns on above this many rows.
 AUTO_EARLY_STOPPING_ROWS = 10_000
@@ -118,6 +118,23 @@ class BaseHistGBDT(BaseEstimator):
 
     def _is_fitted(self):
         return hasattr(self, "_predictors")
+
+    def _fit_inputs(self):
+        """This fit's input validation, target encoding, class weights and
+        loss, for code outside the estimator (:class:`FitInputs`)."""
+        return FitInputs(self)
+
+    def _fitted_copy(self, cls, params, skip=(), deep=True):
+        """``cls(**params)`` holding (deep) copies of this estimator's other
+        attributes, but those in ``skip``; its trees packed for prediction."""
+        out = cls(**params)
+        own_params = set(self.get_params(deep=False))
+        for name, value in vars(self).items():
+            if name not in own_params and name not in skip:
+                setattr(out, name, copy.deepcopy(value) if deep else value)
+        if out._is_fitted():
+            out._set_forest()
+        return out
 
     # ---------------------------------------------- importances, persistence
     @property
@@ -321,113 +338,48 @@ class BaseHistGBDT(BaseEstimator):
         raw = self._raw_from_trees(np.empty((k_trees, n_samples)), X_binned=X_binned,
                                    X=X, n_threads=n_threads)
         raw_val = None if X_val is None else self._raw_predict_validated(X_val, n_threads)
+        settings = self._boost_settings(n_threads, early_stopping)
+        rows = RowState(loss, y, sample_weight, raw, settings.full_hessian, X_val, y_val,
+                        w_val, raw_val)
+        scorer = None
+        if early_stopping or (self.verbose and not self._custom_loss()):
+            scoring = self.scoring if early_stopping else "loss"
+            scorer = (LossScorer() if scoring == "loss" else Scorer(
+                self, scoring, self._seed, X, self._decode(y), sample_weight, X_val,
+                None if y_val is None else self._decode(y_val), w_val))
+        with LocalData(rows, X, X_binned, layout, self._bin_mapper.missing_bin + 1,
+                       n_threads) as data:
+            boost(settings, data, self._history(), scorer)
+        self._set_fitted_rounds(k_trees, early_stopping, X_val is not None)
 
-        row_sampler = RowSampler(self.data_sample_strategy, self.subsample,
-                                 self.goss_top_rate, self.goss_other_rate, n_samples,
-                                 np.random.default_rng(self._seed))
-        gradients, hessians = loss.allocate_buffers(
-            n_samples, full_hessian=row_sampler.active and row_sampler.needs_full_hessian)
-        growers = {}  # one per training-data source, for every tree of the fit
-        # one tree per class: a multiclass round's trees grow side by side
-        with TreeTeam(lambda threads: LocalTrainingData(
-                X_binned, self._bin_mapper.missing_bin + 1, threads, layout),
-                n_threads, k_trees) as team:
-            scorer = None
-            if early_stopping or (self.verbose and not self._custom_loss()):
-                scorer = Scorer(self, self.scoring if early_stopping else "loss",
-                                self._seed)
-                X_score, y_score, w_score = scorer.subsample_train(X, self._decode(y),
-                                                                   sample_weight)
-                if not warm:
-                    self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
-                                        raw_val, X_val, y_val, w_val)
-            start = time.perf_counter()
-            for iteration in range(len(self._predictors), self.max_iter):
-                # Sampling draws from a generator seeded by (seed, round), so a
-                # warm-started fit continues exactly as one long fit would.
-                rng = np.random.default_rng([self._seed, iteration])
-                row_sampler.rng = rng
-                loss.gradients(y, raw, gradients, hessians, n_threads)
-                rows = (row_sampler.sample(gradients, hessians) if row_sampler.active
-                        else None)
-                unsampled = None if rows is None else _complement(rows, n_samples)
-                refit_weight = sample_weight
-                if (rows is not None and loss.needs_leaf_refit
-                        and row_sampler.needs_full_hessian):
-                    # Leaf refits weight GOSS's up-weighted rows as the gradients do.
-                    refit_weight = (np.ones(n_samples) if sample_weight is None
-                                    else sample_weight.copy())
-                    refit_weight[row_sampler.reweighted_rows] *= row_sampler.other_weight
-                # drawn after the rows: a single tree shares the round's generator
-                samplers = round_feature_samplers(X.shape[1], self.colsample_bytree,
-                                                  self.colsample_bynode, rng, self._seed,
-                                                  iteration, k_trees)
+    def _history(self):
+        """The fit's trees and scores, for :func:`~hgbt.engine.boosting.boost` to extend."""
+        return BoostHistory(self._predictors, self._train_scores, self._val_scores)
 
-                def grow_one(data, k):
-                    quantize = None
-                    if self.use_quantized_grad:
-                        quantize = (self.num_grad_quant_bins, int(np.random.SeedSequence(
-                            [self._seed, iteration, k]).generate_state(1, np.uint64)[0]))
-                    if id(data) not in growers:
-                        growers[id(data)] = TreeGrower(
-                            data, self._bin_mapper.bin_thresholds_,
-                            self._bin_mapper.n_bins_non_missing_, n_threads=data.n_threads,
-                            **self._grower_params())
-                    return self._grow_tree(growers[id(data)], loss, y, refit_weight, raw[k],
-                                           gradients[k], hessians[k], rows, unsampled, X,
-                                           X_binned, samplers[k], quantize)
-
-                trees = team.grow(grow_one, k_trees)
-                self._predictors.append(trees)
-                if raw_val is not None:
-                    for k, tree in enumerate(trees):
-                        tree.predict_add(X_val, raw_val[k], n_threads)
-                if scorer is not None:
-                    self._record_scores(scorer, loss, raw, X_score, y_score, y, w_score,
-                                        raw_val, X_val, y_val, w_val)
-                self._report(iteration, start)
-                if scorer is not None:
-                    if early_stopping and should_stop(
-                            self._val_scores if X_val is not None else self._train_scores,
-                            self.n_iter_no_change, self.tol):
-                        break
+    def _set_fitted_rounds(self, k_trees, early_stopping, has_val):
         self.n_iter_ = len(self._predictors)
         self.n_trees_per_iteration_ = k_trees
         self._set_forest()
         self.train_score_ = np.asarray(self._train_scores if early_stopping else [])
         self.validation_score_ = np.asarray(
-            self._val_scores if early_stopping and X_val is not None else [])
+            self._val_scores if early_stopping and has_val else [])
 
-    def _grow_tree(self, grower, loss, y, refit_weight, raw, gradients, hessians, rows,
-                   unsampled, X, X_binned, feature_sampler, quantize=None):
-        data = grower.data
-        n_threads = data.n_threads  # the tree's share of the threads
-        data.start_tree(gradients, hessians, rows, quantize=quantize)
-        tree = grower.grow(feature_sampler)
-        leaves = grower.leaf_ids()
-        if loss.needs_leaf_refit:
-            # Non-smooth losses: the Newton step is replaced by the leaf's
-            # loss-optimal constant (weighted median / quantile of residuals).
-            for leaf in leaves:
-                leaf_rows = data.node_rows(leaf)
-                w = None if refit_weight is None else refit_weight[leaf_rows]
-                tree.nodes["value"][leaf] = self.learning_rate * grower.clip_leaf_value(
-                    leaf, loss.refit_leaf(y[leaf_rows], raw[leaf_rows], w))
-        elif quantize is not None:
-            # Splits were chosen on quantized sums; leaf values use the float ones.
-            for leaf, sum_g, sum_h in zip(leaves, *data.leaf_sums(leaves)):
-                tree.nodes["value"][leaf] = grower.renewed_value(leaf, sum_g, sum_h)
-        data.add_leaf_values(raw, leaves, tree.nodes["value"][leaves])
-        if unsampled is not None and unsampled.size:
-            if X_binned is not None:
-                tree.predict_binned_add(X_binned, unsampled, self._bin_mapper.missing_bin,
-                                        raw, n_threads)
-            else:
-                raw[unsampled] += tree.predict(X[unsampled], n_threads)
-        return tree
+    def _boost_settings(self, n_threads, early_stopping):
+        """The boosting loop's settings of this fit (local and Dask alike)."""
+        mapper = self._bin_mapper
+        return BoostSettings(
+            max_iter=self.max_iter, seed=self._seed, n_threads=n_threads,
+            learning_rate=self.learning_rate, colsample_bytree=self.colsample_bytree,
+            colsample_bynode=self.colsample_bynode,
+            data_sample_strategy=self.data_sample_strategy, subsample=self.subsample,
+            goss_top_rate=self.goss_top_rate, goss_other_rate=self.goss_other_rate,
+            quantized_bins=self.num_grad_quant_bins if self.use_quantized_grad else None,
+            early_stopping=early_stopping, n_iter_no_change=self.n_iter_no_change,
+            tol=self.tol, verbose=self.verbose, bin_thresholds=mapper.bin_thresholds_,
+            n_bins_non_missing=mapper.n_bins_non_missing_, grower=self._grower_params())
 
     def _grower_params(self):
-        """The TreeGrower settings of this fit (shared with the Dask driver)."""
+        """The TreeGrower settings of this fit."""
         return dict(
             grow_policy=self.grow_policy, max_leaf_nodes=self.max_leaf_nodes,
             max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
@@ -442,25 +394,6 @@ class BaseHistGBDT(BaseEstimator):
             cat_l2=self.cat_l2, min_data_per_group=self.min_data_per_group,
             max_cat_threshold=self.max_cat_threshold,
             monotonic_cst=self._monotonic_cst_)
-
-    def _record_scores(self, scorer, loss, raw, X_score, y_score, y_encoded, w_score,
-                       raw_val, X_val, y_val, w_val):
-        self._train_scores.append(
-            scorer.score(loss, raw, X_score, y_score, y_encoded, w_score))
-        if raw_val is not None:
-            self._val_scores.append(scorer.score(
-                loss.reweighted(w_val), raw_val, X_val, self._decode(y_val), y_val, w_val))
-
-    def _report(self, iteration, start):
-        period = 1 if self.verbose is True else int(self.verbose)
-        if not period or ((iteration + 1) % period and iteration + 1 != self.max_iter):
-            return
-        line = f"[{iteration + 1}]"
-        if self._train_scores:
-            line += f"\ttrain: {self._train_scores[-1]:.6g}"
-        if self._val_scores:
-            line += f"\tvalid: {self._val_scores[-1]:.6g}"
-        print(f"{line}\telapsed: {time.perf_counter() - start:.3f}s", flush=True)
 
     # -------------------------------------------------------------- predict
     def _raw_from_trees(self, out, X=None, X_binned=None, n_threads=1):
@@ -555,13 +488,6 @@ def interaction_groups(interaction_cst, n_features):
     if rest:
         groups.append(rest)
     return groups
-
-
-def _complement(rows, n_samples):
-    """Sorted rows not in ``rows`` (sorted)."""
-    mask = np.ones(n_samples, dtype=bool)
-    mask[rows] = False
-    return np.flatnonzero(mask).astype(SIZE_DTYPE)
 
 
 #: Parameters shared by both estimators (numpydoc), formatted into their docstrings.

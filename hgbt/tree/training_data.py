@@ -72,32 +72,48 @@ class LocalTrainingData:
         # the row-major bins of quantized histograms, shared with forks
         self._row_major = _row_major or _RowMajor(self.X_binned)
         self._kernel = None  # TreeKernel, made on the first grow_tree
+        self._tree_gradients = self._tree_hessians = None  # set by use_gradients
 
     def fork(self, n_threads):
         """A source over the same binned rows for another tree grown at the
-        same time: its own node state, shared read-only data."""
-        return LocalTrainingData(None if self.layout else self.X_binned, self.n_bins,
+        same time: its own node state, shared read-only data (the gradient
+        buffers included)."""
+        fork = LocalTrainingData(None if self.layout else self.X_binned, self.n_bins,
                                  n_threads, self.layout, _row_major=self._row_major)
+        fork._tree_gradients, fork._tree_hessians = self._tree_gradients, self._tree_hessians
+        return fork
+
+    def use_gradients(self, gradients, hessians):
+        """The fit's gradient and hessian buffers, read by :meth:`start_tree`.
+
+        Shape (n_trees_per_iteration, n_samples) (1-D: one tree's), float32;
+        ``hessians`` of shape (n_trees, 1) is a constant hessian for every
+        row. The buffers are refilled in place each round, so this is called
+        once per fit.
+        """
+        self._tree_gradients = np.atleast_2d(gradients)
+        self._tree_hessians = np.atleast_2d(hessians)
 
     @property
     def n_features(self):
         return self.X_binned.shape[1] if self.layout is None else self.layout.n_features
 
-    def start_tree(self, gradients, hessians, rows=None, grid=None, quantize=None):
-        """Begin a tree: ``rows`` (sorted; default all rows) in the root (node 0).
+    def start_tree(self, k, rows=None, grid=None, quantize=None):
+        """Begin tree ``k`` of the round: ``rows`` (sorted; default all rows)
+        in the root (node 0), on row ``k`` of the gradient buffers
+        (:meth:`use_gradients`).
 
-        ``gradients`` and ``hessians`` are 1-D over all rows; ``hessians`` of
-        length 1 is a constant hessian for every row. Both are snapped in
-        place to the grids of :mod:`hgbt.exact`, so that every histogram sum
-        is exact: ``grid`` gives the two grid exponents (a distributed fit
-        passes the ones agreed by all workers); by default they come from
-        these rows.
+        Its gradients and hessians are snapped in place to the grids of
+        :mod:`hgbt.exact`, so that every histogram sum is exact: ``grid``
+        gives the two grid exponents (a Dask shard is passed the ones agreed
+        by all workers); by default they come from all rows here.
 
         ``quantize=(num_grad_quant_bins, seed)`` builds the tree's histograms
         from quantized gradients instead (:func:`quantize_exponents`,
         ``_quantize``); ``gradients`` and ``hessians`` are then left as they
         are, for :meth:`leaf_sums`.
         """
+        gradients, hessians = self._tree_gradients[k], self._tree_hessians[k]
         n_rows = self._all_rows.shape[0]
         self._packed = None
         if quantize is not None:

@@ -1,0 +1,276 @@
+"""The boosting loop, once for every fit: local estimators and ``hgbt.dask``.
+
+:func:`boost` runs the rounds: seeding, gradients, row and column
+sampling, growing each tree, leaf updates, scores, the verbose line and
+early stopping. It runs on a :class:`TrainingData` (the rows in this
+process, :class:`~hgbt.engine.rows.LocalData`, or a Dask driver's shards,
+``hgbt.dask``), which hands out a :class:`TreeSource` for each tree. What
+the loop needs from the estimator comes in a :class:`BoostSettings`.
+"""
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..tree.grower import TreeGrower
+from .early_stopping import should_stop
+from .sampling import RowSampler, round_feature_samplers
+
+
+@runtime_checkable
+class TreeSource(Protocol):
+    """Where one tree grows: what :class:`~hgbt.tree.grower.TreeGrower` and the
+    loop call for each tree (``LocalTrainingData``, ``DistributedTrainingData``).
+
+    Attributes
+    ----------
+    n_features : int
+        Features the tree may split on.
+    n_bins : int
+        Bins per feature histogram, the missing bin included.
+    n_threads : int
+        Threads the tree's kernels use.
+    grows_trees : bool
+        Whether :meth:`grow_tree` can grow a tree here.
+    """
+
+    n_features: int
+    n_bins: int
+    n_threads: int
+    grows_trees: bool
+
+    def start_tree(self, k: int, rows: Optional[np.ndarray] = None,
+                   grid: Optional[tuple] = None, quantize: Optional[tuple] = None) -> None:
+        """Begin tree ``k`` of the round on ``rows`` (sorted; None: every row).
+
+        Gradients are snapped to the exact-sum grid ``grid`` (None: the one
+        of all the training rows). ``quantize=(n_levels, seed)`` builds the
+        histograms from quantized gradients instead.
+        """
+
+    def grow_tree(self, settings: Any, **growth: Any) -> np.ndarray:
+        """Grow the begun tree in the kernel loop; return its node records."""
+
+    def leaf_sums(self, leaf_ids: np.ndarray) -> tuple:
+        """Float gradient and hessian sums of each leaf's rows (quantized trees)."""
+
+
+@runtime_checkable
+class TrainingData(Protocol):
+    """The training (and validation) rows of a fit, as :func:`boost` drives them.
+
+    Each source keeps, per row, the targets, weights, raw predictions and
+    gradients (:class:`~hgbt.engine.rows.RowState`: once for a local fit,
+    once on each Dask shard).
+
+    Attributes
+    ----------
+    n_rows : int
+        Training rows (on every worker together).
+    n_features : int
+        Features of the rows.
+    n_trees : int
+        Trees per round (classes of a multiclass fit, else 1).
+    has_validation : bool
+        Whether validation rows are kept (and scored).
+    """
+
+    n_rows: int
+    n_features: int
+    n_trees: int
+    has_validation: bool
+
+    def compute_gradients(self) -> None:
+        """The round's gradients and hessians of every training row, from the
+        current raw predictions."""
+
+    def sample_rows(self, sampler: RowSampler) -> Optional[np.ndarray]:
+        """The rows the round's trees grow on (``sampler`` draws them; GOSS
+        re-weights their gradients), or None for every row."""
+
+    def grow_round(self, grow_one: Callable[[TreeSource, int], Any], n_trees: int) -> list:
+        """``[grow_one(source, k) for k in range(n_trees)]``, each call on a
+        tree source no other running call holds (trees may grow side by side)."""
+
+    def refit_leaves(self, source: TreeSource, k: int,
+                     leaf_ids: np.ndarray) -> Optional[list]:
+        """Loss-optimal raw updates of tree ``k``'s leaves from their rows (not
+        yet shrunk), or None when the loss keeps the Newton leaf values."""
+
+    def finish_tree(self, source: TreeSource, k: int, leaf_ids: np.ndarray,
+                    leaf_values: np.ndarray, tree: Any) -> None:
+        """Add tree ``k`` to the raw predictions of every training row."""
+
+    def finish_round(self, trees: list) -> None:
+        """Add the round's trees to the raw predictions of the validation rows."""
+
+    def loss_statistics(self) -> tuple:
+        """Mergeable loss statistics ``(train, validation or None)`` of the
+        current raw predictions (:class:`~hgbt.core.exact.WeightedMean`)."""
+
+
+@dataclass(frozen=True)
+class BoostSettings:
+    """The settings of a fit's boosting rounds, built by the estimator.
+
+    Attributes
+    ----------
+    max_iter : int
+        Rounds in all; a warm start continues from the rounds already grown.
+    seed : int
+        The fit's seed: round ``i`` draws from ``default_rng([seed, i])``.
+    n_threads : int
+    learning_rate : float
+        Shrinkage, also of re-fitted leaf values.
+    colsample_bytree, colsample_bynode : float
+    data_sample_strategy : {'bagging', 'goss'}
+    subsample, goss_top_rate, goss_other_rate : float
+    quantized_bins : int or None
+        ``num_grad_quant_bins`` with ``use_quantized_grad``, else None.
+    early_stopping : bool
+    n_iter_no_change : int
+    tol : float
+    verbose : int or bool
+        Print the scores every ``verbose`` rounds.
+    bin_thresholds : list of ndarray
+    n_bins_non_missing : ndarray
+    grower : dict
+        :class:`~hgbt.tree.grower.TreeGrower` keyword settings.
+    """
+
+    max_iter: int
+    seed: int
+    n_threads: int
+    learning_rate: float
+    colsample_bytree: float
+    colsample_bynode: float
+    data_sample_strategy: str
+    subsample: float
+    goss_top_rate: float
+    goss_other_rate: float
+    quantized_bins: Optional[int]
+    early_stopping: bool
+    n_iter_no_change: int
+    tol: float
+    verbose: Any
+    bin_thresholds: list
+    n_bins_non_missing: np.ndarray
+    grower: dict
+
+    @property
+    def full_hessian(self):
+        """Whether the fit needs per-row hessians even for a constant-hessian
+        loss: GOSS re-weights rows."""
+        return self.data_sample_strategy == "goss"
+
+
+@dataclass
+class BoostHistory:
+    """What the rounds grow: the trees of each round and the scores.
+
+    The estimator passes its own lists; :func:`boost` appends to them (a
+    warm start continues them).
+    """
+
+    predictors: list = field(default_factory=list)
+    train_scores: list = field(default_factory=list)
+    val_scores: list = field(default_factory=list)
+
+    def record(self, scores):
+        train, validation = scores
+        self.train_scores.append(train)
+        if validation is not None:
+            self.val_scores.append(validation)
+
+
+def boost(settings, data, history, scorer=None):
+    """Run the boosting rounds from ``len(history.predictors)`` to ``max_iter``.
+
+    Parameters
+    ----------
+    settings : BoostSettings
+    data : TrainingData
+    history : BoostHistory
+        Appended to in place: each round's trees, and its scores.
+    scorer : object with ``score(data) -> (train, validation or None)``, or None
+        Scores each round (and the baseline, before the first round);
+        None: no scores, no early stopping.
+    """
+    n_trees = data.n_trees
+    row_sampler = RowSampler(settings.data_sample_strategy, settings.subsample,
+                             settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
+                             np.random.default_rng(settings.seed))
+    growers = {}  # one per tree source, for every tree of the fit
+    if scorer is not None and not history.predictors:
+        history.record(scorer.score(data))
+    start = time.perf_counter()
+    for iteration in range(len(history.predictors), settings.max_iter):
+        # Sampling draws from a generator seeded by (seed, round), so a
+        # warm-started fit continues exactly as one long fit would.
+        rng = np.random.default_rng([settings.seed, iteration])
+        row_sampler.rng = rng
+        data.compute_gradients()
+        rows = data.sample_rows(row_sampler)
+        # drawn after the rows: a single tree shares the round's generator
+        samplers = round_feature_samplers(data.n_features, settings.colsample_bytree,
+                                          settings.colsample_bynode, rng, settings.seed,
+                                          iteration, n_trees)
+
+        def grow_one(source, k):
+            if id(source) not in growers:
+                growers[id(source)] = TreeGrower(
+                    source, settings.bin_thresholds, settings.n_bins_non_missing,
+                    n_threads=source.n_threads, **settings.grower)
+            return _grow_tree(settings, data, growers[id(source)], k, rows, samplers[k],
+                              iteration)
+
+        trees = data.grow_round(grow_one, n_trees)
+        history.predictors.append(trees)
+        data.finish_round(trees)
+        if scorer is not None:
+            history.record(scorer.score(data))
+        report(settings, history, iteration, start)
+        if scorer is not None and settings.early_stopping and should_stop(
+                history.val_scores if data.has_validation else history.train_scores,
+                settings.n_iter_no_change, settings.tol):
+            break
+
+
+def _grow_tree(settings, data, grower, k, rows, feature_sampler, iteration):
+    """Grow tree ``k`` of the round, settle its leaf values, add it to the
+    training rows' raw predictions."""
+    source = grower.data
+    quantize = None
+    if settings.quantized_bins is not None:
+        quantize = (settings.quantized_bins, int(np.random.SeedSequence(
+            [settings.seed, iteration, k]).generate_state(1, np.uint64)[0]))
+    source.start_tree(k, rows, quantize=quantize)
+    tree = grower.grow(feature_sampler)
+    leaves = grower.leaf_ids()
+    values = tree.nodes["value"]
+    refits = data.refit_leaves(source, k, leaves)
+    if refits is not None:
+        # Non-smooth losses: the Newton step is replaced by the leaf's
+        # loss-optimal constant (weighted median / quantile of residuals).
+        for leaf, update in zip(leaves, refits):
+            values[leaf] = settings.learning_rate * grower.clip_leaf_value(leaf, update)
+    elif quantize is not None:
+        # Splits were chosen on quantized sums; leaf values use the float ones.
+        for leaf, sum_g, sum_h in zip(leaves, *source.leaf_sums(leaves)):
+            values[leaf] = grower.renewed_value(leaf, sum_g, sum_h)
+    data.finish_tree(source, k, leaves, values[leaves], tree)
+    return tree
+
+
+def report(settings, history, iteration, start):
+    """Print the verbose line of round ``iteration`` when it is due."""
+    period = 1 if settings.verbose is True else int(settings.verbose)
+    if not period or ((iteration + 1) % period and iteration + 1 != settings.max_iter):
+        return
+    line = f"[{iteration + 1}]"
+    if history.train_scores:
+        line += f"\ttrain: {history.train_scores[-1]:.6g}"
+    if history.val_scores:
+        line += f"\tvalid: {history.val_scores[-1]:.6g}"
+    print(f"{line}\telapsed: {time.perf_counter() - start:.3f}s", flush=True)

@@ -1,0 +1,187 @@
+"""Boosting state of the rows held in this process.
+
+:class:`RowState` keeps, per row, what the rounds update: targets,
+weights, raw predictions, gradients and hessians, and the same for
+validation rows. A local fit has one; every Dask shard has one for its
+rows, so gradients, leaf updates and loss statistics are computed by the
+same code. :class:`LocalData` is a local fit's
+:class:`~hgbt.engine.boosting.TrainingData`: a ``RowState`` and the
+training-data sources its trees grow on.
+"""
+import numpy as np
+
+from ..core._types import SIZE_DTYPE
+from ..tree.training_data import LocalTrainingData
+from .tree_team import TreeTeam
+
+
+class RowState:
+    """Targets, weights, raw predictions and gradients of some rows.
+
+    Parameters
+    ----------
+    loss : BaseLoss
+        The fit's loss, built with ``sample_weight``.
+    y : ndarray of shape (n_samples,)
+        Encoded targets.
+    sample_weight : ndarray of shape (n_samples,) or None
+    raw : ndarray of shape (n_trees_per_iteration, n_samples), float64
+        Raw predictions of the rows, updated in place by the rounds.
+    full_hessian : bool, default=False
+        Per-row hessians even when the loss's is constant (GOSS re-weights
+        rows).
+    X_val, y_val, sample_weight_val, raw_val : default=None
+        Validation rows, their encoded targets, weights and raw
+        predictions (shape (n_trees_per_iteration, n_val)); None without
+        validation rows.
+
+    Attributes
+    ----------
+    gradients, hessians : ndarray of shape (n_trees_per_iteration, n_samples), float32
+        The round's values (``hessians`` (n_trees_per_iteration, 1) for a
+        constant hessian), filled in place by :meth:`compute_gradients`.
+    """
+
+    def __init__(self, loss, y, sample_weight, raw, full_hessian=False, X_val=None,
+                 y_val=None, sample_weight_val=None, raw_val=None):
+        self.loss = loss
+        self.y = y
+        self.sample_weight = sample_weight
+        self.raw = raw
+        self.X_val, self.y_val, self.sample_weight_val = X_val, y_val, sample_weight_val
+        self.raw_val = raw_val
+        self.gradients, self.hessians = loss.allocate_buffers(y.shape[0], full_hessian)
+
+    def set_baseline(self, baseline):
+        """Start every raw prediction at ``baseline`` (one value per tree of a round)."""
+        self.raw[:] = baseline[:, None]
+        if self.raw_val is not None:
+            self.raw_val[:] = baseline[:, None]
+
+    def compute_gradients(self, n_threads):
+        """Fill :attr:`gradients` and :attr:`hessians` from the raw predictions."""
+        self.loss.gradients(self.y, self.raw, self.gradients, self.hessians, n_threads)
+
+    def refit_leaf(self, k, leaf_rows, weight):
+        """Loss-optimal raw update of one leaf of tree ``k`` from its rows
+        (``weight``: the refit's row weights over all rows, or None)."""
+        return self.loss.refit_leaf(self.y[leaf_rows], self.raw[k][leaf_rows],
+                                    None if weight is None else weight[leaf_rows])
+
+    def add_leaf_values(self, source, k, leaf_ids, leaf_values):
+        """Add tree ``k``'s leaf values to the raw predictions of its leaves'
+        rows (``source``: the training data the tree grew on)."""
+        source.add_leaf_values(self.raw[k], leaf_ids, leaf_values)
+
+    def add_validation(self, trees, n_threads):
+        """Add a round's trees to the validation rows' raw predictions."""
+        if self.X_val is None or not self.X_val.shape[0]:
+            return
+        for k, tree in enumerate(trees):
+            tree.predict_add(self.X_val, self.raw_val[k], n_threads)
+
+    def loss_statistics(self):
+        """Mergeable loss statistics ``(train, validation or None)``."""
+        train = self.loss.loss_statistics(self.y, self.raw)
+        if self.X_val is None:
+            return train, None
+        # reweighted now, not once: it carries the loss's fitted state
+        # (Huber's delta), which the rounds update
+        validation = self.loss.reweighted(self.sample_weight_val).loss_statistics(
+            self.y_val, self.raw_val)
+        return train, validation
+
+
+class LocalData:
+    """The rows of a local fit as the boosting loop's
+    :class:`~hgbt.engine.boosting.TrainingData`.
+
+    A multiclass round's trees grow side by side, on the sources of a
+    :class:`~hgbt.engine.tree_team.TreeTeam`. Use it as a context manager
+    (the team's threads stop on exit).
+
+    Parameters
+    ----------
+    rows : RowState
+    X : ndarray or sparse matrix
+        The training rows (rows outside a round's sample are predicted on
+        them when there is no plain ``X_binned``).
+    X_binned : ndarray or None
+        Binned rows, every feature its own column; None with ``layout``.
+    layout : FeatureLayout or None
+    n_bins : int
+        Bins per feature histogram, the missing bin included.
+    n_threads : int
+    """
+
+    def __init__(self, rows, X, X_binned, layout, n_bins, n_threads):
+        self.rows = rows
+        self.n_rows, self.n_features = X.shape
+        self.n_trees = rows.raw.shape[0]
+        self.has_validation = rows.X_val is not None
+        self.n_threads = n_threads
+        self._X, self._X_binned, self._missing_bin = X, X_binned, n_bins - 1
+        self._unsampled = None
+        self._refit_weight = rows.sample_weight
+
+        def make_source(threads):
+            source = LocalTrainingData(X_binned, n_bins, threads, layout)
+            source.use_gradients(rows.gradients, rows.hessians)
+            return source
+
+        self._team = TreeTeam(make_source, n_threads, self.n_trees)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._team.close()
+
+    def compute_gradients(self):
+        self.rows.compute_gradients(self.n_threads)
+
+    def sample_rows(self, sampler):
+        if not sampler.active:
+            return None
+        rows = sampler.sample(self.rows.gradients, self.rows.hessians)
+        self._unsampled = _complement(rows, self.n_rows)
+        if self.rows.loss.needs_leaf_refit and sampler.needs_full_hessian:
+            # Leaf refits weight GOSS's up-weighted rows as the gradients do.
+            weight = self.rows.sample_weight
+            self._refit_weight = (np.ones(self.n_rows) if weight is None
+                                  else weight.copy())
+            self._refit_weight[sampler.reweighted_rows] *= sampler.other_weight
+        return rows
+
+    def grow_round(self, grow_one, n_trees):
+        return self._team.grow(grow_one, n_trees)
+
+    def refit_leaves(self, source, k, leaf_ids):
+        if not self.rows.loss.needs_leaf_refit:
+            return None
+        return [self.rows.refit_leaf(k, source.node_rows(leaf), self._refit_weight)
+                for leaf in leaf_ids]
+
+    def finish_tree(self, source, k, leaf_ids, leaf_values, tree):
+        self.rows.add_leaf_values(source, k, leaf_ids, leaf_values)
+        unsampled = self._unsampled
+        if unsampled is not None and unsampled.size:
+            raw = self.rows.raw[k]
+            if self._X_binned is not None:
+                tree.predict_binned_add(self._X_binned, unsampled, self._missing_bin, raw,
+                                        source.n_threads)
+            else:
+                raw[unsampled] += tree.predict(self._X[unsampled], source.n_threads)
+
+    def finish_round(self, trees):
+        self.rows.add_validation(trees, self.n_threads)
+
+    def loss_statistics(self):
+        return self.rows.loss_statistics()
+
+
+def _complement(rows, n_samples):
+    """Sorted rows not in ``rows`` (sorted)."""
+    mask = np.ones(n_samples, dtype=bool)
+    mask[rows] = False
+    return np.flatnonzero(mask).astype(SIZE_DTYPE)
