@@ -385,10 +385,12 @@ def describe_layout(est, X):
     """Bundles, sparse-stored columns and conflicts of the training data's
     layout, rebuilt with the fitted bin mapper (None if unreachable)."""
     try:
-        _, layout = est._bin(est._validate_X(X, reset=False), 1)
+        layout = est._bin(est._validate_X(X, reset=False), 1)
     except Exception:  # noqa: BLE001 - informative only
         return None
-    if layout is None:
+    if isinstance(layout, tuple):  # before one binned-data type: (X_binned, layout)
+        layout = layout[1]
+    if layout is None or layout.is_plain:
         return {"bundles": 0, "sparse": 0, "conflicts": 0}
     return {"bundles": int(layout.n_bundles), "conflicts": int(layout.conflicts),
             "sparse": int(layout.n_columns - layout.n_dense)}

@@ -9,6 +9,7 @@ import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.core._types import Y_DTYPE
+from hgbt.data.bundling import FeatureLayout
 from hgbt.engine.boosting import BoostHistory, TrainingData, TreeSource, boost
 from hgbt.engine.early_stopping import LossScorer
 from hgbt.engine.rows import LocalData, RowState
@@ -38,7 +39,8 @@ def test_local_and_distributed_sources_conform():
     model = HistGBDTRegressor(max_iter=2, early_stopping=False).fit(*_problem())
     X, y = _problem()
     rows, X_binned = _local_data(model, X, y)
-    with LocalData(rows, X, X_binned, None, model._bin_mapper.missing_bin + 1, 1) as data:
+    binned = FeatureLayout.plain(X_binned, model._bin_mapper.n_bins_non_missing_)
+    with LocalData(rows, X, binned, model._bin_mapper.missing_bin + 1, 1) as data:
         assert isinstance(data, TrainingData)
         assert not isinstance(data, TreeSource)
     assert isinstance(LocalTrainingData(X_binned, 256, 1), TreeSource)

@@ -590,7 +590,7 @@ def test_mixed_layout_has_every_kind_of_column(mixed):
 
 def split_layout(layout):
     """The layout arguments of find_node_split, as the training data passes them."""
-    lay = LocalTrainingData(None, N_BINS, 1, layout).split_layout
+    lay = LocalTrainingData(layout, N_BINS, 1).split_layout
     assert lay and "feature_column" in lay
     return lay
 
@@ -753,7 +753,7 @@ def test_conflicting_pair_bundled_only_within_the_budget():
         np.testing.assert_array_equal(seen, expected)
 
 
-def test_dense_features_give_no_layout():
+def test_dense_features_give_the_plain_layout():
     rng = np.random.default_rng(12)
     X = np.asfortranarray(rng.integers(0, 255, (800, 5)).astype(np.uint8))
     X[rng.random(X.shape) < 0.03] = MISSING_BIN
@@ -761,14 +761,18 @@ def test_dense_features_give_no_layout():
     nbnm = np.full(5, 255, dtype=np.uint32)
     source = DenseSource(X, default, MISSING_BIN)
     for enable in (True, False):
-        assert build_layout(source, None, nbnm, MISSING_BIN, enable_bundle=enable) is None
+        layout = build_layout(source, None, nbnm, MISSING_BIN, enable_bundle=enable)
+        assert layout.is_plain and layout.X_dense is X
+        np.testing.assert_array_equal(layout.default_bin, default)
+        np.testing.assert_array_equal(layout.column_width, nbnm)
+        np.testing.assert_array_equal(layout.feature_column, np.arange(5))
     # sparse categorical features are neither bundled nor stored sparse
     X, _ = one_hot_bins(rng, 800, 10, 2)
     source = DenseSource(X, np.zeros(10, np.uint8), MISSING_BIN)
     nbnm = np.full(10, 2, dtype=np.uint32)
-    assert build_layout(source, np.ones(10, bool), nbnm, MISSING_BIN) is None
+    assert build_layout(source, np.ones(10, bool), nbnm, MISSING_BIN).is_plain
     # the same features as numeric ones are bundled
-    assert build_layout(source, None, nbnm, MISSING_BIN) is not None
+    assert not build_layout(source, None, nbnm, MISSING_BIN).is_plain
     # unbundled but sparse enough: stored sparse, each alone
     layout = build_layout(source, None, nbnm, MISSING_BIN, enable_bundle=False)
     assert layout.n_bundles == 0 and layout.n_dense == 0 and layout.n_columns == 10
@@ -901,7 +905,7 @@ def test_local_training_data_with_layout_equals_plain(mixed, constant_hessian, n
     if constant_hessian:
         h0 = np.array([1.0], dtype=G_H_DTYPE)
     plain = LocalTrainingData(X, N_BINS, n_threads)
-    laid = LocalTrainingData(None, N_BINS, n_threads, layout)
+    laid = LocalTrainingData(layout, N_BINS, n_threads)
     # the bins split finding reads: value bins and the missing bin
     feature_bins = used_bins(nbnm, N_BINS)
     assert laid.n_features == plain.n_features == X.shape[1]

@@ -4,6 +4,7 @@ import pytest
 
 from hgbt.core._types import G_H_DTYPE, Y_DTYPE
 from hgbt.data.binning import BinMapper
+from hgbt.data.bundling import FeatureLayout
 from hgbt.tree.grower import TreeGrower
 from hgbt.tree.training_data import LocalTrainingData
 from reference_grower import PythonLoopGrower
@@ -592,12 +593,12 @@ def _grow_both_ways(case, n_threads):
         is_cat[[4, 5]] = True
     mapper = BinMapper(is_categorical=is_cat, subsample=None).fit(X)
     X_binned = mapper.transform(X)
-    layout = None
+    layout = X_binned
     if layout_case:
         layout = build_layout(DenseSource(X_binned, mapper.zero_bins(), mapper.missing_bin),
                               mapper.is_categorical_, mapper.n_bins_non_missing_,
                               mapper.missing_bin)
-        assert layout is not None and layout.n_columns > layout.n_dense
+        assert not layout.is_plain and layout.n_columns > layout.n_dense
         assert layout.n_bundles > 0 or layout_case == "all_sparse"
     rows = (np.sort(rng.choice(n, n // 2, replace=False)).astype(np.uint32)
             if case.pop("sampled", False) else None)
@@ -608,8 +609,7 @@ def _grow_both_ways(case, n_threads):
         params["monotonic_cst"] = np.array(params["monotonic_cst"], dtype=np.int8)
     results = []
     for grower_class in (TreeGrower, PythonLoopGrower):
-        data = LocalTrainingData(None if layout else X_binned, mapper.missing_bin + 1,
-                                 n_threads, layout)
+        data = LocalTrainingData(layout, mapper.missing_bin + 1, n_threads)
         data.use_gradients(g.copy(), h.copy())
         data.start_tree(0, rows, quantize=quantize)
         sampler = (None if colsample == (1.0, 1.0) else
@@ -682,7 +682,8 @@ def test_kernel_rejects_inconsistent_buffers():
     rows = np.arange(300, dtype=np.uint32)
     settings = SplitSettings(mapper.n_bins_non_missing_, mapper.missing_bin,
                              min_samples_leaf=5)
-    common = dict(X_binned=Xb, rows=rows, buffer=np.empty(300, dtype=np.uint32),
+    common = dict(layout=FeatureLayout.plain(Xb, mapper.n_bins_non_missing_),
+                  rows=rows, buffer=np.empty(300, dtype=np.uint32),
                   n_root=300, gradients=g, hessians=h,
                   ordered_gradients=np.empty(300, dtype=G_H_DTYPE),
                   ordered_hessians=np.empty(300, dtype=G_H_DTYPE), max_leaf_nodes=8)
@@ -695,6 +696,10 @@ def test_kernel_rejects_inconsistent_buffers():
             kernel.grow(settings, **{**common, **bad})
     with pytest.raises(ValueError, match="TreeKernel.grow"):
         TreeKernel(6, 6, mapper.missing_bin + 1).grow(settings, **common)
+    with pytest.raises(ValueError, match="TreeKernel.grow"):  # a width per column
+        narrow = FeatureLayout.plain(Xb, mapper.n_bins_non_missing_)
+        narrow.column_width = narrow.column_width[:3]
+        kernel.grow(settings, **{**common, "layout": narrow})
     other = SplitSettings(mapper.n_bins_non_missing_[:4], mapper.missing_bin)
     with pytest.raises(ValueError, match="TreeKernel.grow"):
         kernel.grow(other, **common)

@@ -116,15 +116,15 @@ def assert_same_predictions(a, X_a, b, X_b):
 def test_task_is_bundled_and_stored_sparse(task):
     X, A, y, _ = task
     model = estimator("regression").fit(A, y)
-    X_binned, layout = model._bin(A, 1)
-    assert X_binned is None and layout is not None
+    layout = model._bin(A, 1)
+    assert not layout.is_plain
     assert layout.n_bundles >= 1 and layout.conflicts == 0
     assert layout.n_columns < N_FEATURES
     assert layout.n_dense < layout.n_columns  # some columns stored sparse
     assert len(set(layout.feature_column[ONEHOT])) < len(ONEHOT)
     assert layout.default_bin[SIGNED] > 0
     # the dense input gives the very same layout
-    _, dense_layout = model._bin(X, 1)
+    dense_layout = model._bin(X, 1)
     assert dense_layout.columns == layout.columns
     np.testing.assert_array_equal(dense_layout.X_dense, layout.X_dense)
     np.testing.assert_array_equal(dense_layout.sparse_codes, layout.sparse_codes)
@@ -304,9 +304,8 @@ def test_bundling_off_gives_the_same_model(task, sparse_input):
     data = A if sparse_input else X
     bundled = estimator("regression", max_iter=15).fit(data, y)
     unbundled = estimator("regression", max_iter=15, enable_bundle=False).fit(data, y)
-    assert bundled._bin(data, 1)[1].n_bundles >= 1
-    off = unbundled._bin(data, 1)[1]
-    assert off is None or off.n_bundles == 0
+    assert bundled._bin(data, 1).n_bundles >= 1
+    assert unbundled._bin(data, 1).n_bundles == 0
     assert_same_model(bundled, unbundled)
     assert_same_predictions(bundled, A, unbundled, X)
 
@@ -324,8 +323,8 @@ def test_conflict_rate_bundles_conflicting_features_and_still_learns():
     A = sp.csr_matrix(F)
     strict = estimator("regression", max_iter=30).fit(A, y)
     loose = estimator("regression", max_iter=30, max_conflict_rate=0.2).fit(A, y)
-    strict_layout = strict._bin(A, 1)[1]
-    layout = loose._bin(A, 1)[1]
+    strict_layout = strict._bin(A, 1)
+    layout = loose._bin(A, 1)
     assert strict_layout.conflicts == 0
     assert layout.conflicts > 0
     assert layout.n_columns < strict_layout.n_columns
@@ -344,11 +343,11 @@ def test_plain_dense_path_equals_layout_path(task, sparse_input, monkeypatch):
     data = A if sparse_input else X
     y = targets("multiclass", y)
     with_layout = estimator("multiclass", subsample=0.8).fit(data, y)
-    assert with_layout._bin(data, 1)[1] is not None
+    assert not with_layout._bin(data, 1).is_plain
     monkeypatch.setattr(hgbt.data.bundling, "SPARSE_MAX_DENSITY", -1.0)
     plain = estimator("multiclass", subsample=0.8, enable_bundle=False).fit(data, y)
-    X_binned, layout = plain._bin(data, 1)
-    assert layout is None and X_binned.shape == X.shape
+    layout = plain._bin(data, 1)
+    assert layout.is_plain and layout.X_dense.shape == X.shape
     assert_same_model(with_layout, plain)
     assert_same_predictions(with_layout, A, plain, X)
 
@@ -368,7 +367,7 @@ def test_one_hot_encoded_categorical_is_learnt():
     sparse = estimator("regression", **params).fit(A[:2400], y[:2400])
     dense = estimator("regression", **params).fit(X[:2400], y[:2400])
     assert_same_model(dense, sparse)
-    layout = sparse._bin(A[:2400], 1)[1]
+    layout = sparse._bin(A[:2400], 1)
     assert len(set(layout.feature_column[:40])) < 10  # the 40 levels share columns
     np.testing.assert_array_equal(sparse.predict(A[2400:]), dense.predict(X[2400:]))
     assert r2_score(y[2400:], sparse.predict(A[2400:])) > 0.95
@@ -597,7 +596,7 @@ def test_feature_importances_per_original_feature(task):
         dense = estimator("regression", importance_type=importance_type).fit(X, y)
         importances = sparse.feature_importances_
         assert importances.shape == (N_FEATURES,)
-        assert sparse._bin(A, 1)[1].n_columns < N_FEATURES
+        assert sparse._bin(A, 1).n_columns < N_FEATURES
         np.testing.assert_array_equal(importances, dense.feature_importances_)
         assert importances.sum() == pytest.approx(1.0)
         # bundled one-hot features and the signed sparse feature are used

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
+from ..data.bundling import FeatureLayout
 from ..engine.rows import RowState
 from ..tree.training_data import LocalTrainingData, max_abs
 
@@ -126,8 +127,9 @@ class Shard:
         self.rows = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
                              False, X_val, y_val, inputs.class_weighted(w_val, y_val),
                              np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
-        self.data = LocalTrainingData(bin_mapper.transform(X), bin_mapper.missing_bin + 1,
-                                      self.n_threads)
+        binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
+                                     bin_mapper.zero_bins())
+        self.data = LocalTrainingData(binned, bin_mapper.missing_bin + 1, self.n_threads)
         self.data.use_gradients(self.rows.gradients, self.rows.hessians)
         self._train = self._val = None  # the float rows are no longer needed
         return loss.baseline_statistics(y)

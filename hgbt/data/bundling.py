@@ -61,6 +61,10 @@ class DenseSource:
     def dense_column(self, f):
         return self.X_binned[:, f]
 
+    def dense_matrix(self):
+        """Every feature as its own column (F-ordered uint8)."""
+        return self.X_binned
+
 
 class SparseSource:
     """Binned features of a CSC matrix, from its stored entries only."""
@@ -89,13 +93,22 @@ class SparseSource:
         col[rows] = codes
         return col
 
+    def dense_matrix(self):
+        """Every feature as its own column (F-ordered uint8)."""
+        X_binned = np.empty((self.n_rows, self.n_features), dtype=X_BINNED_DTYPE, order="F")
+        for f in range(self.n_features):
+            X_binned[:, f] = self.dense_column(f)
+        return X_binned
+
 
 @dataclass
 class FeatureLayout:
-    """Where each feature's bins live in the training data.
+    """The binned training data: where each feature's bins live.
 
     Columns ``0 .. n_dense - 1`` are the columns of ``X_dense``; the others
-    (``n_dense + j``) are column ``j`` of the row-wise CSR ``sparse_*``.
+    (``n_dense + j``) are column ``j`` of the row-wise CSR ``sparse_*``. A
+    plain matrix is the trivial layout (:meth:`plain`): every feature its own
+    dense column.
     """
 
     n_features: int
@@ -117,6 +130,37 @@ class FeatureLayout:
     column_codes: np.ndarray     # uint8 (n_entries,)
     column_width: np.ndarray     # uint16 (n_columns,): codes below it, plus 255, are used
     conflicts: int               # rows whose value a bundle dropped
+
+    @classmethod
+    def plain(cls, X_binned, n_bins_non_missing=None, default_bin=None):
+        """The trivial layout: feature ``f`` is column ``f`` of ``X_binned``.
+
+        ``n_bins_non_missing`` (default: all 255) bounds the bins each column
+        uses; ``default_bin`` (default 0) is the bin of 0.0 of each feature.
+        """
+        n_rows, n_features = X_binned.shape
+        width = (np.full(n_features, 255) if n_bins_non_missing is None
+                 else np.minimum(n_bins_non_missing, 255))
+        default = (np.zeros(n_features) if default_bin is None else default_bin)
+        default = np.asarray(default, dtype=X_BINNED_DTYPE)
+        none = np.full(n_features, -1, dtype=np.int32)
+        empty_rows = np.empty(0, dtype=SIZE_DTYPE)
+        empty_codes = np.empty(0, dtype=X_BINNED_DTYPE)
+        return cls(
+            n_features=n_features, feature_column=np.arange(n_features, dtype=np.int32),
+            bundle_index=none, bundle_codes=np.zeros((0, 256), dtype=X_BINNED_DTYPE),
+            bundle_offset=none.copy(), bundle_n_codes=np.zeros(n_features, dtype=np.int32),
+            default_bin=default, column_default=default.copy(),
+            columns=[[f] for f in range(n_features)], X_dense=X_binned,
+            sparse_indptr=np.zeros(n_rows + 1, dtype=np.int64),
+            sparse_columns=np.empty(0, dtype=np.uint32), sparse_codes=empty_codes,
+            column_indptr=np.zeros(1, dtype=np.int64), column_rows=empty_rows,
+            column_codes=empty_codes, column_width=width.astype(np.uint16), conflicts=0)
+
+    @property
+    def is_plain(self):
+        """Whether every feature is its own dense column (``X_dense``'s ``f``)."""
+        return self.n_dense == self.n_features and not self.bundle_codes.shape[0]
 
     @property
     def n_columns(self):
@@ -202,8 +246,9 @@ def find_bundles(source, candidates, n_codes, max_conflict_rate,
 
 def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
                  enable_bundle=True, max_conflict_rate=0.0):
-    """The :class:`FeatureLayout` of a source, or None when it is plain
-    (every feature its own dense column: the source's ``X_binned`` as it is).
+    """The :class:`FeatureLayout` of a source: bundles and sparse-stored
+    columns where they pay, else the plain one (every feature its own dense
+    column: a dense source's ``X_binned`` as it is).
     """
     n_rows, n_features = source.n_rows, source.n_features
     is_categorical = (np.zeros(n_features, dtype=bool) if is_categorical is None
@@ -227,7 +272,8 @@ def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
     sparse = np.array([density[i] <= SPARSE_MAX_DENSITY and not is_categorical[g].any()
                        for i, g in enumerate(groups)], dtype=bool)
     if not sparse.any() and all(len(g) == 1 for g in groups):
-        return None
+        return FeatureLayout.plain(source.dense_matrix(), n_bins_non_missing,
+                                   source.default_bin)
     columns = [g for g, s in zip(groups, sparse) if not s] + \
               [g for g, s in zip(groups, sparse) if s]
     return _assemble(source, columns, int((~sparse).sum()), n_bins_non_missing,

@@ -105,27 +105,28 @@ class LocalData:
     rows : RowState
     X : ndarray or sparse matrix
         The training rows (rows outside a round's sample are predicted on
-        them when there is no plain ``X_binned``).
-    X_binned : ndarray or None
-        Binned rows, every feature its own column; None with ``layout``.
-    layout : FeatureLayout or None
+        them when the layout is not plain).
+    binned : FeatureLayout
+        The binned training rows.
     n_bins : int
         Bins per feature histogram, the missing bin included.
     n_threads : int
     """
 
-    def __init__(self, rows, X, X_binned, layout, n_bins, n_threads):
+    def __init__(self, rows, X, binned, n_bins, n_threads):
         self.rows = rows
         self.n_rows, self.n_features = X.shape
         self.n_trees = rows.raw.shape[0]
         self.has_validation = rows.X_val is not None
         self.n_threads = n_threads
-        self._X, self._X_binned, self._missing_bin = X, X_binned, n_bins - 1
+        # a plain layout's matrix routes unsampled rows by their bins
+        self._X, self._missing_bin = X, n_bins - 1
+        self._X_binned = binned.X_dense if binned.is_plain else None
         self._unsampled = None
         self._refit_weight = rows.sample_weight
 
         def make_source(threads):
-            source = LocalTrainingData(X_binned, n_bins, threads, layout)
+            source = LocalTrainingData(binned, n_bins, threads)
             source.use_gradients(rows.gradients, rows.hessians)
             return source
 

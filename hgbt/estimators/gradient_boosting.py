@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
 
 from ..core._openmp import effective_n_threads
-from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE, X_DTYPE, Y_DTYPE
+from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
 from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
@@ -242,15 +242,14 @@ class BaseHistGBDT(BaseEstimator):
                                          n_threads=n_threads,
                                          is_categorical=self.is_categorical_)
             self._bin_mapper.fit(X_train, sample_weight=w_train)
-        X_binned, layout = self._bin(X_train, n_threads)
-        self._fit_rounds(X_train, X_binned, layout, y_train, w_train, X_val, y_val, w_val,
+        binned = self._bin(X_train, n_threads)
+        self._fit_rounds(X_train, binned, y_train, w_train, X_val, y_val, w_val,
                          early_stopping, warm, n_threads)
         return self
 
     def _bin(self, X, n_threads):
-        """The binned training data: ``(X_binned, None)`` with every feature its
-        own dense column, or ``(None, layout)`` with bundled or sparse-stored
-        columns (:mod:`hgbt.bundling`)."""
+        """The binned training data, a :class:`~hgbt.data.bundling.FeatureLayout`
+        (bundled or sparse-stored columns where they pay, else the plain one)."""
         mapper = self._bin_mapper
         if sp.issparse(X):
             X_csc = X.tocsc()
@@ -259,17 +258,9 @@ class BaseHistGBDT(BaseEstimator):
             del X_csc
         else:
             source = DenseSource(mapper.transform(X), mapper.zero_bins(), mapper.missing_bin)
-        layout = build_layout(source, mapper.is_categorical_, mapper.n_bins_non_missing_,
-                              mapper.missing_bin, enable_bundle=self.enable_bundle,
-                              max_conflict_rate=self.max_conflict_rate)
-        if layout is not None:
-            return None, layout
-        if isinstance(source, DenseSource):
-            return source.X_binned, None
-        X_binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
-        for f in range(X.shape[1]):
-            X_binned[:, f] = source.dense_column(f)
-        return X_binned, None
+        return build_layout(source, mapper.is_categorical_, mapper.n_bins_non_missing_,
+                            mapper.missing_bin, enable_bundle=self.enable_bundle,
+                            max_conflict_rate=self.max_conflict_rate)
 
     def _new_seed(self):
         """The seed of every random draw of a fit, from ``random_state``."""
@@ -324,7 +315,7 @@ class BaseHistGBDT(BaseEstimator):
     def _class_weighted(self, sample_weight, y):
         return sample_weight  # overridden by the classifier (class_weight)
 
-    def _fit_rounds(self, X, X_binned, layout, y, sample_weight, X_val, y_val, w_val,
+    def _fit_rounds(self, X, binned, y, sample_weight, X_val, y_val, w_val,
                     early_stopping, warm, n_threads):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
@@ -333,9 +324,10 @@ class BaseHistGBDT(BaseEstimator):
             self._baseline_prediction = loss.baseline(y)
             self._predictors = []
             self._train_scores, self._val_scores = [], []
-        # Without a plain X_binned, earlier rounds are replayed on the raw values
+        # Without a plain layout, earlier rounds are replayed on the raw values
         # (the same routing: x <= threshold[b] exactly when bin(x) <= b).
-        raw = self._raw_from_trees(np.empty((k_trees, n_samples)), X_binned=X_binned,
+        raw = self._raw_from_trees(np.empty((k_trees, n_samples)),
+                                   X_binned=binned.X_dense if binned.is_plain else None,
                                    X=X, n_threads=n_threads)
         raw_val = None if X_val is None else self._raw_predict_validated(X_val, n_threads)
         settings = self._boost_settings(n_threads, early_stopping)
@@ -347,7 +339,7 @@ class BaseHistGBDT(BaseEstimator):
             scorer = (LossScorer() if scoring == "loss" else Scorer(
                 self, scoring, self._seed, X, self._decode(y), sample_weight, X_val,
                 None if y_val is None else self._decode(y_val), w_val))
-        with LocalData(rows, X, X_binned, layout, self._bin_mapper.missing_bin + 1,
+        with LocalData(rows, X, binned, self._bin_mapper.missing_bin + 1,
                        n_threads) as data:
             boost(settings, data, self._history(), scorer)
         self._set_fitted_rounds(k_trees, early_stopping, X_val is not None)

@@ -134,8 +134,6 @@ cdef class TreeKernel:
     cdef object _remote
     cdef object _split_record
     cdef bint _is_remote
-    # a plain matrix's used value bins per column (its features' bin counts)
-    cdef unsigned short[::1] _plain_width
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -224,19 +222,19 @@ cdef class TreeKernel:
         self._groups_capacity = capacity
         return True
 
-    def grow(self, SplitSettings settings, *, X_binned=None, rows=None, buffer=None,
+    def grow(self, SplitSettings settings, *, layout=None, rows=None, buffer=None,
              SIZE_C n_root=0,
              gradients=None, hessians=None, ordered_gradients=None,
              ordered_hessians=None, packed=None, exponents=None, packed_layout=None,
-             double constant_hessian=0.0, acc=None, sums=None, X_rows=None, layout=None,
+             double constant_hessian=0.0, acc=None, sums=None, X_rows=None,
              column_bounds=None, scratch=None, bint lossguide=True, max_leaf_nodes=31,
              max_depth=None, interaction_groups=None, tree_mask=None, node_masks=None,
              remote=None, int n_threads=1):
         """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
 
-        ``X_binned`` holds the dense columns (``layout.X_dense`` with a
-        ``layout``, a :class:`hgbt.bundling.FeatureLayout`, whose
-        sparse-stored columns then also take ``column_bounds`` and a zeroed
+        ``layout`` is the binned rows (:class:`hgbt.data.bundling.FeatureLayout`;
+        a plain one, every feature its dense column, takes the direct path;
+        sparse-stored columns also take ``column_bounds`` and a zeroed
         ``scratch`` byte per row). Histograms come from
         ``gradients``/``hessians`` (snapped to their grid; ``hessians`` of
         length 1: constant), or, with ``packed``, the dense columns' from
@@ -274,24 +272,26 @@ cdef class TreeKernel:
         cdef const X_BINNED_DTYPE_C[::1] lay_default, lay_col_default, lay_sp_codes
         cdef const X_BINNED_DTYPE_C[::1] lay_col_codes
         cdef X_BINNED_DTYPE_C[::1] scratch_view
-        cdef const unsigned short[::1] lay_width
         cdef const long long[::1] lay_indptr, lay_col_indptr
         cdef const unsigned int[::1] lay_sp_columns, bounds_view
         cdef const SIZE_C[::1] lay_col_rows
-        cdef int n_features = self._n_features, f
-        if X_binned is None or rows is None or buffer is None:
-            raise ValueError("TreeKernel.grow: X_binned, rows and buffer are needed for "
+        cdef int n_features = self._n_features
+        if layout is None or rows is None or buffer is None:
+            raise ValueError("TreeKernel.grow: layout, rows and buffer are needed for "
                              "local rows.")
-        cdef const X_BINNED_DTYPE_C[::1, :] X = X_binned
+        cdef const X_BINNED_DTYPE_C[::1, :] X = layout.X_dense
+        cdef const unsigned short[::1] width_view = layout.column_width
+        plain = layout.is_plain
         n_samples = rows_view.shape[0]
         n_dense = X.shape[1]
-        n_columns = n_dense if layout is None else layout.n_columns
+        n_columns = layout.n_columns
         if (settings.n_features != n_features or n_root == 0 or n_root > n_samples
                 or X.shape[0] != n_samples or buffer_view.shape[0] < n_samples
                 or settings.missing_bin + 1 > 256
                 or self._bins != <Py_ssize_t>max(n_columns, 1) * (settings.missing_bin + 1)
-                or (layout is None and n_dense != n_features)
-                or (layout is not None and settings.n_columns != n_columns)):
+                or width_view.shape[0] != n_columns
+                or (plain and n_dense != n_features)
+                or (not plain and settings.n_columns != n_columns)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
         memset(&src, 0, sizeof(source))
         src.X = &X[0, 0] if n_dense else NULL
@@ -328,28 +328,21 @@ cdef class TreeKernel:
                     raise ValueError("TreeKernel.grow: X_rows must hold X_binned's rows.")
                 src.X_rows = &rows_major[0, 0]
                 src.row_stride = rows_major.shape[1]
-        if layout is None and n_dense:
-            # histograms and subtractions then touch only the bins a column uses
-            if self._plain_width is None or self._plain_width.shape[0] != n_dense:
-                self._plain_width = np.empty(n_dense, dtype=np.uint16)
-            for f in range(n_dense):
-                self._plain_width[f] = min(settings.n_bins_non_missing[f], 255)
-            src.column_width = &self._plain_width[0]
-        if layout is not None:
+        if n_columns:
+            # histograms and subtractions touch only the bins a column uses
+            src.column_width = &width_view[0]
+        if not plain:
             lay_column = layout.feature_column
             lay_bundle = layout.bundle_index
             lay_default = layout.default_bin
-            lay_width = layout.column_width
             lay_col_default = layout.column_default
             if (lay_column.shape[0] != n_features or lay_bundle.shape[0] != n_features
                     or lay_default.shape[0] != n_features
-                    or lay_width.shape[0] != n_columns
                     or lay_col_default.shape[0] != n_columns):
                 raise ValueError("TreeKernel.grow: inconsistent layout.")
             src.feature_column = &lay_column[0]
             src.bundle_index = &lay_bundle[0]
             src.default_bin = &lay_default[0]
-            src.column_width = &lay_width[0]
             src.column_default = &lay_col_default[0]
             if layout.bundle_codes.shape[0]:
                 lay_codes = layout.bundle_codes

@@ -21,6 +21,7 @@ from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
 from ..core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
 from ..core.exact import grid_exponent
+from ..data.bundling import FeatureLayout
 
 
 class LocalTrainingData:
@@ -33,28 +34,28 @@ class LocalTrainingData:
 
     Parameters
     ----------
-    X_binned : ndarray of shape (n_samples, n_features), uint8, F-ordered
+    binned : FeatureLayout or ndarray of shape (n_samples, n_features)
+        The binned rows (:class:`hgbt.data.bundling.FeatureLayout`; its
+        bundled and sparse-stored columns each get a histogram row). A uint8
+        F-ordered matrix is taken as the plain layout, every feature its
+        column.
     n_bins : int
         Bins per feature histogram, the missing bin included.
     n_threads : int
-    layout : FeatureLayout or None
-        Bundled and sparse-stored columns (:mod:`hgbt.bundling`); then
-        ``X_binned`` is ignored (None) and histograms have one row per
-        column. None: every feature is its column of ``X_binned``.
     """
 
-    def __init__(self, X_binned, n_bins, n_threads, layout=None, _row_major=None):
-        n_samples = (X_binned if layout is None else layout.X_dense).shape[0]
+    def __init__(self, binned, n_bins, n_threads, _row_major=None):
+        layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
+        n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
             raise ValueError(f"At most {np.iinfo(SIZE_DTYPE).max - 1} rows are supported.")
         self.layout = layout
-        self.X_binned = X_binned if layout is None else layout.X_dense
+        self.X_binned = layout.X_dense
         self.n_bins = n_bins
         self.n_threads = n_threads
-        self._n_columns = self.X_binned.shape[1]
+        self._n_columns = layout.n_columns
         self.split_layout = {}  # extra find_node_split arguments
-        if layout is not None:
-            self._n_columns = layout.n_columns
+        if not layout.is_plain:
             self._column_bounds = layout.column_bounds(n_threads)
             self._scratch = np.zeros(n_samples, dtype=X_BINNED_DTYPE)  # zero between uses
             self.split_layout = dict(
@@ -78,8 +79,8 @@ class LocalTrainingData:
         """A source over the same binned rows for another tree grown at the
         same time: its own node state, shared read-only data (the gradient
         buffers included)."""
-        fork = LocalTrainingData(None if self.layout else self.X_binned, self.n_bins,
-                                 n_threads, self.layout, _row_major=self._row_major)
+        fork = LocalTrainingData(self.layout, self.n_bins, n_threads,
+                                 _row_major=self._row_major)
         fork._tree_gradients, fork._tree_hessians = self._tree_gradients, self._tree_hessians
         return fork
 
@@ -96,7 +97,7 @@ class LocalTrainingData:
 
     @property
     def n_features(self):
-        return self.X_binned.shape[1] if self.layout is None else self.layout.n_features
+        return self.layout.n_features
 
     def start_tree(self, k, rows=None, grid=None, quantize=None):
         """Begin tree ``k`` of the round: ``rows`` (sorted; default all rows)
@@ -200,8 +201,7 @@ class LocalTrainingData:
         """Histograms of a node from its parent's and its sibling's."""
         out = self._new_histogram()
         subtract_histograms(parent_histogram, child_histogram, out,
-                            None if self.layout is None else self.layout.column_width,
-                            self.n_threads)
+                            self.layout.column_width, self.n_threads)
         return out
 
     def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left,
@@ -214,7 +214,7 @@ class LocalTrainingData:
         """
         start, stop = self._ranges[node_id]
         rows = self._rows[start:stop]
-        if cat_bitset is None and self.layout is None:
+        if cat_bitset is None and self.layout.is_plain:
             n_left = partition_rows(rows, self._buffer, self.X_binned, feature_idx, bin_idx,
                                     self.n_bins - 1, missing_go_to_left, self.n_threads)
         else:
@@ -226,10 +226,8 @@ class LocalTrainingData:
                     np.ascontiguousarray(cat_bitset, dtype="<u4").view(np.uint8),
                     bitorder="little")
             goes_left[self.n_bins - 1] = bool(missing_go_to_left)
-            column = feature_idx
-            if self.layout is not None:
-                goes_left = self.layout.feature_codes(feature_idx, goes_left)
-                column = int(self.layout.feature_column[feature_idx])
+            goes_left = self.layout.feature_codes(feature_idx, goes_left)
+            column = int(self.layout.feature_column[feature_idx])
             n_left = self._partition(rows, column, goes_left)
         for node in (left_id, right_id):
             if node >= len(self._ranges):
@@ -273,11 +271,10 @@ class LocalTrainingData:
         else:
             source = dict(ordered_gradients=self._ordered_gradients,
                           ordered_hessians=self._ordered_hessians)
-        if self.layout is not None:
-            source.update(layout=self.layout, column_bounds=self._column_bounds,
-                          scratch=self._scratch)
+        if not self.layout.is_plain:
+            source.update(column_bounds=self._column_bounds, scratch=self._scratch)
         nodes = self._kernel.grow(
-            settings, X_binned=self.X_binned, rows=self._rows, buffer=self._buffer,
+            settings, layout=self.layout, rows=self._rows, buffer=self._buffer,
             n_root=self._ranges[0][1], gradients=self._hist_gradients,
             hessians=self._hist_hessians, **source, **growth, n_threads=self.n_threads)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
