@@ -8,7 +8,7 @@ once, before anything is packed or predicted; a violation is a
 """
 import numpy as np
 
-from ..core._openmp import max_threads
+from ..core._openmp import effective_n_threads, max_threads
 from ..data.binning import BinMapper
 from ..tree.predictor import TreePredictor
 from ..tree.validation import InvalidTreeError, check_tree
@@ -36,6 +36,10 @@ def check_params(cls, state):
     except AttributeError as exc:
         fail("params", f"a parameter is missing ({exc})")
     except (TypeError, ValueError) as exc:
+        fail("params", str(exc))
+    try:  # bool passes the Integral constraint; a too large count is clipped at use
+        effective_n_threads(state.get("n_threads"))
+    except ValueError as exc:
         fail("params", str(exc))
 
 
