@@ -607,7 +607,8 @@ COMMON_PARAMETERS_DOC = """\
     n_threads : int or None, default=None
         OpenMP threads the kernels use; None means all available cores (as
         limited by ``OMP_NUM_THREADS`` or threadpoolctl). A multiclass round
-        grows its trees side by side, each on a share of the threads.
+        grows its trees side by side, each on a share of the threads. An
+        integer above 4 per usable CPU is clipped to that (same model).
     random_state : int, RandomState instance or None, default=None
         Seeds binning subsample, validation split and all sampling. Models
         are bit-identical for equal seeds, whatever ``n_threads``.

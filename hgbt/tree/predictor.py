@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from ._predictor import (pack_forest, predict_add, predict_binned_add, predict_csr_add,
                          predict_forest_add, predict_forest_csr_add,
                          predict_forest_packed_add)
-from ..core._types import BITSET_DTYPE, BITSET_WORDS, Y_DTYPE
+from ..core._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE, Y_DTYPE
 
 # Dense inputs of at least this many rows take the packed forest (blocks of rows
 # walk each tree in lockstep, branch-free); smaller ones are walked row by row,
@@ -53,6 +53,32 @@ class TreePredictor:
             raise ValueError("cat_bitsets must have shape (n, 8) with a row for every "
                              "categorical node's bitset_idx.")
         self.cat_bitsets = cat_bitsets
+
+    def __getstate__(self):
+        # The arrays as raw bytes: unpickling then never builds NODE_DTYPE from
+        # the pickle. NumPy trusts a pickled structured dtype's field table,
+        # and a damaged one crashes on first use, before any check can run.
+        state = dict(self.__dict__)
+        state["nodes"] = self.nodes.tobytes()
+        state["cat_bitsets"] = self.cat_bitsets.tobytes()
+        return state
+
+    def __setstate__(self, state):
+        """Rebuild the arrays of :meth:`__getstate__` (pickles that hold arrays
+        are taken as they are); ``hgbt.tree.validation.check_tree`` checks them."""
+        state = dict(state)
+        nodes, bitsets = state.get("nodes"), state.get("cat_bitsets")
+        if isinstance(nodes, bytes):
+            if len(nodes) % NODE_DTYPE.itemsize:
+                raise ValueError("Pickled tree nodes are not a whole number of nodes.")
+            state["nodes"] = np.frombuffer(nodes, dtype=NODE_DTYPE).copy()
+        if isinstance(bitsets, bytes):
+            row = BITSET_WORDS * np.dtype(BITSET_DTYPE).itemsize
+            if len(bitsets) % row:
+                raise ValueError("Pickled cat_bitsets are not a whole number of rows.")
+            state["cat_bitsets"] = np.frombuffer(bitsets, dtype=BITSET_DTYPE).reshape(
+                -1, BITSET_WORDS).copy()
+        self.__dict__.update(state)
 
     @property
     def n_leaves(self):

@@ -1,30 +1,28 @@
-"""Model persistence: the hgbt version in pickles, and the JSON model format.
+"""The JSON model format: ``save_model`` / ``load_model`` (``doc/model-format.md``).
 
-Pickles (``pickle``, ``joblib``) record the hgbt version that wrote them;
-unpickling under another version warns with :class:`InconsistentVersionWarning`.
-
-``estimator.save_model(path)`` / :func:`load_model` use a documented,
-versioned JSON format (``doc/model-format.md``) that holds everything
-``predict`` and ``warm_start`` need. Floats are written with ``repr`` (exact
-for every finite double); ``nan`` / ``inf`` / ``-inf`` are written as those
-strings. Every field of the node array is written, whatever fields
-``NODE_DTYPE`` has. Loading validates the file completely (structure, types,
-and the trees: child indices in range, feature indices below the number of
-features, every node reached exactly once from the root) before any kernel
-sees it, and reports problems as ``ValueError``.
+A documented, versioned JSON document holds everything ``predict`` and
+``warm_start`` need. Floats are written with ``repr`` (exact for every
+finite double); ``nan`` / ``inf`` / ``-inf`` are written as those strings.
+Every field of the node array is written, whatever fields ``NODE_DTYPE``
+has. The document carries the SHA-256 of its content (``checksum``), so an
+edited or damaged file is detected. Loading validates the file completely
+(structure, types, the checksum, then the estimator's state with
+:func:`._checks.check_state`) before any kernel sees it, and reports
+problems as ``ValueError``.
 """
+import hashlib
 import inspect
 import json
 import math
 import os
-import warnings
 
 import numpy as np
 
-from .core._types import NODE_DTYPE
-from .core import version
-from .data.binning import BinMapper
-from .tree.predictor import TreePredictor
+from ..core._types import NODE_DTYPE
+from ..data.binning import BinMapper
+from ..tree.predictor import TreePredictor
+from ._checks import check_bin_mapper, check_state
+from ._pickle import hgbt_version
 
 FORMAT = "hgbt-model"
 FORMAT_VERSION = 1
@@ -51,65 +49,8 @@ _EXPLICIT_ATTRIBUTES = frozenset({
 # Derived from the trees and rebuilt on loading: never written.
 _DERIVED_ATTRIBUTES = frozenset({"_forest_cache"})
 _BIN_MAPPER_EXPLICIT = frozenset({"max_bins", "missing_bin", "bin_thresholds_"})
-# Node fields the loader needs to check a tree before the kernels walk it.
-_STRUCTURE_FIELDS = ("is_leaf", "left", "right", "feature_idx")
 
 _NONFINITE_NAMES = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-
-
-def hgbt_version():
-    """The running hgbt version."""
-    return version.__version__
-
-
-# ------------------------------------------------------------------ pickle
-class InconsistentVersionWarning(UserWarning):
-    """An estimator is unpickled with another hgbt version than it was pickled with.
-
-    The hgbt counterpart of :class:`sklearn.exceptions.InconsistentVersionWarning`
-    (whose constructor names scikit-learn versions).
-
-    Parameters
-    ----------
-    estimator_name : str
-        Estimator class name.
-    current_hgbt_version : str
-        The running hgbt version.
-    original_hgbt_version : str
-        The hgbt version that pickled the estimator ('unknown' when the
-        pickle does not record one).
-    """
-
-    def __init__(self, *, estimator_name, current_hgbt_version, original_hgbt_version):
-        super().__init__(estimator_name, current_hgbt_version, original_hgbt_version)
-        self.estimator_name = estimator_name
-        self.current_hgbt_version = current_hgbt_version
-        self.original_hgbt_version = original_hgbt_version
-
-    def __str__(self):
-        return (f"Trying to unpickle estimator {self.estimator_name} from hgbt version "
-                f"{self.original_hgbt_version} when using hgbt version "
-                f"{self.current_hgbt_version}. This might lead to breaking code or invalid "
-                "results. Use at your own risk. The JSON format of save_model() / "
-                "hgbt.load_model() is versioned and checked on load "
-                "(doc/model-format.md).")
-
-
-def pickle_state(state):
-    """``__getstate__``: the state with the hgbt version added (a copy)."""
-    return dict(state, _hgbt_version=hgbt_version())
-
-
-def unpickle_state(estimator, state):
-    """``__setstate__``: pop the recorded hgbt version, warn if it differs."""
-    state = dict(state)
-    original = state.pop("_hgbt_version", "unknown")
-    current = hgbt_version()
-    if original != current:
-        warnings.warn(InconsistentVersionWarning(
-            estimator_name=type(estimator).__name__, current_hgbt_version=current,
-            original_hgbt_version=original), stacklevel=3)
-    return state
 
 
 # ------------------------------------------------------------- JSON values
@@ -423,7 +364,7 @@ def _check_node_dtype(description, where):
                          f"hgbt expects {ours[name]}")
 
 
-def _decode_tree(value, n_features, where):
+def _decode_tree(value, where):
     value = _as_dict(value, where)
     n_nodes = _as_int(_get(value, "n_nodes", where), f"{where}.n_nodes", low=1,
                       high=np.iinfo(np.uint32).max)
@@ -439,7 +380,6 @@ def _decode_tree(value, n_features, where):
     nodes = np.zeros(n_nodes, dtype=NODE_DTYPE)
     for name, column in columns.items():
         nodes[name] = column
-    check_tree(nodes, n_features, where)
     attributes = {}
     if "attributes" in value:
         attributes = _decode_attributes(value["attributes"], TreePredictor, {"nodes"},
@@ -453,67 +393,7 @@ def _decode_tree(value, n_features, where):
     except (TypeError, ValueError) as exc:
         _fail(where, f"not a valid tree: {exc}")
     tree.__dict__.update(attributes)
-    _check_bitsets(tree, where)
     return tree
-
-
-def _check_bitsets(tree, where):
-    """Categorical split nodes index a row of the tree's ``cat_bitsets``."""
-    nodes = tree.nodes
-    if not {"is_categorical", "bitset_idx"} <= set(nodes.dtype.names):
-        return
-    categorical = (nodes["is_categorical"] != 0) & (nodes["is_leaf"] == 0)
-    if not categorical.any():
-        return
-    bitsets = getattr(tree, "cat_bitsets", None)
-    if not (isinstance(bitsets, np.ndarray) and bitsets.ndim == 2 and bitsets.shape[1] == 8
-            and bitsets.dtype == np.uint32):
-        _fail(where, "categorical splits need cat_bitsets of shape (n, 8), uint32")
-    if nodes["bitset_idx"][categorical].max() >= bitsets.shape[0]:
-        _fail(where, f"bitset index out of range ({bitsets.shape[0]} bitsets)")
-
-
-def check_tree(nodes, n_features, where="tree"):
-    """Raise ValueError unless ``nodes`` is a tree the prediction kernels may walk.
-
-    Split nodes must have child indices in range and a feature index below
-    ``n_features``; node 0 is the root, and every node is reached from it
-    exactly once (no cycle, no shared child, no orphan).
-    """
-    n = nodes.shape[0]
-    if n == 0:
-        _fail(where, "a tree has at least one node")
-    internal = np.flatnonzero(nodes["is_leaf"] == 0)
-    left = nodes["left"][internal].astype(np.int64)
-    right = nodes["right"][internal].astype(np.int64)
-    bad = internal[(left >= n) | (right >= n) | (left < 0) | (right < 0)]
-    if bad.size:
-        _fail(where, f"child index out of range at node {int(bad[0])} ({n} nodes)")
-    features = nodes["feature_idx"][internal].astype(np.int64)
-    bad = internal[(features < 0) | (features >= n_features)]
-    if bad.size:
-        _fail(where, f"feature index {int(nodes['feature_idx'][bad[0]])} at node "
-                     f"{int(bad[0])} is out of range for {n_features} features")
-    parents = np.bincount(np.concatenate([left, right]), minlength=n)
-    if parents[0]:
-        _fail(where, "the root (node 0) is the child of a node: the tree has a cycle")
-    if np.any(parents > 1):
-        _fail(where, f"node {int(np.argmax(parents > 1))} has more than one parent "
-                     "(cycle or shared subtree)")
-    # Every node has at most one parent and the root none: walking from the
-    # root visits a tree. Nodes it never reaches (an orphan cycle) are corrupt.
-    reached = np.zeros(n, dtype=bool)
-    reached[0] = True
-    is_internal = nodes["is_leaf"] == 0
-    frontier = np.array([0])
-    while frontier.size:
-        frontier = frontier[is_internal[frontier]]
-        children = np.concatenate([nodes["left"][frontier], nodes["right"][frontier]])
-        children = children.astype(np.int64)
-        reached[children] = True
-        frontier = children
-    if not reached.all():
-        _fail(where, f"node {int(np.argmin(reached))} is not reachable from the root")
 
 
 # ------------------------------------------------------------------- model
@@ -562,7 +442,7 @@ def model_to_dict(estimator):
                                          _EXPLICIT_ATTRIBUTES | _DERIVED_ATTRIBUTES | set(params),
                                          "estimator"),
     }
-    return {
+    document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "hgbt_version": hgbt_version(),
@@ -570,6 +450,29 @@ def model_to_dict(estimator):
         "params": encoded_params,
         "fitted": fitted,
     }
+    document["checksum"] = content_checksum(document)
+    return document
+
+
+def content_checksum(document):
+    """``"sha256:<hex>"`` of the document without its ``checksum`` key, written as
+    compact JSON (``json.dumps`` with ``separators=(",", ":")``, keys in their
+    order, non-ASCII characters escaped)."""
+    content = {key: value for key, value in document.items() if key != "checksum"}
+    text = json.dumps(content, allow_nan=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _verify_checksum(document):
+    stored = document.get("checksum")
+    if stored is None:
+        _fail("checksum", "missing: the file was edited or written by an hgbt without "
+                          "checksums; load_model(path, verify_checksum=False) loads it if "
+                          "you trust its content")
+    if stored != content_checksum(document):
+        _fail("checksum", "the content does not match the checksum: the file was edited "
+                          "or damaged after it was saved (load_model(path, "
+                          "verify_checksum=False) loads it if you trust the edit)")
 
 
 def save_model(estimator, path):
@@ -588,12 +491,19 @@ def _reject_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-def load_model(path):
+def load_model(path, *, verify_checksum=True):
     """Load an estimator written by ``save_model``.
+
+    The safe way to load a model file from elsewhere: the file is data, and
+    every part of it is checked before use (unlike a pickle, which runs code).
 
     Parameters
     ----------
     path : str or path-like
+    verify_checksum : bool, default=True
+        Whether the file's ``checksum`` must match its content. Set it to
+        False only to load a file you edited on purpose (or one written
+        before checksums); the content is validated either way.
 
     Returns
     -------
@@ -604,8 +514,8 @@ def load_model(path):
     ------
     ValueError
         If the file is not valid JSON (e.g. truncated), not an hgbt model,
-        of a newer ``format_version``, or inconsistent (e.g. a tree with a
-        child index out of range).
+        of a newer ``format_version``, inconsistent (e.g. a tree with a
+        child index out of range), or edited after it was saved (checksum).
     """
     with open(os.fspath(path), "rb") as f:
         raw = f.read()
@@ -614,13 +524,14 @@ def load_model(path):
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{os.fspath(path)!r} is not a valid hgbt model file: not valid "
                          f"JSON (truncated or corrupt?): {exc}") from None
-    return model_from_dict(document)
+    return model_from_dict(document, verify_checksum=verify_checksum)
 
 
-def model_from_dict(document):
-    """Rebuild an estimator from a document of :func:`model_to_dict` (validated)."""
+def model_from_dict(document, *, verify_checksum=True):
+    """Rebuild an estimator from a document of :func:`model_to_dict` (validated;
+    see :func:`load_model`)."""
     try:
-        return _model_from_dict(document)
+        return _model_from_dict(document, verify_checksum)
     except RecursionError:
         raise ValueError("Invalid hgbt model: values nested too deeply.") from None
     except ValueError:
@@ -629,7 +540,7 @@ def model_from_dict(document):
         raise ValueError(f"Invalid hgbt model: {type(exc).__name__}: {exc}") from exc
 
 
-def _model_from_dict(document):
+def _model_from_dict(document, verify_checksum):
     document = _as_dict(document, "document")
     fmt = document.get("format")
     if fmt != FORMAT:
@@ -654,10 +565,7 @@ def _model_from_dict(document):
     if unknown:
         _fail("params", f"unknown parameters {sorted(unknown)} for {name}")
     estimator.set_params(**params)
-    try:
-        estimator._validate_params()
-    except ValueError as exc:
-        _fail("params", str(exc))
+    check_state(cls, vars(estimator))  # the parameters, before they are used
 
     fitted = _as_dict(_get(document, "fitted", "document"), "fitted")
     n_features = _as_int(_get(fitted, "n_features_in_", "fitted"), "fitted.n_features_in_",
@@ -701,7 +609,7 @@ def _model_from_dict(document):
     predictors = []
     for i, round_trees in enumerate(trees):
         round_trees = _as_list(round_trees, f"fitted.trees[{i}]", length=k_trees)
-        predictors.append([_decode_tree(tree, n_features, f"fitted.trees[{i}][{k}]")
+        predictors.append([_decode_tree(tree, f"fitted.trees[{i}][{k}]")
                            for k, tree in enumerate(round_trees)])
 
     attributes = _decode_attributes(
@@ -718,6 +626,9 @@ def _model_from_dict(document):
     estimator._baseline_prediction = baseline
     estimator._bin_mapper = bin_mapper
     estimator._predictors = predictors
+    check_state(cls, vars(estimator))
+    if verify_checksum:
+        _verify_checksum(document)
     estimator._set_forest()
     return estimator
 
@@ -747,27 +658,5 @@ def _decode_bin_mapper(value, n_features):
     mapper.max_bins = max_bins
     mapper.missing_bin = missing_bin
     mapper.bin_thresholds_ = decoded
-    # Arrays the binning and split kernels index (when this version has them).
-    where = f"{where}.attributes"
-    categorical = getattr(mapper, "is_categorical_", None)
-    if categorical is not None:
-        if not (isinstance(categorical, np.ndarray) and categorical.dtype == bool
-                and categorical.shape == (n_features,)):
-            _fail(f"{where}.is_categorical_", f"expected {n_features} booleans")
-    else:
-        categorical = np.zeros(n_features, dtype=bool)
-    n_bins = getattr(mapper, "n_bins_non_missing_", None)
-    if n_bins is not None:
-        numeric = ~categorical
-        expected = np.array([t.size + 1 for t in decoded])
-        if not (isinstance(n_bins, np.ndarray) and n_bins.dtype.kind == "u"
-                and n_bins.shape == (n_features,)
-                and np.all((n_bins >= 1) & (n_bins <= missing_bin))
-                and np.array_equal(n_bins[numeric], expected[numeric])):
-            _fail(f"{where}.n_bins_non_missing_",
-                  "does not match the thresholds and the missing bin")
-    known = getattr(mapper, "known_cat_bitsets_", None)
-    if known is not None and not (isinstance(known, np.ndarray) and known.dtype == np.uint32
-                                  and known.shape == (n_features, 8)):
-        _fail(f"{where}.known_cat_bitsets_", f"expected shape ({n_features}, 8), uint32")
+    check_bin_mapper(mapper, n_features, where)
     return mapper

@@ -1,0 +1,78 @@
+"""Pickles: the hgbt version they were written with, and checks on load.
+
+Unpickling runs whatever code the pickle names (that is how pickle works),
+so a pickle from elsewhere is as trusted as a script from there; use
+:func:`hgbt.load_model` (or skops) for files from elsewhere. What hgbt can
+do, it does: before an unpickled estimator packs or predicts anything, its
+state passes :func:`._checks.check_state`, so a corrupted pickle of an hgbt
+model is a ``ValueError``, not a crash or a hang.
+"""
+import warnings
+
+from ..core import version
+from ._checks import check_state
+
+
+def hgbt_version():
+    """The running hgbt version."""
+    return version.__version__
+
+
+class InconsistentVersionWarning(UserWarning):
+    """An estimator is unpickled with another hgbt version than it was pickled with.
+
+    The hgbt counterpart of :class:`sklearn.exceptions.InconsistentVersionWarning`
+    (whose constructor names scikit-learn versions).
+
+    Parameters
+    ----------
+    estimator_name : str
+        Estimator class name.
+    current_hgbt_version : str
+        The running hgbt version.
+    original_hgbt_version : str
+        The hgbt version that pickled the estimator ('unknown' when the
+        pickle does not record one).
+    """
+
+    def __init__(self, *, estimator_name, current_hgbt_version, original_hgbt_version):
+        super().__init__(estimator_name, current_hgbt_version, original_hgbt_version)
+        self.estimator_name = estimator_name
+        self.current_hgbt_version = current_hgbt_version
+        self.original_hgbt_version = original_hgbt_version
+
+    def __str__(self):
+        return (f"Trying to unpickle estimator {self.estimator_name} from hgbt version "
+                f"{self.original_hgbt_version} when using hgbt version "
+                f"{self.current_hgbt_version}. This might lead to breaking code or invalid "
+                "results. Use at your own risk. The JSON format of save_model() / "
+                "hgbt.load_model() is versioned and checked on load "
+                "(doc/model-format.md).")
+
+
+def pickle_state(state):
+    """``__getstate__``: the state with the hgbt version added (a copy)."""
+    return dict(state, _hgbt_version=hgbt_version())
+
+
+def unpickle_state(estimator, state):
+    """``__setstate__``: pop the recorded hgbt version, warn if it differs, and
+    check the state (:func:`._checks.check_state`).
+
+    Raises
+    ------
+    ValueError
+        If the state is not one the estimator can safely predict with.
+    """
+    if not isinstance(state, dict):
+        raise ValueError(f"Invalid hgbt pickle: the state is a {type(state).__name__}, "
+                         "not a dict.")
+    state = dict(state)
+    original = state.pop("_hgbt_version", "unknown")
+    current = hgbt_version()
+    if original != current:
+        warnings.warn(InconsistentVersionWarning(
+            estimator_name=type(estimator).__name__, current_hgbt_version=current,
+            original_hgbt_version=original), stacklevel=3)
+    check_state(type(estimator), state)
+    return state
