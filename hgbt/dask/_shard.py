@@ -16,6 +16,7 @@ from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
 from ..engine.rows import RowState
 from ..tree.training_data import LocalTrainingData, max_abs
+from ._collections import DASK_CATEGORIES
 
 
 def _timed(method):
@@ -97,7 +98,10 @@ class Shard:
             codes = {}
             if inputs.is_categorical is not None:
                 for f in np.flatnonzero(inputs.is_categorical):
-                    codes[int(f)] = category_codes(X[:, f], f)
+                    try:
+                        codes[int(f)] = category_codes(X[:, f], f)
+                    except ValueError as exc:
+                        raise ValueError(f"{exc} {DASK_CATEGORIES}") from exc
             labels = np.unique(y, return_counts=True) if inputs.stratify else None
             setattr(self, "_" + name, (X, y, w))
             out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}

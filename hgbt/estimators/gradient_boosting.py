@@ -443,10 +443,12 @@ class BaseHistGBDT(BaseEstimator):
 
     def _is_plain_array(self, X):
         """X needs no validation: a 2-D float array of the fitted width, fitted on
-        an array (no feature names to check). The lean path of small predictions."""
+        an array (no feature names to check) without pooled categorical
+        features. The lean path of small predictions."""
         return (type(X) is np.ndarray and X.ndim == 2 and X.shape[0] > 0
                 and X.dtype in _PLAIN_DTYPES and X.shape[1] == self.n_features_in_
-                and getattr(self, "feature_names_in_", None) is None)
+                and getattr(self, "feature_names_in_", None) is None
+                and not getattr(self, "_categorical_pooled", None))  # codes -> bins
 
     def _staged_raw_predict(self, X):
         check_is_fitted(self)
