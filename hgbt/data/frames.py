@@ -99,7 +99,9 @@ def normalize_frame(X):
             X = pl.from_arrow(X)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(X, pd.DataFrame):
-        times = [j for j, d in enumerate(X.dtypes) if _pandas_time_kind(d, pd)]
+        dtypes = list(X.dtypes)
+        kinds = {d: _pandas_time_kind(d, pd) for d in set(dtypes)}  # wide frames: few dtypes
+        times = [j for j, d in enumerate(dtypes) if kinds[d]]
         if times:
             X = X.copy(deep=False)  # shares the data; isetitem only replaces columns
             for j in times:

@@ -583,9 +583,12 @@ COMMON_PARAMETERS_DOC = """\
     categorical_features : 'from_dtype', array-like or None, default='from_dtype'
         Features split on category subsets rather than thresholds: a boolean
         mask, integer indices, or feature names; 'from_dtype' takes pandas
-        ``category`` and polars ``Categorical``/``Enum`` columns. Categories
-        are non-negative integers (or the DataFrame's categories), at most
-        255 per feature.
+        ``category`` and string columns, polars ``Categorical``/``Enum``/
+        ``String`` and Arrow dictionary and string columns. Categories are
+        non-negative integers (or the DataFrame's values), any number per
+        feature: beyond 255 (or integer codes >= 255), the 254 most frequent
+        are bins and the others share one bin; categories unseen at fit
+        follow the missing values (see ``doc/categorical.md``).
     max_cat_to_onehot : int, default=4
         Categorical features with at most this many categories are split one
         category against the rest; others by a scan of categories sorted by
