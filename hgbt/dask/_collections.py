@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core._types import X_DTYPE
 from ..data.categorical import _Columns, _is_categorical_dtype, pooled_features, validate_X
+from ..data.frames import normalize_frame
 
 # Pooling rare categories needs their counts over all rows before any shard
 # bins its rows: not done in a distributed fit.
@@ -88,7 +89,7 @@ def set_schema(model, X):
                 raise ValueError(f"Categorical column {meta.columns[j]!r} has unknown "
                                  "categories: call X.categorize() (or "
                                  "X[col].cat.as_known()) before fit.")
-        columns = _Columns(meta)
+        columns = _Columns(normalize_frame(meta))  # datetimes: seconds, as on the shards
         for j in range(meta.shape[1]):
             if not columns.is_numeric(j) and not _is_categorical_dtype(meta.dtypes.iloc[j]):
                 raise ValueError(f"Column {meta.columns[j]!r} is neither numeric nor a "
