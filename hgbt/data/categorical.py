@@ -4,17 +4,21 @@ The kernels see a float matrix in which a categorical feature holds category
 codes (integers 0..254, NaN for missing). This module builds that matrix
 before scikit-learn's ``validate_data`` would turn a DataFrame into numbers:
 
-- pandas ``category`` and polars ``Categorical`` / ``Enum`` columns (and
-  non-numeric columns named in ``categorical_features``) are mapped *by
-  value*: the categories seen at fit time are recorded per feature
+- pandas ``category`` and polars ``Categorical`` / ``Enum`` columns, string
+  columns (``frames.is_string``), and non-numeric columns named in
+  ``categorical_features`` are mapped *by value*: the categories seen at fit time are recorded per feature
   (``categorical_categories_``; for a pandas ``category`` column, the
   categories of its dtype, in their order), a value's code is its position
   there, and at prediction values are looked up again, so another category
   order gives the same codes and unknown categories become NaN (missing).
 - Numeric categorical columns (NumPy arrays, or numeric DataFrame columns)
-  already hold the codes: non-negative integers below 255 (checked at fit);
+  already hold the codes: non-negative integers (checked at fit);
   ``categorical_categories_`` records the codes seen. At prediction, NaN,
-  negative, non-integer and too large codes take the missing direction.
+  negative, non-integer and unknown codes take the missing direction.
+- A feature with more than 255 categories, or codes >= 255, is pooled (see
+  "pooling" below): codes become bins 0..254, the rare categories sharing 254.
+
+Datetime, LazyFrame and Arrow input is normalised first (``frames.py``).
 
 An ndarray given at prediction to a model fit on a DataFrame holds codes for
 every categorical feature (positions in ``categorical_categories_``).
