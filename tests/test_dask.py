@@ -263,6 +263,32 @@ def test_four_workers_with_partitions_placed_on_each():
         cluster.close()
 
 
+def test_datetime_column_as_seconds_like_a_local_fit(client):
+    X, y = regression_data()
+    frame = pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"])
+    frame["t"] = pd.to_datetime(2e9 * X[:, 4], unit="s")
+    local = HistGBDTRegressor(**PARAMS).fit(frame, y)
+    model = DaskHistGBDTRegressor(**PARAMS).fit(dd.from_pandas(frame, npartitions=3),
+                                                dd.from_pandas(pd.Series(y), npartitions=3))
+    assert_same_model(local, model)
+
+
+def test_high_cardinality_categories_are_refused_clearly(client):
+    # a local fit pools the rare categories (test_high_cardinality.py); a
+    # distributed one would need the counts before binning: refused
+    X, y = regression_data()
+    codes = np.arange(len(y)) % 300
+    frame = pd.DataFrame({"a": X[:, 0], "k": pd.Categorical([f"k{c}" for c in codes])})
+    with pytest.raises(ValueError, match="'k' has 300 categories.*at most 255.*locally"):
+        DaskHistGBDTRegressor(**PARAMS).fit(dd.from_pandas(frame, npartitions=2),
+                                            dd.from_pandas(pd.Series(y), npartitions=2))
+    X = X.copy()
+    X[:, 4] = codes
+    with pytest.raises(ValueError, match="below 255.*distributed fit.*locally"):
+        DaskHistGBDTRegressor(**dict(PARAMS, categorical_features=[4])).fit(
+            da.from_array(X, chunks=1000), da.from_array(y, chunks=1000))
+
+
 def test_the_doc_example_runs(tmp_path, monkeypatch):
     from pathlib import Path
     import re

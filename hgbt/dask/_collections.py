@@ -7,7 +7,15 @@ shard then receives the tuples already on it (no row moves between workers).
 import numpy as np
 
 from ..core._types import X_DTYPE
-from ..data.categorical import _Columns, _is_categorical_dtype, validate_X
+from ..data.categorical import _Columns, _is_categorical_dtype, pooled_features, validate_X
+from ..data.frames import normalize_frame
+
+# Pooling rare categories needs their counts over all rows before any shard
+# bins its rows: not done in a distributed fit.
+DASK_CATEGORIES = ("A distributed fit takes at most 255 categories per categorical "
+                   "feature (integer codes 0..254): fit hgbt.HistGBDTRegressor / "
+                   "HistGBDTClassifier locally (any number of categories: the rare ones "
+                   "are pooled), or group rare categories first.")
 
 
 def is_dask_collection(obj):
@@ -81,7 +89,7 @@ def set_schema(model, X):
                 raise ValueError(f"Categorical column {meta.columns[j]!r} has unknown "
                                  "categories: call X.categorize() (or "
                                  "X[col].cat.as_known()) before fit.")
-        columns = _Columns(meta)
+        columns = _Columns(normalize_frame(meta))  # datetimes: seconds, as on the shards
         for j in range(meta.shape[1]):
             if not columns.is_numeric(j) and not _is_categorical_dtype(meta.dtypes.iloc[j]):
                 raise ValueError(f"Column {meta.columns[j]!r} is neither numeric nor a "
@@ -93,6 +101,13 @@ def set_schema(model, X):
         meta = np.empty((0, X.shape[1]), dtype=X.dtype)
     validate_X(model, meta, reset=True, dtype=[X_DTYPE, np.float32],
                ensure_all_finite=False, ensure_min_samples=0)
+    pooled = pooled_features(model)
+    if pooled:
+        f = pooled[0]
+        name = model.feature_names_in_[f] if hasattr(model, "feature_names_in_") else f
+        raise ValueError(f"Categorical feature {name!r} has "
+                         f"{len(model.categorical_categories_[f])} categories. "
+                         + DASK_CATEGORIES)
 
 
 def predict_blocks(X, func, n_outputs, dtype=np.float64):

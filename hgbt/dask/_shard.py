@@ -17,6 +17,7 @@ from ..data.binning import category_codes
 from ..data.bundling import FeatureLayout
 from ..engine.rows import RowState
 from ..tree.training_data import LocalTrainingData, max_abs
+from ._collections import DASK_CATEGORIES
 
 
 def _timed(method):
@@ -98,7 +99,10 @@ class Shard:
             codes = {}
             if inputs.is_categorical is not None:
                 for f in np.flatnonzero(inputs.is_categorical):
-                    codes[int(f)] = category_codes(X[:, f], f)
+                    try:
+                        codes[int(f)] = category_codes(X[:, f], f)
+                    except ValueError as exc:
+                        raise ValueError(f"{exc} {DASK_CATEGORIES}") from exc
             labels = np.unique(y, return_counts=True) if inputs.stratify else None
             setattr(self, "_" + name, (X, y, w))
             out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}

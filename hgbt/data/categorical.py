@@ -4,17 +4,21 @@ The kernels see a float matrix in which a categorical feature holds category
 codes (integers 0..254, NaN for missing). This module builds that matrix
 before scikit-learn's ``validate_data`` would turn a DataFrame into numbers:
 
-- pandas ``category`` and polars ``Categorical`` / ``Enum`` columns (and
-  non-numeric columns named in ``categorical_features``) are mapped *by
-  value*: the categories seen at fit time are recorded per feature
+- pandas ``category`` and polars ``Categorical`` / ``Enum`` columns, string
+  columns (``frames.is_string``), and non-numeric columns named in
+  ``categorical_features`` are mapped *by value*: the categories seen at fit time are recorded per feature
   (``categorical_categories_``; for a pandas ``category`` column, the
   categories of its dtype, in their order), a value's code is its position
   there, and at prediction values are looked up again, so another category
   order gives the same codes and unknown categories become NaN (missing).
 - Numeric categorical columns (NumPy arrays, or numeric DataFrame columns)
-  already hold the codes: non-negative integers below 255 (checked at fit);
+  already hold the codes: non-negative integers (checked at fit);
   ``categorical_categories_`` records the codes seen. At prediction, NaN,
-  negative, non-integer and too large codes take the missing direction.
+  negative, non-integer and unknown codes take the missing direction.
+- A feature with more than 255 categories, or codes >= 255, is pooled (see
+  "pooling" below): codes become bins 0..254, the rare categories sharing 254.
+
+Datetime, LazyFrame and Arrow input is normalised first (``frames.py``).
 
 An ndarray given at prediction to a model fit on a DataFrame holds codes for
 every categorical feature (positions in ``categorical_categories_``).
@@ -24,10 +28,16 @@ library is already loaded.
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import check_array, validate_data
 
-from .binning import ENCODER_HINT, MAX_CATEGORIES, category_codes
+from .binning import MAX_CATEGORIES, category_codes
+from .frames import STRING_HINT, is_string, normalize_frame
 from .sparse import column
+
+# A feature with more categories than bins keeps its POOLED_BIN most frequent
+# categories as bins 0 .. POOLED_BIN - 1 and pools the rest into bin POOLED_BIN.
+POOLED_BIN = MAX_CATEGORIES - 1
 
 
 def _pandas_frame(X):
@@ -81,7 +91,8 @@ class _Columns:
             return col.cast(self.pl.Float64).to_numpy().astype(np.float64, copy=False)
         except (TypeError, ValueError) as exc:
             hint = (" It has a categorical dtype: list it in categorical_features."
-                    if _is_categorical_dtype(col.dtype) else "")
+                    if _is_categorical_dtype(col.dtype)
+                    else f" It holds strings: {STRING_HINT}." if is_string(col) else "")
             raise ValueError(f"Feature {name!r} could not be converted to numbers "
                              f"({exc}).{hint}") from exc
 
@@ -99,11 +110,6 @@ class _Columns:
         else:
             col = col.cast(self.pl.String) if _is_categorical_dtype(col.dtype) else col
             cats = np.asarray(col.drop_nulls().unique().sort().to_list(), dtype=object)
-        if cats.size > MAX_CATEGORIES:
-            raise ValueError(
-                f"Categorical feature {name!r} has {cats.size} categories; at most "
-                f"{MAX_CATEGORIES} are supported: {ENCODER_HINT} (with pandas, "
-                "remove_unused_categories() drops categories without rows).")
         return cats
 
     def codes(self, j, categories):
@@ -199,7 +205,14 @@ def _to_array(estimator, X, reset, check_params):
                 or _arrow_table(X) is not None)
     out = _bulk_numbers(X) if is_frame else None
     if out is None:
-        return validate_data(estimator, X, reset=reset, **check_params)
+        try:
+            return validate_data(estimator, X, reset=reset, **check_params)
+        except ValueError as exc:
+            if "could not convert string to float" not in str(exc):
+                raise
+            raise ValueError(f"{exc}: X holds strings. {STRING_HINT}; a NumPy array "
+                             "holds numbers only: pass a pandas or polars DataFrame "
+                             "with string columns.") from exc
     validate_data(estimator, X, reset=reset, skip_check_array=True)  # names, n_features
     return check_array(out, input_name="X", **{"estimator": estimator, **check_params})
 
@@ -233,7 +246,8 @@ def _resolve_mask(spec, columns, n_features, feature_names):
     if isinstance(spec, str) and spec == "from_dtype":
         if not columns.is_frame:
             return None
-        mask = np.array([_is_categorical_dtype(d) for d in columns.dtypes()], dtype=bool)
+        mask = np.array([_is_categorical_dtype(d) or is_string(columns.column(j))
+                         for j, d in enumerate(columns.dtypes())], dtype=bool)
         return mask if mask.any() else None
     values = np.asarray(spec)
     if values.ndim != 1:
@@ -272,6 +286,84 @@ def _resolve_mask(spec, columns, n_features, feature_names):
     return mask if mask.any() else None
 
 
+# ---------------------------------------------------------------- pooling
+# A categorical feature whose codes cannot be its bins (more than
+# MAX_CATEGORIES categories, or integer codes >= MAX_CATEGORIES) is pooled:
+# its categories are stored most frequent first (the POOLED_BIN most frequent,
+# ties to the lower code, in code order; then the others in code order), and
+# the bin of the category at position p is min(p, POOLED_BIN). The rest of the
+# model (bins, bitsets, trees, the predictor) only ever sees those bins.
+
+def is_pooled(categories, by_value):
+    """Whether a categorical feature with these fitted categories is pooled."""
+    if categories is None or len(categories) == 0:
+        return False
+    if by_value:
+        return len(categories) > MAX_CATEGORIES
+    return int(np.max(categories)) >= MAX_CATEGORIES
+
+
+def pooled_features(estimator):
+    """Indices of the pooled categorical features of a fitted estimator."""
+    mask = getattr(estimator, "is_categorical_", None)
+    if mask is None:
+        return []
+    return [int(f) for f in np.flatnonzero(mask)
+            if is_pooled(estimator.categorical_categories_[f],
+                         estimator._categorical_by_value[f])]
+
+
+def _frequency_order(counts):
+    """Positions in pooled order: the POOLED_BIN most frequent (ties: lower
+    position) in position order, then the others in position order."""
+    if counts.size <= MAX_CATEGORIES:
+        return np.arange(counts.size)
+    keep = np.zeros(counts.size, dtype=bool)
+    keep[np.argsort(-counts, kind="stable")[:POOLED_BIN]] = True
+    return np.concatenate([np.flatnonzero(keep), np.flatnonzero(~keep)])
+
+
+def _pool_by_frequency(categories, codes):
+    """By-value categories and float codes (positions) reordered by frequency."""
+    valid = ~np.isnan(codes)
+    counts = np.bincount(codes[valid].astype(np.intp), minlength=len(categories))
+    order = _frequency_order(counts)
+    position = np.empty(order.size, dtype=np.float64)
+    position[order] = np.arange(order.size)
+    codes = codes.copy()
+    codes[valid] = position[codes[valid].astype(np.intp)]
+    return np.asarray(categories)[order], codes
+
+
+def _integer_categories(values, name):
+    """Codes seen in an integer-coded categorical column (sorted), or pooled
+    by frequency when some code is >= MAX_CATEGORIES."""
+    try:
+        return category_codes(values, name)
+    except ValueError:
+        values = np.asarray(values, dtype=np.float64)
+        values = values[~np.isnan(values)]
+        if not (np.all(np.isfinite(values)) and np.all(values >= 0)
+                and np.all(values == np.floor(values))):
+            raise  # negative, non-integer or infinite: category_codes' error
+        codes, counts = np.unique(values, return_counts=True)
+        return codes[_frequency_order(counts)].astype(np.intp)
+
+
+def _pooled_bins(values, categories, by_value):
+    """Bins of a pooled feature's values (positions for by-value features,
+    raw codes otherwise); NaN for missing, unknown and invalid values."""
+    values = np.asarray(values, dtype=np.float64)
+    if by_value:
+        with np.errstate(invalid="ignore"):
+            valid = (values >= 0) & (values < len(categories)) & (values == np.floor(values))
+        return np.where(valid, np.minimum(values, POOLED_BIN), np.nan)
+    order = np.argsort(categories, kind="stable")
+    known = np.asarray(categories, dtype=np.float64)[order]
+    i = np.minimum(np.searchsorted(known, values), known.size - 1)
+    return np.where(known[i] == values, np.minimum(order[i], POOLED_BIN), np.nan)
+
+
 def validate_X(estimator, X, reset, **check_params):
     """``validate_data`` for X with categorical features turned into codes.
 
@@ -282,10 +374,13 @@ def validate_X(estimator, X, reset, **check_params):
     ``_categorical_by_value``. Feature-name and feature-count checks are those
     of ``validate_data`` on the user's ``X``.
     """
+    X = normalize_frame(X)
     columns = _Columns(X)
     if not reset and getattr(estimator, "is_categorical_", None) is None:
+        _check_strings(columns, None)
         return _to_array(estimator, X, False, check_params)
     if reset and estimator.categorical_features is None:
+        _check_strings(columns, None)
         _set_fitted(estimator, None, None, None)
         return _to_array(estimator, X, True, check_params)
     if columns.is_frame:
@@ -299,6 +394,7 @@ def validate_X(estimator, X, reset, **check_params):
     names = getattr(estimator, "feature_names_in_", None)
     if reset:
         mask = _resolve_mask(estimator.categorical_features, columns, n_features, names)
+        _check_strings(columns, mask)
         if mask is None:
             _set_fitted(estimator, None, None, None)
             return _to_array(estimator, X, True, check_params) if columns.is_frame else X
@@ -309,6 +405,7 @@ def validate_X(estimator, X, reset, **check_params):
     else:
         mask, by_value = estimator.is_categorical_, estimator._categorical_by_value
         categories = estimator.categorical_categories_
+        _check_strings(columns, mask)
 
     def name(j):
         return names[j] if names is not None else j
@@ -317,7 +414,12 @@ def validate_X(estimator, X, reset, **check_params):
         def codes_of(j):
             if reset:
                 categories[j] = columns.categories(j, name(j))
-            return columns.codes(j, categories[j])
+            codes = columns.codes(j, categories[j])
+            if reset and len(categories[j]) > MAX_CATEGORIES:
+                categories[j], codes = _pool_by_frequency(categories[j], codes)
+            if is_pooled(categories[j], True):
+                codes = _pooled_bins(codes, categories[j], True)
+            return codes
 
         out = _with_codes(columns, by_value, codes_of)
         if out is None:
@@ -328,12 +430,42 @@ def validate_X(estimator, X, reset, **check_params):
         X = check_array(out, **{"estimator": estimator, **check_params})
     if reset:
         for j in np.flatnonzero(mask & ~by_value):
-            categories[j] = category_codes(column(X, j), name(j))  # validates the codes
+            categories[j] = _integer_categories(column(X, j), name(j))  # validates the codes
         _set_fitted(estimator, mask, categories, by_value)
+    # Integer codes of pooled features (and, in an array, a by-value feature's
+    # positions) become their bins.
+    pooled = [j for j in np.flatnonzero(mask) if is_pooled(categories[j], by_value[j])
+              and not (by_value[j] and columns.is_frame)]
+    if pooled:
+        if sp.issparse(X):
+            raise ValueError(
+                f"Categorical feature {name(pooled[0])!r} has more than {MAX_CATEGORIES} "
+                f"categories or codes >= {MAX_CATEGORIES}: such features need dense X "
+                "(call X.toarray()).")
+        X = X.copy(order="K")
+        for j in pooled:
+            X[:, j] = _pooled_bins(X[:, j], categories[j], by_value[j])
     return X
+
+
+def _check_strings(columns, mask):
+    """Raise a clear error for a string column that is not categorical."""
+    if not columns.is_frame:
+        return
+    number = (_polars_number if columns.pl is not None
+              else lambda d: _pandas_number(d, columns.pd))
+    for j, dtype in enumerate(columns.dtypes()):
+        if (mask is not None and mask[j]) or number(dtype) or _is_categorical_dtype(dtype):
+            continue
+        if is_string(columns.column(j)):
+            name = columns.X.columns[j]
+            raise ValueError(f"Feature {name!r} holds strings and is not a categorical "
+                             f"feature: {STRING_HINT}.")
 
 
 def _set_fitted(estimator, mask, categories, by_value):
     estimator.is_categorical_ = mask
     estimator.categorical_categories_ = categories
     estimator._categorical_by_value = by_value
+    # read by the estimators' unvalidated predict path (raw codes need their bins)
+    estimator._categorical_pooled = bool(pooled_features(estimator))

@@ -435,10 +435,12 @@ class BaseHistGBDT(BaseEstimator):
 
     def _is_plain_array(self, X):
         """X needs no validation: a 2-D float array of the fitted width, fitted on
-        an array (no feature names to check). The lean path of small predictions."""
+        an array (no feature names to check) without pooled categorical
+        features. The lean path of small predictions."""
         return (type(X) is np.ndarray and X.ndim == 2 and X.shape[0] > 0
                 and X.dtype in _PLAIN_DTYPES and X.shape[1] == self.n_features_in_
-                and getattr(self, "feature_names_in_", None) is None)
+                and getattr(self, "feature_names_in_", None) is None
+                and not getattr(self, "_categorical_pooled", None))  # codes -> bins
 
     def _staged_raw_predict(self, X):
         check_is_fitted(self)
@@ -573,9 +575,12 @@ COMMON_PARAMETERS_DOC = """\
     categorical_features : 'from_dtype', array-like or None, default='from_dtype'
         Features split on category subsets rather than thresholds: a boolean
         mask, integer indices, or feature names; 'from_dtype' takes pandas
-        ``category`` and polars ``Categorical``/``Enum`` columns. Categories
-        are non-negative integers (or the DataFrame's categories), at most
-        255 per feature.
+        ``category`` and string columns, polars ``Categorical``/``Enum``/
+        ``String`` and Arrow dictionary and string columns. Categories are
+        non-negative integers (or the DataFrame's values), any number per
+        feature: beyond 255 (or integer codes >= 255), the 254 most frequent
+        are bins and the others share one bin; categories unseen at fit
+        follow the missing values (see ``doc/categorical.md``).
     max_cat_to_onehot : int, default=4
         Categorical features with at most this many categories are split one
         category against the rest; others by a scan of categories sorted by

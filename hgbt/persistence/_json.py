@@ -20,12 +20,15 @@ import numpy as np
 
 from ..core._types import NODE_DTYPE
 from ..data.binning import BinMapper
+from ..data.categorical import pooled_features
 from ..tree.predictor import TreePredictor
 from ._checks import check_bin_mapper, check_state
 from ._pickle import hgbt_version
 
 FORMAT = "hgbt-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 2 adds pooled categorical features (more than 255 categories, see
+# data/categorical.py); a model without them is written as version 1.
 
 ESTIMATORS = ("HistGBDTRegressor", "HistGBDTClassifier")
 # name -> class; the estimator modules register their classes (this module sits
@@ -444,7 +447,7 @@ def model_to_dict(estimator):
     }
     document = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if pooled_features(estimator) else 1,
         "hgbt_version": hgbt_version(),
         "estimator": name,
         "params": encoded_params,
