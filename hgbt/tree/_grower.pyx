@@ -23,6 +23,8 @@ from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
 from ._histogram cimport (histogram_root, histogram_rows, histogram_packed,
                           histogram_sparse, subtract, packed_params)
 from ._partition cimport partition, partition_stored
+from ._rules cimport (may_split, queued_before, child_of, bound_children,
+                      goes_left_table, bundle_table)
 from ._splitting cimport (find_split, bounded_value, split_params, layout_params,
                           SplitSettings)
 
@@ -495,7 +497,7 @@ cdef class TreeKernel:
         node.value = bounded_value(node.sum_gradients, node.sum_hessians,
                                    p.l1_regularization, p.l2_regularization, node.lower,
                                    node.upper)
-        if _may_split(node, grow, &p):
+        if may_split(node, grow.max_depth, &p):
             status = self._split(src, grow, s, &p, 0)
             if status < 0:
                 return status
@@ -514,21 +516,21 @@ cdef class TreeKernel:
             n_queued = self._pop(n_queued, grow.lossguide)
             node = &nodes[node_id]
             node.left, node.right = n_nodes, n_nodes + 1
-            _child(node, &nodes[n_nodes], True)
-            _child(node, &nodes[n_nodes + 1], False)
-            _bound_children(node, &nodes[n_nodes], &nodes[n_nodes + 1], &p)
+            child_of(node, &nodes[n_nodes], True)
+            child_of(node, &nodes[n_nodes + 1], False)
+            bound_children(node, &nodes[n_nodes], &nodes[n_nodes + 1], &p)
             if grow.groups != NULL and not self._child_groups(node_id, n_nodes, grow):
                 return -1
             n_nodes += 2
             # the partition: a table over the split feature's bins, then over
             # its column's codes
-            _goes_left(&node.split, src.n_bins - 1, goes_left)
+            goes_left_table(&node.split, src.n_bins - 1, goes_left)
             f = node.split.feature_idx
             column = f
             if src.feature_column != NULL:
                 column = src.feature_column[f]
                 if src.bundle_index[f] >= 0:
-                    _bundle_table(src.bundle_codes + <Py_ssize_t>src.bundle_index[f] * 256,
+                    bundle_table(src.bundle_codes + <Py_ssize_t>src.bundle_index[f] * 256,
                                   goes_left[src.default_bin[f]], goes_left, table)
                     memcpy(goes_left, table, 256)
             if self._is_remote:
@@ -556,8 +558,8 @@ cdef class TreeKernel:
                 small, large = node.left, node.right
             else:
                 small, large = node.right, node.left
-            small_ok = more and _may_split(&nodes[small], grow, &p)
-            large_ok = more and _may_split(&nodes[large], grow, &p)
+            small_ok = more and may_split(&nodes[small], grow.max_depth, &p)
+            large_ok = more and may_split(&nodes[large], grow.max_depth, &p)
             if small_ok or large_ok:
                 small_slot = self._take()
                 if small_slot < 0:
@@ -602,7 +604,7 @@ cdef class TreeKernel:
         cdef int* heap = self._heap
         while i > 0:
             parent = (i - 1) >> 1
-            if not _before(self._nodes, node_id, heap[parent], lossguide):
+            if not queued_before(self._nodes, node_id, heap[parent], lossguide):
                 break
             heap[i] = heap[parent]
             i = parent
@@ -617,10 +619,10 @@ cdef class TreeKernel:
             child = 2 * i + 1
             if child >= n:
                 break
-            if child + 1 < n and _before(self._nodes, heap[child + 1], heap[child],
+            if child + 1 < n and queued_before(self._nodes, heap[child + 1], heap[child],
                                          lossguide):
                 child += 1
-            if not _before(self._nodes, heap[child], last, lossguide):
+            if not queued_before(self._nodes, heap[child], last, lossguide):
                 break
             heap[i] = heap[child]
             i = child
@@ -777,89 +779,3 @@ cdef class TreeKernel:
                    node.count, mask, s.categorical, s.layout, p, self._per_feature,
                    &node.split, grow.n_threads)
         return node.split.feature_idx >= 0
-
-
-cdef inline bint _may_split(const grown_node_struct* node, const growth* grow,
-                            const split_params* p) noexcept nogil:
-    if grow.max_depth >= 0 and <int>node.depth >= grow.max_depth:
-        return False
-    return (node.count >= 2 * p.min_samples_leaf
-            and node.sum_hessians >= 2 * p.min_child_weight)
-
-
-cdef inline bint _before(const grown_node_struct* nodes, int a, int b,
-                         bint lossguide) noexcept nogil:
-    # The queue order of TreeGrower's heap: (-gain, id) or (depth, id).
-    if lossguide:
-        if nodes[a].split.gain != nodes[b].split.gain:
-            return nodes[a].split.gain > nodes[b].split.gain
-    elif nodes[a].depth != nodes[b].depth:
-        return nodes[a].depth < nodes[b].depth
-    return a < b
-
-
-cdef inline void _child(const grown_node_struct* parent, grown_node_struct* child,
-                        bint left) noexcept nogil:
-    memset(child, 0, sizeof(grown_node_struct))
-    if left:
-        child.sum_gradients = parent.split.sum_gradients_left
-        child.sum_hessians = parent.split.sum_hessians_left
-        child.count = parent.split.n_samples_left
-    else:
-        child.sum_gradients = parent.split.sum_gradients_right
-        child.sum_hessians = parent.split.sum_hessians_right
-        child.count = parent.split.n_samples_right
-    child.depth = parent.depth + 1
-    child.left = child.right = -1
-
-
-cdef inline void _bound_children(
-    grown_node_struct* parent, grown_node_struct* left, grown_node_struct* right,
-    const split_params* p,
-) noexcept nogil:
-    # TreeGrower._bound_children, then every node's (unshrunk) value.
-    cdef signed char cst = 0
-    cdef double mid, l1 = p.l1_regularization, l2 = p.l2_regularization
-    left.lower = right.lower = parent.lower
-    left.upper = right.upper = parent.upper
-    if p.monotonic_cst != NULL:
-        cst = p.monotonic_cst[parent.split.feature_idx]
-    if cst != 0:
-        mid = 0.5 * (bounded_value(left.sum_gradients, left.sum_hessians, l1, l2,
-                                   left.lower, left.upper)
-                     + bounded_value(right.sum_gradients, right.sum_hessians, l1, l2,
-                                     right.lower, right.upper))
-        if cst > 0:
-            left.upper = right.lower = mid
-        else:
-            left.lower = right.upper = mid
-    left.value = bounded_value(left.sum_gradients, left.sum_hessians, l1, l2, left.lower,
-                               left.upper)
-    right.value = bounded_value(right.sum_gradients, right.sum_hessians, l1, l2,
-                                right.lower, right.upper)
-
-
-cdef inline void _goes_left(const split_info_struct* split, int missing_bin,
-                            unsigned char* goes_left) noexcept nogil:
-    # The partition's table: value bins <= bin_idx (or in the category set),
-    # and the missing bin by the split's missing direction.
-    cdef int b
-    for b in range(256):
-        if split.is_categorical:
-            goes_left[b] = (split.cat_bitset[b >> 5] >> (b & 31)) & 1
-        else:
-            goes_left[b] = b <= <int>split.bin_idx
-    goes_left[missing_bin] = split.missing_go_to_left
-
-
-cdef inline void _bundle_table(const X_BINNED_DTYPE_C* codes, unsigned char default_left,
-                               const unsigned char* goes_left,
-                               unsigned char* table) noexcept nogil:
-    # A table over a bundled feature's bins as one over its column's codes
-    # (FeatureLayout.feature_codes): code 0 and other members' codes mean
-    # the feature is at its default bin.
-    cdef int b
-    memset(table, default_left, 256)
-    for b in range(256):
-        if codes[b]:
-            table[codes[b]] = goes_left[b]
