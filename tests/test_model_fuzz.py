@@ -22,8 +22,10 @@ def test_damaged_models_never_crash_or_hang(kind, model_index):
                          f"{problems}; replay with model_corruption.case_input"
     assert sum(counts.values()) == CASES[kind]
     assert counts["rejected"] > CASES[kind] // 4, counts
-    if kind != "json-bytes":  # the checksum rejects almost every byte change
+    if kind == "json-fields":  # edits with the checksum recomputed reach the checks
         assert counts["loaded"] > 0, counts
+    else:  # the checksum (of the file, or of a pickle's payload) rejects almost all
+        assert counts["rejected"] >= CASES[kind] * 0.9, counts
 
 
 # --------------------------------------------------- check_tree as a property

@@ -238,6 +238,43 @@ def test_pickle_records_version_without_touching_the_estimator():
     assert "_hgbt_version" not in vars(restored)
 
 
+def test_pickle_payload_is_checked_before_it_is_unpickled(monkeypatch):
+    # A damaged byte of the payload is refused by its checksum: pickle.loads
+    # never reads it (a damaged memo index could make it allocate gigabytes).
+    model, X = _fit_regressor(max_iter=3)
+    state = model.__getstate__()
+    assert set(state) == {"_hgbt_version", "_hgbt_payload", "_hgbt_sha256"}
+    payload = bytearray(state["_hgbt_payload"])
+    payload[len(payload) // 2] ^= 0xFF
+    calls = []
+    real_loads = pickle.loads
+    monkeypatch.setattr(pickle, "loads", lambda data: calls.append(data) or real_loads(data))
+    other = HistGBDTRegressor.__new__(HistGBDTRegressor)
+    with pytest.raises(ValueError, match="checksum"):
+        other.__setstate__(dict(state, _hgbt_payload=bytes(payload)))
+    assert calls == []
+    for bad in ({"_hgbt_payload": "text"}, {"_hgbt_sha256": None}):
+        with pytest.raises(ValueError, match="checksum"):
+            other.__setstate__(dict(state, **bad))
+    monkeypatch.undo()
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.predict(X).tobytes() == model.predict(X).tobytes()
+
+
+def test_pickles_without_payload_still_load():
+    # written before payloads: the state dict itself, still checked
+    model, X = _fit_regressor(max_iter=3)
+    state = pickle.loads(model.__getstate__()["_hgbt_payload"])
+    other = HistGBDTRegressor.__new__(HistGBDTRegressor)
+    with pytest.warns(InconsistentVersionWarning, match="unknown"):
+        other.__setstate__(dict(state))
+    assert other.predict(X).tobytes() == model.predict(X).tobytes()
+    state["_hgbt_version"] = hgbt.__version__
+    state["n_features_in_"] = 99
+    with pytest.raises(ValueError):
+        HistGBDTRegressor.__new__(HistGBDTRegressor).__setstate__(state)
+
+
 def test_unpickle_from_other_version_warns():
     model, X = _fit_regressor(max_iter=3)
     state = model.__getstate__()

@@ -227,8 +227,7 @@ class _DaskMixin:
         check_is_fitted(self)
         return predict_blocks(X, getattr(self.to_local(), method), n_outputs, dtype)
 
-    def __getstate__(self):
-        state = super().__getstate__()
+    def _pickled_state(self, state):
         state["client"] = None  # a Client cannot be pickled; the default client is used
         return state
 

@@ -163,7 +163,11 @@ class BaseHistGBDT(BaseEstimator):
     def __getstate__(self):
         state = dict(super().__getstate__())
         state.pop("_forest_cache", None)  # rebuilt on demand
-        return pickle_state(state)  # records the hgbt version
+        return pickle_state(self._pickled_state(state))  # checksummed, with the version
+
+    def _pickled_state(self, state):
+        """The state to pickle (subclasses drop what cannot be pickled)."""
+        return state
 
     def __setstate__(self, state):
         super().__setstate__(unpickle_state(self, state))  # warns on another version

@@ -3,10 +3,15 @@
 Unpickling runs whatever code the pickle names (that is how pickle works),
 so a pickle from elsewhere is as trusted as a script from there; use
 :func:`hgbt.load_model` (or skops) for files from elsewhere. What hgbt can
-do, it does: before an unpickled estimator packs or predicts anything, its
-state passes :func:`._checks.check_state`, so a corrupted pickle of an hgbt
-model is a ``ValueError``, not a crash or a hang.
+do, it does: an estimator's state is pickled as one payload of bytes with
+its SHA-256, checked before the payload is unpickled, so a damaged byte
+inside it is a ``ValueError`` before pickle's own machinery reads it (a
+damaged memo index there can make CPython's unpickler allocate gigabytes);
+then the state passes :func:`._checks.check_state` before the estimator
+packs or predicts anything.
 """
+import hashlib
+import pickle
 import warnings
 
 from ..core import version
@@ -51,23 +56,45 @@ class InconsistentVersionWarning(UserWarning):
 
 
 def pickle_state(state):
-    """``__getstate__``: the state with the hgbt version added (a copy)."""
-    return dict(state, _hgbt_version=hgbt_version())
+    """``__getstate__``: the state pickled into one checksummed payload, with
+    the hgbt version."""
+    payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    return {"_hgbt_version": hgbt_version(), "_hgbt_payload": payload,
+            "_hgbt_sha256": hashlib.sha256(payload).hexdigest()}
+
+
+def _unwrap(state):
+    # The payload of pickle_state, checked before it is unpickled; states of
+    # pickles written before payloads are returned as they are.
+    if "_hgbt_payload" not in state:
+        return dict(state)
+    payload, digest = state.get("_hgbt_payload"), state.get("_hgbt_sha256")
+    if (not isinstance(payload, bytes) or not isinstance(digest, str)
+            or hashlib.sha256(payload).hexdigest() != digest):
+        raise ValueError("Invalid hgbt pickle: its content does not match its SHA-256 "
+                         "checksum (the file is damaged).")
+    inner = pickle.loads(payload)
+    if not isinstance(inner, dict):
+        raise ValueError(f"Invalid hgbt pickle: the state is a {type(inner).__name__}, "
+                         "not a dict.")
+    return dict(inner, _hgbt_version=state.get("_hgbt_version", "unknown"))
 
 
 def unpickle_state(estimator, state):
-    """``__setstate__``: pop the recorded hgbt version, warn if it differs, and
-    check the state (:func:`._checks.check_state`).
+    """``__setstate__``: unpack the payload (its checksum first), pop the
+    recorded hgbt version, warn if it differs, and check the state
+    (:func:`._checks.check_state`).
 
     Raises
     ------
     ValueError
-        If the state is not one the estimator can safely predict with.
+        If the pickle is damaged or the state is not one the estimator can
+        safely predict with.
     """
     if not isinstance(state, dict):
         raise ValueError(f"Invalid hgbt pickle: the state is a {type(state).__name__}, "
                          "not a dict.")
-    state = dict(state)
+    state = _unwrap(state)
     original = state.pop("_hgbt_version", "unknown")
     current = hgbt_version()
     if original != current:
