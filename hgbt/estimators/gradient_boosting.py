@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
+from sklearn.utils.validation import (_check_sample_weight, check_array, check_is_fitted,
+                                      check_X_y)
 
 from ..core._openmp import effective_n_threads
 from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
@@ -19,6 +20,7 @@ from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import LossScorer, Scorer, split_validation
+from ..engine.numeric_range import check_fit_range
 from ..engine.rows import LocalData, RowState
 from .fit_inputs import FitInputs
 from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
@@ -225,7 +227,10 @@ class BaseHistGBDT(BaseEstimator):
                                  "which early_stopping=False turns off.")
             X_train, y_train, w_train = X, y, sample_weight
             X_val = self._validate_X(X_val, reset=False)
-            y_val = self._encode_y(np.asarray(y_val), reset=False)
+            # as check_X_y checks y: a NaN target would make every score NaN
+            y_val = self._encode_y(check_array(
+                y_val, ensure_2d=False, dtype="numeric" if not self._stratify else None,
+                ensure_all_finite=not self._stratify, input_name="y_val"), reset=False)
             w_val = self._class_weighted(self._validate_weight(sample_weight_val, X_val),
                                          y_val)
             if X_val.shape[0] != y_val.shape[0]:
@@ -319,6 +324,7 @@ class BaseHistGBDT(BaseEstimator):
                     early_stopping, warm, n_threads):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
+        check_fit_range(loss, y, sample_weight)
         n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
         if not warm:
             self._baseline_prediction = loss.baseline(y)
