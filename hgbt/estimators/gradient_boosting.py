@@ -183,8 +183,15 @@ class BaseHistGBDT(BaseEstimator):
             Training data. NaN marks a missing value; ±inf are allowed.
         y : array-like of shape (n_samples,)
             Targets (regression: finite numbers; classification: labels).
+            Gradients are float32, so regression targets must satisfy
+            ``|y| <= 2**126`` (~8.5e37), and their spread ``max(y) - min(y)``
+            must be 0 or at least ``2**-100`` (~7.9e-31); otherwise, and when
+            the gradients overflow during the fit (e.g. a diverging
+            ``learning_rate``), a ValueError names the limit: divide or
+            multiply ``y`` by a constant.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights (zeros allowed).
+            Non-negative row weights (zeros allowed), at most ``2**126``
+            and not all below ``2**-100`` (float32 gradients).
         X_val, y_val : array-like, default=None
             Validation set for early stopping, used instead of holding out
             ``validation_fraction`` of the training data.
