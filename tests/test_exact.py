@@ -8,7 +8,7 @@ import pytest
 from hgbt.core._exact import snap_to_grid
 from hgbt.tree._histogram import build_histogram, build_histogram_root, subtract_histograms
 from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
-from hgbt.core.exact import ExactSum, WeightedMean, grid_exponent
+from hgbt.core.exact import ExactSum, GradientOverflowError, WeightedMean, grid_exponent
 from hgbt.tree.training_data import LocalTrainingData
 
 
@@ -77,7 +77,9 @@ def test_grid_bounds(n_rows, scale):
     assert n_rows * (k_max + 0.5) <= 2**53     # and any sum of them is exact
     assert k_max > 2**22 or n_rows * 2**24 > 2**52  # as fine as float32 allows
     assert grid_exponent(0.0, n_rows) is None
-    assert grid_exponent(np.nan, n_rows) is None
+    for special in (np.nan, np.inf):  # an overflow is an error, never a NaN model
+        with pytest.raises(GradientOverflowError):
+            grid_exponent(special, n_rows)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

@@ -24,16 +24,24 @@ _MAX_EXPONENT = 126  # 2**-126 is float32's smallest normal number
 _SCALE_BITS = 1127
 
 
+class GradientOverflowError(ValueError):
+    """Gradients or hessians are not finite: float32 overflowed (or NaN)."""
+
+
 def grid_exponent(max_abs, n_rows):
     """Exponent ``s`` of the grid ``2**-s`` for values with ``|v| <= max_abs``.
 
     Snapped values fit float32 exactly, and ``n_rows`` of them sum exactly
     in float64. Depends only on ``max_abs`` and ``n_rows``, so every worker
     of a distributed fit agrees on it. Returns None when there is nothing to
-    snap (all zeros, or non-finite values).
+    snap (all zeros). Raises :class:`GradientOverflowError` for a non-finite
+    ``max_abs``: an inf or NaN would make every later prediction NaN.
     """
     max_abs = float(max_abs)
-    if not (math.isfinite(max_abs) and max_abs > 0):
+    if not math.isfinite(max_abs):
+        raise GradientOverflowError("gradients or hessians are not finite (float32 "
+                                    "overflow, |value| > 3.4e38, or NaN).")
+    if not max_abs > 0:
         return None
     _, e_value = math.frexp(max_abs)  # max_abs < 2**e_value
     bits = min(_FLOAT32_BITS, _FLOAT64_BITS - int(n_rows).bit_length())

@@ -15,6 +15,7 @@ from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
 from ..data.bundling import FeatureLayout
+from ..engine.numeric_range import check_fit_range
 from ..engine.rows import RowState
 from ..tree.training_data import LocalTrainingData, max_abs
 from ._collections import DASK_CATEGORIES
@@ -125,6 +126,7 @@ class Shard:
         w = inputs.class_weighted(w, y)
         loss = inputs.make_loss(w)
         loss.check_y_rows(y)
+        check_fit_range(loss, y, w)
         X_val, y_val, w_val = self._val
         y_val = inputs.encode_y(y_val)
         k_trees = loss.n_trees_per_iteration

@@ -13,8 +13,10 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.exact import GradientOverflowError
 from ..tree.grower import TreeGrower
 from .early_stopping import should_stop
+from .numeric_range import diverged_message
 from .sampling import RowSampler, round_feature_samplers
 
 
@@ -225,7 +227,10 @@ def boost(settings, data, history, scorer=None):
             return _grow_tree(settings, data, growers[id(source)], k, rows, samplers[k],
                               iteration)
 
-        trees = data.grow_round(grow_one, n_trees)
+        try:
+            trees = data.grow_round(grow_one, n_trees)
+        except GradientOverflowError as exc:
+            raise ValueError(diverged_message(iteration)) from exc
         history.predictors.append(trees)
         data.finish_round(trees)
         if scorer is not None:

@@ -139,6 +139,8 @@ class RowSampler:
         self.n_top = 0
         self.n_other = 0
         self.other_weight = 1.0
+        # GOSS's drawn small-score rows (empty until a draw, or when none are drawn)
+        self.reweighted_rows = np.empty(0, dtype=np.intp)
         if strategy == "bagging":
             self.subsample = _check_fraction(subsample, "subsample")
             self.n_sampled = min(n, _n_chosen(self.subsample, n))
@@ -250,6 +252,7 @@ class RowSampler:
         score = self._scores(gradients, hessians)
         top = self._top_mask(score)
         if self.n_other == 0:
+            self.reweighted_rows = np.empty(0, dtype=np.intp)
             return np.flatnonzero(top).astype(SIZE_DTYPE)
         rest = np.flatnonzero(~top)
         drawn_mask = np.zeros(self.n_samples, dtype=bool)

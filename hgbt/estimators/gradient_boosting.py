@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y
+from sklearn.utils.validation import (_check_sample_weight, check_array, check_is_fitted,
+                                      check_X_y)
 
 from ..core._openmp import effective_n_threads
 from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
@@ -19,6 +20,7 @@ from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import LossScorer, Scorer, split_validation
+from ..engine.numeric_range import check_fit_range
 from ..engine.rows import LocalData, RowState
 from .fit_inputs import FitInputs
 from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
@@ -185,8 +187,15 @@ class BaseHistGBDT(BaseEstimator):
             Training data. NaN marks a missing value; ±inf are allowed.
         y : array-like of shape (n_samples,)
             Targets (regression: finite numbers; classification: labels).
+            Gradients are float32, so regression targets must satisfy
+            ``|y| <= 2**126`` (~8.5e37), and their spread ``max(y) - min(y)``
+            must be 0 or at least ``2**-100`` (~7.9e-31); otherwise, and when
+            the gradients overflow during the fit (e.g. a diverging
+            ``learning_rate``), a ValueError names the limit: divide or
+            multiply ``y`` by a constant.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights (zeros allowed).
+            Non-negative row weights (zeros allowed), at most ``2**126``
+            and not all below ``2**-100`` (float32 gradients).
         X_val, y_val : array-like, default=None
             Validation set for early stopping, used instead of holding out
             ``validation_fraction`` of the training data.
@@ -229,7 +238,10 @@ class BaseHistGBDT(BaseEstimator):
                                  "which early_stopping=False turns off.")
             X_train, y_train, w_train = X, y, sample_weight
             X_val = self._validate_X(X_val, reset=False)
-            y_val = self._encode_y(np.asarray(y_val), reset=False)
+            # as check_X_y checks y: a NaN target would make every score NaN
+            y_val = self._encode_y(check_array(
+                y_val, ensure_2d=False, dtype="numeric" if not self._stratify else None,
+                ensure_all_finite=not self._stratify, input_name="y_val"), reset=False)
             w_val = self._class_weighted(self._validate_weight(sample_weight_val, X_val),
                                          y_val)
             if X_val.shape[0] != y_val.shape[0]:
@@ -323,6 +335,7 @@ class BaseHistGBDT(BaseEstimator):
                     early_stopping, warm, n_threads):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
+        check_fit_range(loss, y, sample_weight)
         n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
         if not warm:
             self._baseline_prediction = loss.baseline(y)

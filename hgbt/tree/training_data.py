@@ -20,7 +20,7 @@ from ._partition import partition_rows, partition_rows_by_table, partition_rows_
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
 from ..core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
-from ..core.exact import grid_exponent
+from ..core.exact import GradientOverflowError, grid_exponent
 from ..data.bundling import FeatureLayout
 
 
@@ -354,8 +354,8 @@ def quantize_exponents(gradients, hessians, n_levels):
     """
     g_max = max_abs(gradients)
     if not math.isfinite(g_max):
-        raise ValueError("Quantized gradients need finite gradients; the loss gave NaN "
-                         "or inf.")
+        raise GradientOverflowError("Quantized gradients need finite gradients; the "
+                                    "loss gave NaN or inf.")
     h_exponent = 0
     if hessians.shape[0] != 1:
         h_min = float(hessians.min()) if hessians.shape[0] else 0.0
@@ -364,7 +364,7 @@ def quantize_exponents(gradients, hessians, n_levels):
                              "loss gave a negative one.")
         h_max = float(hessians.max()) if hessians.shape[0] else 0.0
         if not (math.isfinite(h_max) and math.isfinite(h_min)):
-            raise ValueError("Quantized gradients need finite hessians; the loss gave "
+            raise GradientOverflowError("Quantized gradients need finite hessians; the loss gave "
                              "NaN or inf.")
         h_exponent = _largest_exponent(h_max, n_levels)
     return _largest_exponent(g_max, n_levels / 2), h_exponent
