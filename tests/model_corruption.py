@@ -142,8 +142,10 @@ def sweep(kind, n_cases, model_index=0, start=0, timeout=30.0, on_problem=None):
     while seed < stop:
         code = (f"import sys; sys.path.insert(0, {here!r}); import model_corruption; "
                 f"model_corruption.worker({model_index}, {kind!r}, {seed}, {stop})")
+        # cwd: the tests folder, so a worker imports the installed hgbt, not the
+        # source tree of a checkout (uncompiled outside an editable install)
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
+                                stderr=subprocess.DEVNULL, text=True, cwd=here)
         # the first case waits for the worker's start-up too
         deadline = time.monotonic() + timeout + 60
         outcome = None

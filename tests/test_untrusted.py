@@ -3,6 +3,7 @@ a subprocess so that a crash or a hang fails the test instead of killing pytest.
 import pickle
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -35,8 +36,9 @@ def run_child(path, n_features=4, timeout=60):
     """(return code, stdout) of loading ``path`` and predicting in a fresh process."""
     code = textwrap.dedent(_CHILD.format(n_features=n_features))
     try:
+        # outside the source tree: the installed package is the one imported
         done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         pytest.fail(f"loading or predicting {path} hung (> {timeout} s)")
     assert done.returncode == 0, f"child crashed ({done.returncode}): {done.stderr[-2000:]}"
@@ -146,7 +148,7 @@ def test_fit_with_huge_n_threads(n_threads):
         HistGBDTRegressor(max_iter=2, n_threads={n_threads}).fit(X, y).predict(X)
         print("OK")""")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, cwd=tempfile.gettempdir())
     assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-2000:]
 
 
