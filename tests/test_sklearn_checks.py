@@ -12,9 +12,12 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor
 # agree to float32 precision, not to float64's. scikit-learn's own
 # HistGradientBoosting* xfail these checks for the same reason
 # (sklearn/utils/_test_common/instance_generator.py, PER_ESTIMATOR_XFAIL_CHECKS).
-_FLOAT32_WEIGHTS = ("float32 gradients: integer weights equal repeated rows only to "
-                    "float32 precision, and 100 single-leaf rounds accumulate "
-                    "the difference beyond rtol=1e-7")
+# Open (issue 20, item 7): scikit-learn's HistGradientBoostingClassifier and
+# LightGBM pass these checks with their defaults; hgbt's default classifier
+# differs beyond rtol=1e-7 after 100 rounds (it passes at 20). Not the
+# exact-sum grid alone: without snapping it still fails.
+_FLOAT32_WEIGHTS = ("open: integer weights and repeated rows drift apart beyond "
+                    "rtol=1e-7 over 100 rounds (passes at 20); cause not found yet")
 _DEFAULT_XFAILS = {"check_sample_weight_equivalence_on_dense_data": _FLOAT32_WEIGHTS,
                    "check_sample_weight_equivalence_on_sparse_data": _FLOAT32_WEIGHTS}
 
