@@ -10,6 +10,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import mean_squared_error
 
+import hgbt
 from hgbt import HistGBDTRegressor
 from hgbt.core._openmp import openmp_enabled
 from hgbt.datasets import make_regression_task
@@ -154,11 +155,19 @@ def test_constant_and_all_nan_columns():
     assert m.score(X, y) > 0.9
 
 
-def test_too_few_samples_gives_constant_model():
+def test_too_few_samples_gives_constant_model(tmp_path):
+    # No split is possible (10 rows, min_samples_leaf=20): the fit stops before
+    # a round of one-leaf trees, which would only add rounding noise (LightGBM
+    # stops too), so the model is the baseline, and it saves and loads.
     X, y = np.arange(10.0).reshape(-1, 1), np.arange(10.0)
     m = HistGBDTRegressor(max_iter=3).fit(X, y)
     np.testing.assert_allclose(m.predict(X), y.mean())
-    assert m.n_iter_ == 3
+    assert m.n_iter_ == 0 and list(m.staged_predict(X)) == []
+    m.save_model(tmp_path / "m.json")
+    for other in (hgbt.load_model(tmp_path / "m.json"), pickle.loads(pickle.dumps(m))):
+        assert other.predict(X).tobytes() == m.predict(X).tobytes()
+    # with column sampling a one-leaf round does not end the fit
+    assert HistGBDTRegressor(max_iter=3, colsample_bytree=0.9).fit(X, y).n_iter_ == 3
 
 
 def test_fitted_attributes(task):

@@ -166,6 +166,12 @@ class BoostSettings:
         loss: GOSS re-weights rows."""
         return self.data_sample_strategy == "goss"
 
+    @property
+    def whole_trees(self):
+        """Whether every tree may split on every feature (no column sampling):
+        then a round without any split means no later round can split."""
+        return self.colsample_bytree == 1.0 and self.colsample_bynode == 1.0
+
 
 @dataclass
 class BoostHistory:
@@ -213,7 +219,10 @@ def boost(settings, data, history, scorer=None):
         rng = np.random.default_rng([settings.seed, iteration])
         row_sampler.rng = rng
         data.compute_gradients()
-        rows = data.sample_rows(row_sampler)
+        try:
+            rows = data.sample_rows(row_sampler)
+        except GradientOverflowError as exc:  # GOSS scores of diverged gradients
+            raise ValueError(diverged_message(iteration)) from exc
         # drawn after the rows: a single tree shares the round's generator
         samplers = round_feature_samplers(data.n_features, settings.colsample_bytree,
                                           settings.colsample_bynode, rng, settings.seed,
@@ -231,6 +240,13 @@ def boost(settings, data, history, scorer=None):
             trees = data.grow_round(grow_one, n_trees)
         except GradientOverflowError as exc:
             raise ValueError(diverged_message(iteration)) from exc
+        if rows is None and settings.whole_trees and all(
+                tree.nodes.shape[0] == 1 for tree in trees):
+            # No tree of the round could split, on every row and feature: the
+            # next rounds could not either, and their one-leaf trees would add
+            # only rounding noise to the baseline (LightGBM stops here too).
+            # The round is not kept.
+            break
         history.predictors.append(trees)
         data.finish_round(trees)
         if scorer is not None:

@@ -507,7 +507,10 @@ COMMON_PARAMETERS_DOC = """\
         Shrinkage applied to every leaf value.
     max_iter : int, default=100
         Maximum number of boosting rounds (one tree each, or one per class
-        for multiclass classification).
+        for multiclass classification). Without column sampling, the fit
+        also ends when no tree of a round can split (as LightGBM's does):
+        later rounds could not split either, and their one-leaf trees would
+        only add rounding noise; that round is not kept.
     max_leaf_nodes : int or None, default=31
         Maximum leaves per tree; None for no limit.
     max_depth : int or None, default=None
@@ -652,7 +655,8 @@ COMMON_ATTRIBUTES_DOC = """\
         integer codes seen during fit. None without categorical features.
     n_iter_ : int
         Number of boosting rounds fitted (fewer than ``max_iter`` after
-        early stopping).
+        early stopping, or when no tree could split; 0 when none could from
+        the start: the model is then the baseline).
     n_trees_per_iteration_ : int
         Trees per round: the number of classes for multiclass, else 1.
     train_score_ : ndarray of shape (n_iter_ + 1,)
