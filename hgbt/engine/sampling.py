@@ -12,6 +12,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ..core.exact import GradientOverflowError
+
 # Same dtypes as ``hgbt._types`` (kept local so this pure-NumPy module imports
 # without the compiled kernels).
 G_H_DTYPE = np.float32
@@ -228,8 +230,8 @@ class RowSampler:
                 np.abs(tmp, out=tmp)
                 score += tmp
         if np.isnan(score).any():
-            raise ValueError("GOSS scores |g * h| contain NaN: gradients or hessians "
-                             "are not finite.")
+            raise GradientOverflowError("GOSS scores |g * h| contain NaN: gradients or "
+                                        "hessians are not finite.")
         return score
 
     def _top_mask(self, score):
