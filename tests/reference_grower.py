@@ -152,7 +152,11 @@ class PythonLoopGrower(TreeGrower):
         return records
 
     def _unshrunk_value(self, node):
-        # Newton value -T(G)/(H + lambda), clipped to the node's bounds.
+        # Newton value -T(G)/(H + lambda), clipped to the node's bounds; none
+        # below min_child_weight of hessian (only a root can be there).
+        if (node.sum_hessians < self.min_child_weight
+                or node.sum_hessians + self.l2_regularization <= 0):
+            return min(max(0.0, node.lower), node.upper)
         return leaf_value(node.sum_gradients, node.sum_hessians, self.l1_regularization,
                           self.l2_regularization, node.lower, node.upper)
 

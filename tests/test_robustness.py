@@ -190,14 +190,37 @@ def _json_round_trip(model, tmp_path):
     return load_model(path)
 
 
-def test_goss_divergence_is_the_diverged_error():
-    # Found by the property test: GOSS keeps one row of three, and full Newton
-    # steps (learning_rate=1, no L2) on it overflow; the GOSS scores are then
-    # NaN, which must give the divergence error, not a sampler message.
+def test_goss_keeps_one_row_without_diverging():
+    # Found by the property test: GOSS keeps one row of three (its hessian sum
+    # below min_child_weight), and full Newton steps (learning_rate=1, no L2)
+    # from it overflowed. A root below min_child_weight now takes no step.
     X, y, w = np.zeros((3, 1)), np.array([2, 1, 0]), np.array([1.0, 1.0, 2.0])
     model = HistGBDTClassifier(max_iter=4, learning_rate=1.0, max_leaf_nodes=2,
                                min_samples_leaf=1, max_bins=3, l2_regularization=0.0,
                                early_stopping=False, random_state=1,
-                               data_sample_strategy="goss")
-    with pytest.raises(ValueError, match="The fit diverged at round"):
-        model.fit(X, y, sample_weight=w)
+                               data_sample_strategy="goss").fit(X, y, sample_weight=w)
+    assert np.isfinite(model.predict_proba(X)).all()
+
+
+def test_diverging_goss_fit_gives_the_diverged_error():
+    # GOSS scores are the first to see overflowed gradients: the same error
+    X, y = _data()
+    with pytest.raises(ValueError, match="diverged at round .*Lower learning_rate"):
+        HistGBDTRegressor(loss="poisson", learning_rate=50,
+                          data_sample_strategy="goss").fit(X, np.exp(y))
+
+
+def test_root_below_min_child_weight_takes_no_step():
+    # (On nass_cds a class of 2 rows in 20,000 had its probability underflow:
+    # its root's hessian sum vanished, -G/H was unbounded and the fit diverged.)
+    # A root with less hessian than min_child_weight takes no Newton step; no
+    # child may split off either, so the fit keeps no round.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=200)
+    w = np.full(200, 1e-6)  # hessian sum 2e-4 < min_child_weight=1e-3
+    model = HistGBDTRegressor(max_iter=5, early_stopping=False).fit(X, y, sample_weight=w)
+    assert model.n_iter_ == 0
+    np.testing.assert_allclose(model.predict(X), np.average(y, weights=w))
+    free = HistGBDTRegressor(max_iter=5, min_child_weight=0.0, early_stopping=False)
+    assert free.fit(X, y, sample_weight=w).n_iter_ == 5

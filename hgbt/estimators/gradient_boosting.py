@@ -518,7 +518,9 @@ COMMON_PARAMETERS_DOC = """\
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf.
     min_child_weight : float, default=1e-3
-        Minimum sum of hessians in a leaf.
+        Minimum sum of hessians in a leaf. A tree whose root holds less
+        (e.g. a rare class whose probability underflowed) takes no Newton
+        step: -G/H of a vanishing H is unbounded.
     min_gain_to_split : float, default=0.0
         Gain a split must exceed (γ; subtracted from every split's gain). The
         gain is ½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)], half of

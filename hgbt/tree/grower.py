@@ -190,7 +190,11 @@ class TreeGrower:
 
     def renewed_value(self, node_id, sum_gradients, sum_hessians):
         """A leaf's shrunk Newton value from other (e.g. unquantized) sums,
-        within the leaf's bounds."""
+        within the leaf's bounds; none below ``min_child_weight`` of hessian
+        (as the kernel's root value)."""
+        if (sum_hessians < self.min_child_weight
+                or sum_hessians + self.l2_regularization <= 0):
+            return self.learning_rate * self.clip_leaf_value(node_id, 0.0)
         return self.learning_rate * leaf_value(
             sum_gradients, sum_hessians, self.l1_regularization, self.l2_regularization,
             self._lower[node_id], self._upper[node_id])
