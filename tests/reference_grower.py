@@ -154,11 +154,9 @@ class PythonLoopGrower(TreeGrower):
     def _unshrunk_value(self, node):
         # Newton value -T(G)/(H + lambda), clipped to the node's bounds; none
         # below min_child_weight of hessian (only a root can be there).
-        if (node.sum_hessians < self.min_child_weight
-                or node.sum_hessians + self.l2_regularization <= 0):
-            return min(max(0.0, node.lower), node.upper)
         return leaf_value(node.sum_gradients, node.sum_hessians, self.l1_regularization,
-                          self.l2_regularization, node.lower, node.upper)
+                          self.l2_regularization, node.lower, node.upper,
+                          self.min_child_weight)
 
     def _bound_children(self, parent, left, right):
         left.lower = right.lower = parent.lower

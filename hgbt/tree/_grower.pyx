@@ -23,9 +23,9 @@ from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
 from ._histogram cimport (histogram_root, histogram_rows, histogram_packed,
                           histogram_sparse, subtract, packed_params)
 from ._partition cimport partition, partition_stored
-from ._rules cimport (may_split, root_value, queued_before, child_of, bound_children,
+from ._rules cimport (may_split, queued_before, child_of, bound_children,
                       goes_left_table, bundle_table)
-from ._splitting cimport (find_split, bounded_value, split_params, layout_params,
+from ._splitting cimport (find_split, newton_value, split_params, layout_params,
                           SplitSettings)
 
 from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SPLIT_INFO_DTYPE
@@ -494,7 +494,9 @@ cdef class TreeKernel:
             node.sum_gradients += row0[b].sum_gradients
             node.sum_hessians += row0[b].sum_hessians
             node.count += row0[b].count
-        node.value = root_value(node, &p)
+        node.value = newton_value(node.sum_gradients, node.sum_hessians,
+                                  p.l1_regularization, p.l2_regularization,
+                                  p.min_child_weight, node.lower, node.upper)
         if may_split(node, grow.max_depth, &p):
             status = self._split(src, grow, s, &p, 0)
             if status < 0:

@@ -63,8 +63,10 @@ cdef inline void _add_lanes(
     # hist = the sum of the lanes, on the bins the column uses
     cdef int b, k, i
     cdef hist_struct* lane
-    _zero_used(hist, n_bins, width)
-    for k in range(LANES):
+    for i in range(width + 1):
+        b = i if i < width else n_bins - 1
+        hist[b] = lanes[b]
+    for k in range(1, LANES):
         lane = lanes + k * MAX_BINS
         for i in range(width + 1):
             b = i if i < width else n_bins - 1

@@ -17,18 +17,6 @@ cdef inline bint may_split(const grown_node_struct* node, int max_depth,
             and node.sum_hessians >= 2 * p.min_child_weight)
 
 
-cdef inline double root_value(const grown_node_struct* node,
-                              const split_params* p) noexcept nogil:
-    # The root's (unshrunk) value. Below min_child_weight of hessian (or none
-    # at all) it takes no Newton step: a child would not be allowed there, and
-    # -G/H of a vanishing H (a class whose probability underflowed) is
-    # unbounded. Children always hold at least min_child_weight.
-    if node.sum_hessians < p.min_child_weight or node.sum_hessians + p.l2_regularization <= 0:
-        return min(max(0.0, node.lower), node.upper)
-    return bounded_value(node.sum_gradients, node.sum_hessians, p.l1_regularization,
-                         p.l2_regularization, node.lower, node.upper)
-
-
 cdef inline bint queued_before(const grown_node_struct* nodes, int a, int b,
                                bint lossguide) noexcept nogil:
     # The queue order of TreeGrower's heap: (-gain, id) or (depth, id).

@@ -42,6 +42,11 @@ cdef double bounded_value(
     double g, double h, double l1, double l2, double lower, double upper,
 ) noexcept nogil
 
+cdef double newton_value(
+    double g, double h, double l1, double l2, double min_child_weight, double lower,
+    double upper,
+) noexcept nogil
+
 cdef void set_split_params(
     split_params* p, double l1_regularization, double l2_regularization,
     double min_gain_to_split, double min_child_weight, unsigned int min_samples_leaf,

@@ -78,9 +78,22 @@ cdef double bounded_value(
     return v
 
 
-def leaf_value(double g, double h, double l1, double l2, double lower, double upper):
-    """The (unshrunk) leaf value the split search assumes: see bounded_value."""
+cdef double newton_value(
+    double g, double h, double l1, double l2, double min_child_weight, double lower,
+    double upper,
+) noexcept nogil:
+    """bounded_value, without a step (0, clipped) below ``min_child_weight`` of
+    hessian: -G/H of a vanishing H (a class whose probability underflowed) is
+    unbounded. Only a root can be there: a split's children never are."""
+    if h < min_child_weight:
+        g = 0.0
     return bounded_value(g, h, l1, l2, lower, upper)
+
+
+def leaf_value(double g, double h, double l1, double l2, double lower, double upper,
+               double min_child_weight=0.0):
+    """The (unshrunk) leaf value the split search assumes: see newton_value."""
+    return newton_value(g, h, l1, l2, min_child_weight, lower, upper)
 
 
 cdef inline double _reduction(double g, double h, double v, double l1, double l2) noexcept nogil:

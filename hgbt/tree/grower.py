@@ -190,14 +190,10 @@ class TreeGrower:
 
     def renewed_value(self, node_id, sum_gradients, sum_hessians):
         """A leaf's shrunk Newton value from other (e.g. unquantized) sums,
-        within the leaf's bounds; none below ``min_child_weight`` of hessian
-        (as the kernel's root value)."""
-        if (sum_hessians < self.min_child_weight
-                or sum_hessians + self.l2_regularization <= 0):
-            return self.learning_rate * self.clip_leaf_value(node_id, 0.0)
+        within the leaf's bounds (none below ``min_child_weight`` of hessian)."""
         return self.learning_rate * leaf_value(
             sum_gradients, sum_hessians, self.l1_regularization, self.l2_regularization,
-            self._lower[node_id], self._upper[node_id])
+            self._lower[node_id], self._upper[node_id], self.min_child_weight)
 
     def clip_leaf_value(self, node_id, value):
         """Clip a re-fitted (unshrunk) leaf value into the leaf's bounds."""
