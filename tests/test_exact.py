@@ -97,6 +97,26 @@ def test_snap_to_grid(n_threads):
     np.testing.assert_array_equal(snapped, one)
 
 
+@pytest.mark.parametrize("exponent", [-20, 0, 7, 24, 60, 126])
+def test_snap_to_grid_is_rint_bit_for_bit(exponent):
+    # Rounding without libm must be rint exactly on the grid's domain
+    # (|v| * 2**exponent <= 2**24): ties to even, signed zeros, inf and NaN.
+    rng = np.random.default_rng(exponent + 100)
+    scale = 2.0 ** -exponent
+    values = rng.standard_normal(20_001) * 2.0**22 * scale
+    values[:2000] = (np.arange(2000) - 1000 + 0.5) * scale  # exact ties
+    values[2000:2008] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 2.0**24 * scale,
+                         -0.25 * scale, -0.5 * scale]
+    values = values.astype(G_H_DTYPE)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = (np.rint(values.astype(np.float64) * 2.0**exponent)
+                    * 2.0**-exponent).astype(G_H_DTYPE)
+    snapped = values.copy()
+    snap_to_grid(snapped, exponent, 1)
+    np.testing.assert_array_equal(snapped.view(np.uint32), expected.view(np.uint32))
+    assert np.signbit(snapped[2004]) and np.signbit(snapped[2006])  # -0.25 -> -0.0
+
+
 def test_snapped_histograms_do_not_depend_on_row_order_or_split():
     # On the grid every float64 sum is exact: any row order, any sharding and
     # the subtraction trick all give bit-identical histograms.

@@ -228,6 +228,25 @@ def test_kernels_reject_mismatched_buffers():
         MultinomialLogLoss(3).gradients(y, rng.random((3, 10)), g, g.copy(), 1)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_unweighted_squared_error_is_the_float32_residual(n_threads):
+    # The unweighted squared error has a loop of its own: it must give the
+    # correctly rounded raw - y, bit for bit, on every row (vector body and
+    # remainder alike), and ones in a per-row hessian buffer.
+    rng = np.random.default_rng(5)
+    n = 70_003
+    y, raw = rng.standard_normal(n) * 1e3, rng.standard_normal((1, n))
+    raw[0, :7] = [0.0, -0.0, 1e300, -1e300, 3e38, 2.0**-140, 1.0]
+    y[:7] = [0.0, 0.0, 0.0, 0.0, -3e38, 0.0, 1.0]
+    g = np.full((1, n), np.nan, dtype=G_H_DTYPE)
+    h = np.full((1, n), np.nan, dtype=G_H_DTYPE)
+    with np.errstate(over="ignore"):
+        SquaredError().gradients(y, raw, g, h, n_threads)
+        expected = (raw[0] - y).astype(G_H_DTYPE)
+    np.testing.assert_array_equal(g[0].view(np.uint32), expected.view(np.uint32))
+    np.testing.assert_array_equal(h, np.ones_like(h))
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_results_do_not_depend_on_thread_count(case):
     loss, y, raw, _ = make_problem(case, 100_000, seed=4, weighted=True)

@@ -4,8 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from hgbt.tree._predictor import add_leaf_values, predict_add, predict_csr_add
-from hgbt.core._types import NODE_DTYPE, SIZE_DTYPE
+from hgbt.tree._predictor import (add_leaf_values, nodes_from_grown, predict_add,
+                                  predict_csr_add)
+from hgbt.core._types import (BITSET_DTYPE, GROWN_NODE_DTYPE, NODE_DTYPE, SIZE_DTYPE)
 from hgbt.tree.predictor import TreePredictor
 
 
@@ -677,3 +678,73 @@ def test_packed_forest_invalid_input_raises():
     with pytest.raises(ValueError, match="bits must have shape"):
         predict_forest_packed_add(cnodes, values, depths, np.zeros((2, 16), np.uint32),
                                   slot_features, slot_kinds, *args, X, out, 1)
+
+
+def random_grown_tree(rng, n_features, n_splits):
+    """Random grower records (GROWN_NODE_DTYPE): leaves split at random,
+    numeric or categorical, children appended as the kernel appends them."""
+    grown = np.zeros(2 * n_splits + 1, dtype=GROWN_NODE_DTYPE)
+    grown["left"] = grown["right"] = -1
+    for name in ("value", "lower", "upper"):
+        grown[name] = rng.standard_normal(grown.shape[0])
+    grown["count"] = rng.integers(1, 1000, grown.shape[0])
+    grown["depth"] = rng.integers(0, 20, grown.shape[0])
+    for k in range(n_splits):
+        node = rng.choice(np.flatnonzero(grown["left"][:2 * k + 1] < 0))
+        grown["left"][node], grown["right"][node] = 2 * k + 1, 2 * k + 2
+        split = grown["split"][node]
+        split["feature_idx"] = rng.integers(n_features)
+        split["bin_idx"] = rng.integers(256)
+        split["gain"] = rng.random()
+        split["missing_go_to_left"] = rng.integers(2)
+        split["is_categorical"] = rng.random() < 0.4
+        split["cat_bitset"] = rng.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32)
+        grown["split"][node] = split
+    return grown
+
+
+def reference_nodes_from_grown(grown, learning_rate, thresholds, known):
+    """NumPy: the predictor's nodes, bitsets and leaves of grower records."""
+    nodes = np.zeros(grown.shape[0], dtype=NODE_DTYPE)
+    nodes["value"] = learning_rate * grown["value"]
+    nodes["count"], nodes["depth"] = grown["count"], grown["depth"]
+    nodes["is_leaf"] = grown["left"] < 0
+    inner = np.flatnonzero(grown["left"] >= 0)
+    split = grown["split"][inner]
+    for field in ("feature_idx", "missing_go_to_left", "gain"):
+        nodes[field][inner] = split[field]
+    nodes["left"][inner], nodes["right"][inner] = grown["left"][inner], grown["right"][inner]
+    categorical = split["is_categorical"] != 0
+    numeric = inner[~categorical]
+    nodes["bin_threshold"][numeric] = split["bin_idx"][~categorical]
+    nodes["num_threshold"][numeric] = thresholds[split["feature_idx"][~categorical],
+                                                 split["bin_idx"][~categorical]]
+    cat_nodes = inner[categorical]
+    nodes["is_categorical"][cat_nodes] = 1
+    nodes["num_threshold"][cat_nodes] = np.nan
+    nodes["bitset_idx"][cat_nodes] = np.arange(cat_nodes.size)
+    bitsets = split["cat_bitset"][categorical].astype(BITSET_DTYPE)
+    if known is not None:
+        missing_left = split["missing_go_to_left"][categorical] != 0
+        bitsets[missing_left] |= ~known[split["feature_idx"][categorical][missing_left]]
+    return nodes, bitsets.reshape(-1, 8), np.flatnonzero(grown["left"] < 0).tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("with_known", [False, True])
+def test_nodes_from_grown_matches_numpy_reference(seed, with_known):
+    rng = np.random.default_rng(seed)
+    n_features = 5
+    grown = random_grown_tree(rng, n_features, n_splits=[0, 1, 30, 200, 7, 60][seed])
+    thresholds = np.sort(rng.standard_normal((n_features, 256)), axis=1)
+    thresholds[:, 200:] = np.inf
+    known = (rng.integers(0, 2**32, (n_features, 8), dtype=np.uint64).astype(BITSET_DTYPE)
+             if with_known else None)
+    nodes, bitsets, leaves = nodes_from_grown(grown, 0.1, thresholds, known)
+    ref_nodes, ref_bitsets, ref_leaves = reference_nodes_from_grown(grown, 0.1, thresholds,
+                                                                    known)
+    assert nodes.tobytes() == ref_nodes.tobytes()
+    assert bitsets.dtype == BITSET_DTYPE and bitsets.shape == ref_bitsets.shape
+    np.testing.assert_array_equal(bitsets, ref_bitsets)
+    assert leaves == ref_leaves
+    TreePredictor(nodes, bitsets)  # a valid tree for the predictor

@@ -1,4 +1,5 @@
-"""Kernels: apply trees to raw values, or add leaf values to training rows.
+"""Kernels: apply trees to raw values, or add leaf values to training rows;
+and the predictor's node array made from a grown tree's records.
 
 Categorical nodes hold an index into the tree's ``cat_bitsets`` array
 (shape (n, 8), uint32): a value goes left iff it is an integer code 0..255
@@ -18,7 +19,11 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 import numpy as np
 
-from ..core._types cimport node_struct, Y_DTYPE_C, SIZE_C, X_BINNED_DTYPE_C, BITSET_WORD_C
+from libc.math cimport NAN
+
+from ..core._types cimport (node_struct, grown_node_struct, split_info_struct, Y_DTYPE_C,
+                            X_DTYPE_C, SIZE_C, X_BINNED_DTYPE_C, BITSET_WORD_C)
+from ..core._types import BITSET_DTYPE, NODE_DTYPE
 
 # Stand-in bitset array for trees without categorical splits (never read).
 cdef BITSET_WORD_C _NO_BITSETS[8]
@@ -133,6 +138,63 @@ def add_leaf_values(
         v = leaf_values[k]
         for i in range(leaf_starts[k], leaf_stops[k]):
             raw_predictions[rows[i]] += v
+
+
+def nodes_from_grown(
+    const grown_node_struct[::1] grown,
+    double learning_rate,
+    const X_DTYPE_C[:, ::1] thresholds,
+    const BITSET_WORD_C[:, ::1] known_cat_bitsets,
+):
+    """The predictor's node array of a grown tree, its bitsets and leaves.
+
+    ``grown``: the grower's records (GROWN_NODE_DTYPE), node ``i`` a leaf iff
+    its ``left`` is negative. Values are shrunk by ``learning_rate``; a
+    numeric split's ``num_threshold`` is ``thresholds[feature, bin]`` (the
+    bin's upper edge); categorical splits get their left sets in order, the
+    codes unseen at fit time (not in ``known_cat_bitsets[feature]``, if
+    given) added where missing values go left. Returns ``(nodes, bitsets of
+    shape (n_categorical, 8), leaf ids as a list)``.
+    """
+    cdef Py_ssize_t n = grown.shape[0], i, n_cat = 0
+    cdef int w
+    for i in range(n):
+        n_cat += grown[i].left >= 0 and grown[i].split.is_categorical != 0
+    nodes_array = np.zeros(n, dtype=NODE_DTYPE)
+    bitsets_array = np.zeros((n_cat, 8), dtype=BITSET_DTYPE)
+    cdef node_struct[::1] nodes = nodes_array
+    cdef BITSET_WORD_C[:, ::1] bitsets = bitsets_array
+    cdef bint add_unknown = known_cat_bitsets is not None
+    cdef const split_info_struct* split
+    leaves = []
+    n_cat = 0
+    for i in range(n):
+        nodes[i].value = learning_rate * grown[i].value
+        nodes[i].count = grown[i].count
+        nodes[i].depth = grown[i].depth
+        if grown[i].left < 0:
+            nodes[i].is_leaf = 1
+            leaves.append(i)
+            continue
+        split = &grown[i].split
+        nodes[i].feature_idx = split.feature_idx
+        nodes[i].missing_go_to_left = split.missing_go_to_left
+        nodes[i].gain = split.gain
+        nodes[i].left = grown[i].left
+        nodes[i].right = grown[i].right
+        if split.is_categorical:
+            nodes[i].is_categorical = 1
+            nodes[i].num_threshold = NAN
+            nodes[i].bitset_idx = n_cat
+            for w in range(8):
+                bitsets[n_cat, w] = split.cat_bitset[w]
+                if add_unknown and split.missing_go_to_left:
+                    bitsets[n_cat, w] |= ~known_cat_bitsets[split.feature_idx, w]
+            n_cat += 1
+        else:
+            nodes[i].bin_threshold = split.bin_idx
+            nodes[i].num_threshold = thresholds[split.feature_idx, split.bin_idx]
+    return nodes_array, bitsets_array, leaves
 
 
 cdef inline Y_DTYPE_C _predict_one_binned(

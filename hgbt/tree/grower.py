@@ -2,7 +2,8 @@
 import numpy as np
 
 from ._splitting import SplitSettings, leaf_value
-from ..core._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
+from ..core._types import BITSET_DTYPE
+from ._predictor import nodes_from_grown
 from .predictor import TreePredictor
 
 
@@ -82,7 +83,8 @@ class TreeGrower:
         self.interaction_groups = interaction_groups
         self.is_categorical = (None if is_categorical is None or not np.any(is_categorical)
                                else np.asarray(is_categorical, dtype=np.uint8))
-        self.known_cat_bitsets = known_cat_bitsets
+        self.known_cat_bitsets = (None if known_cat_bitsets is None else
+                                  np.ascontiguousarray(known_cat_bitsets, dtype=BITSET_DTYPE))
         self.max_cat_to_onehot = max_cat_to_onehot
         self.cat_smooth = cat_smooth
         self.cat_l2 = cat_l2
@@ -152,52 +154,27 @@ class TreeGrower:
         return self._threshold_table
 
     def _finish(self, records):
-        # The grown tree (node records, either loop's) as a TreePredictor.
-        self._leaves = np.flatnonzero(records["left"] < 0).tolist()
-        self._lower = records["lower"].tolist()
-        self._upper = records["upper"].tolist()
-        return self._predictor_from_nodes(records)
-
-    def _predictor_from_nodes(self, grown):
-        # GROWN_NODE_DTYPE records -> the predictor's node array and bitsets
-        nodes = np.zeros(grown.shape[0], dtype=NODE_DTYPE)
-        nodes["value"] = self.learning_rate * grown["value"]
-        nodes["count"] = grown["count"]
-        nodes["depth"] = grown["depth"]
-        inner = np.flatnonzero(grown["left"] >= 0)
-        nodes["is_leaf"] = grown["left"] < 0
-        split = grown["split"][inner]
-        for field in ("feature_idx", "missing_go_to_left", "gain"):
-            nodes[field][inner] = split[field]
-        nodes["left"][inner] = grown["left"][inner]
-        nodes["right"][inner] = grown["right"][inner]
-        categorical = split["is_categorical"] != 0
-        numeric = inner[~categorical]
-        nodes["bin_threshold"][numeric] = split["bin_idx"][~categorical]
-        nodes["num_threshold"][numeric] = self._thresholds()[
-            split["feature_idx"][~categorical], split["bin_idx"][~categorical]]
-        cat_nodes = inner[categorical]
-        nodes["is_categorical"][cat_nodes] = 1
-        nodes["num_threshold"][cat_nodes] = np.nan
-        nodes["bitset_idx"][cat_nodes] = np.arange(cat_nodes.size)
-        bitsets = split["cat_bitset"][categorical].astype(BITSET_DTYPE)
-        if self.known_cat_bitsets is not None and bitsets.size:
-            missing_left = split["missing_go_to_left"][categorical] != 0
-            # unseen codes: as missing
-            bitsets[missing_left] |= ~self.known_cat_bitsets[
-                split["feature_idx"][categorical][missing_left]]
-        return TreePredictor(nodes, bitsets.reshape(-1, BITSET_WORDS))
+        # The grown tree (the kernel's node records) as a TreePredictor.
+        self._records = records
+        nodes, bitsets, self._leaves = nodes_from_grown(
+            records, self.learning_rate, self._thresholds(), self.known_cat_bitsets)
+        return TreePredictor(nodes, bitsets)
 
     def renewed_value(self, node_id, sum_gradients, sum_hessians):
         """A leaf's shrunk Newton value from other (e.g. unquantized) sums,
         within the leaf's bounds (none below ``min_child_weight`` of hessian)."""
         return self.learning_rate * leaf_value(
             sum_gradients, sum_hessians, self.l1_regularization, self.l2_regularization,
-            self._lower[node_id], self._upper[node_id], self.min_child_weight)
+            *self._bounds(node_id), self.min_child_weight)
 
     def clip_leaf_value(self, node_id, value):
         """Clip a re-fitted (unshrunk) leaf value into the leaf's bounds."""
-        return min(max(value, self._lower[node_id]), self._upper[node_id])
+        lower, upper = self._bounds(node_id)
+        return min(max(value, lower), upper)
+
+    def _bounds(self, node_id):
+        record = self._records[node_id]
+        return float(record["lower"]), float(record["upper"])
 
     def leaf_ids(self):
         """Ids of the leaves of the last grown tree."""
