@@ -76,6 +76,15 @@ class _Columns:
     def column(self, j):
         return self.X.iloc[:, j] if self.pd is not None else self.X[:, j]
 
+    def may_hold_strings(self, dtype):
+        """False for dtypes whose columns cannot hold strings (numbers, bools,
+        categoricals): :func:`is_string` need not look at their values."""
+        if self.pd is None:
+            return True  # polars: is_string reads the dtype only
+        types = self.pd.api.types
+        return not (_is_categorical_dtype(dtype) or types.is_numeric_dtype(dtype)
+                    or types.is_bool_dtype(dtype))
+
     def is_numeric(self, j):
         col = self.column(j)
         if self.pd is not None:
@@ -246,8 +255,12 @@ def _resolve_mask(spec, columns, n_features, feature_names):
     if isinstance(spec, str) and spec == "from_dtype":
         if not columns.is_frame:
             return None
-        mask = np.array([_is_categorical_dtype(d) or is_string(columns.column(j))
-                         for j, d in enumerate(columns.dtypes())], dtype=bool)
+        dtypes = columns.dtypes()
+        # by dtype (a wide frame has few): only object-like columns are read
+        maybe_string = {d: columns.may_hold_strings(d) for d in set(dtypes)}
+        mask = np.array([_is_categorical_dtype(d)
+                         or (maybe_string[d] and is_string(columns.column(j)))
+                         for j, d in enumerate(dtypes)], dtype=bool)
         return mask if mask.any() else None
     values = np.asarray(spec)
     if values.ndim != 1:
