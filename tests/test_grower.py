@@ -539,6 +539,12 @@ KERNEL_CASES = [
     dict(layout=True, quantized=True, sampled=True),
     dict(layout=True, categorical=True, constant_hessian=True, max_leaf_nodes=60),
     dict(layout="all_sparse", min_samples_leaf=5),
+    # wide and mostly zero: features drop out of the scan node by node
+    dict(layout="wide"),
+    dict(layout="wide", min_samples_leaf=3, categorical=True, max_leaf_nodes=80),
+    dict(layout="wide", colsample_bynode=0.5, max_leaf_nodes=None, max_depth=7,
+         grow_policy="depthwise"),
+    dict(layout="wide", interaction_groups=[set(range(0, 70)), set(range(6, 126))]),
     # interaction constraints, per-node column sampling
     dict(interaction_groups=[{0, 1}, {1, 2, 4}, {3, 5}]),
     dict(interaction_groups=[{0, 6, 9}, {1, 7, 11}, {2}, {3, 8}], layout=True),
@@ -567,6 +573,15 @@ def _with_sparse_columns(X, rng, all_sparse):
     return np.hstack([X, extra])
 
 
+def _with_wide_columns(X, rng):
+    """X, the 6 columns above and 114 rare flags and counts (0.1% to 6% of
+    rows non-zero), most of which fall below min_samples_leaf in deep nodes."""
+    n = X.shape[0]
+    density = np.geomspace(0.001, 0.06, 114)
+    wide = (rng.random((n, 114)) < density) * rng.integers(1, 4, (n, 114))
+    return np.hstack([_with_sparse_columns(X, rng, False), wide])
+
+
 def _grow_both_ways(case, n_threads):
     from hgbt.data.bundling import DenseSource, build_layout
     from hgbt.engine.sampling import FeatureSampler
@@ -581,8 +596,11 @@ def _grow_both_ways(case, n_threads):
     signal = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) + (np.nan_to_num(X[:, 4]) % 7 == 0)
     layout_case = case.pop("layout", False)
     if layout_case:
-        X = _with_sparse_columns(X, rng, layout_case == "all_sparse")
+        X = (_with_wide_columns(X, rng) if layout_case == "wide"
+             else _with_sparse_columns(X, rng, layout_case == "all_sparse"))
         signal = signal + X[:, 6] - 0.5 * X[:, 9] + (X[:, 11] > 4)
+        if layout_case == "wide":
+            signal = signal + 2 * X[:, -1] - 3 * X[:, -8] + 4 * (X[:, -30] > 0)
     n_features = X.shape[1]
     g = (rng.normal(size=n) - signal).astype(G_H_DTYPE)
     h = (np.array([1.0]) if case.pop("constant_hessian", False)
@@ -642,6 +660,8 @@ def test_kernel_loop_grows_the_python_loops_tree(case, n_threads):
     assert kernel["n_leaves"] > 2
     if "layout" in case:  # the mostly-zero columns take part
         assert kernel["split_features"] & set(range(6, 12))
+    if case.get("layout") == "wide":
+        assert kernel["split_features"] & set(range(12, 126))
     if case.get("max_leaf_nodes", 31) is None or case.get("max_leaf_nodes", 0) > 4096:
         assert kernel["n_leaves"] > (4096 if case.get("max_depth") is None else 31)
     assert kernel == python

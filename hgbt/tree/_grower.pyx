@@ -25,13 +25,16 @@ from ._histogram cimport (histogram_root, histogram_rows, histogram_packed,
 from ._partition cimport partition, partition_stored
 from ._rules cimport (may_split, queued_before, child_of, bound_children,
                       goes_left_table, bundle_table)
-from ._splitting cimport (find_split, newton_value, split_params, layout_params,
-                          SplitSettings)
+from ._splitting cimport (find_split, live_features, newton_value, split_params,
+                          layout_params, SplitSettings)
 
 from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SPLIT_INFO_DTYPE
 
 # Node masks fetched from the sampler at a time (per-node column sampling).
 DEF MASK_BATCH = 64
+# Live-feature entries kept per tree at most (64 MiB); past it, nodes scan
+# their parent's list.
+DEF MAX_LIVE = 16777216
 
 
 cdef struct source:
@@ -103,6 +106,23 @@ cdef struct node_state:
     int slot  # histogram slot while queued (-1: none)
     Py_ssize_t group_start  # its interaction groups: _groups[start:start + count]
     int group_count
+    Py_ssize_t live_start  # features that may still split: _live[start:start + count]
+    int live_count  # (-1: every feature)
+
+
+cdef bint _reserve_ints(int** buffer, Py_ssize_t* capacity, Py_ssize_t n) noexcept nogil:
+    # Room for n ints in a growing buffer; False when memory ran out.
+    cdef Py_ssize_t grown_capacity
+    cdef void* grown
+    if n <= capacity[0]:
+        return True
+    grown_capacity = max(n, 2 * capacity[0] + 64)
+    grown = realloc(buffer[0], grown_capacity * sizeof(int))
+    if grown == NULL:
+        return False
+    buffer[0] = <int*>grown
+    capacity[0] = grown_capacity
+    return True
 
 
 cdef class TreeKernel:
@@ -123,6 +143,8 @@ cdef class TreeKernel:
     cdef int _node_capacity
     cdef int* _groups
     cdef Py_ssize_t _groups_used, _groups_capacity
+    cdef int* _live
+    cdef Py_ssize_t _live_used, _live_capacity
     cdef split_info_struct* _per_feature
     cdef unsigned char* _mask
     # per-node masks: a batch from the sampler, and the next one to use
@@ -156,6 +178,7 @@ cdef class TreeKernel:
         free(self._state)
         free(self._heap)
         free(self._groups)
+        free(self._live)
         free(self._per_feature)
         free(self._mask)
 
@@ -212,17 +235,7 @@ cdef class TreeKernel:
         return True
 
     cdef bint _reserve_groups(self, Py_ssize_t n) noexcept nogil:
-        cdef Py_ssize_t capacity
-        cdef void* grown
-        if self._groups_used + n <= self._groups_capacity:
-            return True
-        capacity = max(self._groups_used + n, 2 * self._groups_capacity + 64)
-        grown = realloc(self._groups, capacity * sizeof(int))
-        if grown == NULL:
-            return False
-        self._groups = <int*>grown
-        self._groups_capacity = capacity
-        return True
+        return _reserve_ints(&self._groups, &self._groups_capacity, self._groups_used + n)
 
     def grow(self, SplitSettings settings, *, layout=None, rows=None, buffer=None,
              SIZE_C n_root=0,
@@ -466,7 +479,7 @@ cdef class TreeKernel:
         cdef bint more, small_ok, large_ok
         cdef const hist_struct* row0
         cdef split_params p = s.params
-        self._groups_used = 0
+        self._groups_used = self._live_used = 0
         if not self._reserve_nodes(1):
             return -1
         node = &self._nodes[0]
@@ -476,6 +489,7 @@ cdef class TreeKernel:
         node.left = node.right = -1
         state = &self._state[0]
         state.group_start, state.group_count = 0, 0
+        state.live_start, state.live_count = 0, -1
         state.slot = self._take()
         if state.slot < 0:
             return -1
@@ -521,6 +535,9 @@ cdef class TreeKernel:
             bound_children(node, &nodes[n_nodes], &nodes[n_nodes + 1], &p)
             if grow.groups != NULL and not self._child_groups(node_id, n_nodes, grow):
                 return -1
+            for i in range(2):  # the parent's live features, narrowed in _split
+                self._state[n_nodes + i].live_start = self._state[node_id].live_start
+                self._state[n_nodes + i].live_count = self._state[node_id].live_count
             n_nodes += 2
             # the partition: a table over the split feature's bins, then over
             # its column's codes
@@ -771,11 +788,26 @@ cdef class TreeKernel:
         cdef const unsigned char* mask = self._node_mask(grow, node_id)
         if self._failed:
             return -2
+        cdef node_state* st = &self._state[node_id]
+        cdef const hist_struct* histograms = self._slots[st.slot]
+        cdef int n_in = s.n_features if st.live_count < 0 else st.live_count, n_live
         p.bounded = node.lower > -INFINITY or node.upper < INFINITY
         p.lower_bound = node.lower
         p.upper_bound = node.upper
-        find_split(self._slots[self._state[node_id].slot], src.n_bins, s.n_features,
-                   s.n_bins_non_missing, node.sum_gradients, node.sum_hessians,
+        if (s.layout.feature_column != NULL and self._live_used + n_in <= MAX_LIVE
+                and _reserve_ints(&self._live, &self._live_capacity,
+                                  self._live_used + n_in)):
+            # else the parent's list serves: a superset, the same split
+            n_live = live_features(histograms, src.n_bins, s.layout,
+                                   NULL if st.live_count < 0 else self._live + st.live_start,
+                                   n_in, node.count, p.min_samples_leaf,
+                                   self._live + self._live_used)
+            if n_live < n_in or st.live_count < 0:
+                st.live_start, st.live_count = self._live_used, n_live
+                self._live_used += n_live
+        find_split(histograms, src.n_bins, s.n_features,
+                   NULL if st.live_count < 0 else self._live + st.live_start,
+                   st.live_count, s.n_bins_non_missing, node.sum_gradients, node.sum_hessians,
                    node.count, mask, s.categorical, s.layout, p, self._per_feature,
                    &node.split, grow.n_threads)
         return node.split.feature_idx >= 0

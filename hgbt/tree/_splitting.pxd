@@ -57,6 +57,7 @@ cdef void set_split_params(
 
 cdef void find_split(
     const hist_struct* histograms, Py_ssize_t stride, int n_features,
+    const int* features, int n_scan,
     const unsigned int* n_bins_non_missing, double sum_gradients, double sum_hessians,
     unsigned int n_samples, const unsigned char* feature_mask,
     const unsigned char* categorical, const layout_params* lay, split_params* p,
@@ -75,3 +76,9 @@ cdef class SplitSettings:
     cdef const unsigned char* categorical
     cdef int max_code_end
     cdef list _arrays
+
+cdef int live_features(
+    const hist_struct* histograms, Py_ssize_t stride, const layout_params* lay,
+    const int* candidates, int n_candidates, unsigned int n_samples,
+    unsigned int min_samples_leaf, int* out,
+) noexcept nogil

@@ -519,6 +519,7 @@ cdef void set_split_params(
 
 cdef void find_split(
     const hist_struct* histograms, Py_ssize_t stride, int n_features,
+    const int* features, int n_scan,
     const unsigned int* n_bins_non_missing, double sum_gradients, double sum_hessians,
     unsigned int n_samples, const unsigned char* feature_mask,
     const unsigned char* categorical, const layout_params* lay, split_params* p,
@@ -526,34 +527,39 @@ cdef void find_split(
 ) noexcept nogil:
     """The best split of a node (see find_node_split) into ``best``.
 
-    ``histograms``: a row of ``stride`` bins per column; ``feature_mask`` and
-    ``categorical``: NULL for all / none; ``per_feature``: scratch of
-    n_features results. Sets ``p``'s node terms (parent score and lambda).
+    ``histograms``: a row of ``stride`` bins per column; ``features``: the
+    ``n_scan`` features to scan, ascending (NULL: all ``n_features``; see
+    live_features); ``feature_mask`` and ``categorical``: NULL for all /
+    none; ``per_feature``: scratch of n_features results. Sets ``p``'s node
+    terms (parent score and lambda).
     """
-    cdef int f, chunk
+    cdef int i, f, chunk
+    if features == NULL:
+        n_scan = n_features
     p.parent_l2 = p.l2_regularization
     p.parent_score = _score(sum_gradients, sum_hessians, p.l1_regularization,
                             p.l2_regularization)
-    if n_features * stride < MIN_PARALLEL_WORK or n_threads == 1:
-        for f in range(n_features):
-            _scan_allowed(histograms, stride, lay, f, n_bins_non_missing, sum_gradients,
-                          sum_hessians, n_samples, feature_mask, categorical, p,
-                          per_feature)
+    if n_scan * stride < MIN_PARALLEL_WORK or n_threads == 1:
+        for i in range(n_scan):
+            _scan_allowed(histograms, stride, lay, i if features == NULL else features[i],
+                          n_bins_non_missing, sum_gradients, sum_hessians, n_samples,
+                          feature_mask, categorical, p, per_feature)
     else:
         # dynamic: the costs per feature differ (a categorical scan sorts,
         # masked features cost nothing), and each result has its own slot;
         # in chunks of up to 16 features, else threads queue for one cheap
         # feature at a time (1,502 features: 2 threads were slower than 1)
-        chunk = max(1, min(16, n_features // (4 * n_threads)))
-        for f in prange(n_features, schedule='dynamic', chunksize=chunk,
+        chunk = max(1, min(16, n_scan // (4 * n_threads)))
+        for i in prange(n_scan, schedule='dynamic', chunksize=chunk,
                         num_threads=n_threads):
-            _scan_allowed(histograms, stride, lay, f, n_bins_non_missing, sum_gradients,
-                          sum_hessians, n_samples, feature_mask, categorical, p,
-                          per_feature)
+            _scan_allowed(histograms, stride, lay, i if features == NULL else features[i],
+                          n_bins_non_missing, sum_gradients, sum_hessians, n_samples,
+                          feature_mask, categorical, p, per_feature)
     memset(best, 0, sizeof(split_info_struct))
     best.gain = 0.0
     best.feature_idx = -1
-    for f in range(n_features):
+    for i in range(n_scan):  # ascending: the lowest feature wins a tie
+        f = i if features == NULL else features[i]
         if per_feature[f].feature_idx >= 0 and per_feature[f].gain > best.gain:
             best[0] = per_feature[f]
     if (best.feature_idx >= 0
@@ -561,6 +567,39 @@ cdef void find_split(
                                p.missing_bin,
                                n_bins_non_missing[best.feature_idx]) == 0):
         best.missing_go_to_left = best.n_samples_left >= best.n_samples_right
+
+
+cdef int live_features(
+    const hist_struct* histograms, Py_ssize_t stride, const layout_params* lay,
+    const int* candidates, int n_candidates, unsigned int n_samples,
+    unsigned int min_samples_leaf, int* out,
+) noexcept nogil:
+    """The candidates (NULL: features 0 .. n_candidates - 1) with at least
+    ``min_samples_leaf`` of the node's rows off their default bin, in order,
+    into ``out``; returns their count. ``lay`` must have a default bin per
+    feature (a bundled or sparse layout).
+
+    Every split, numeric or categorical, leaves the default bin on one side,
+    so the other side holds only such rows; and a child has no more of them
+    than its parent. A feature dropped here can split no node below this one
+    (in a wide, mostly-zero table, most features in most nodes).
+    """
+    cdef int i, f, j, n_live = 0
+    cdef unsigned int n_off
+    cdef const hist_struct* column
+    for i in range(n_candidates):
+        f = i if candidates == NULL else candidates[i]
+        column = histograms + lay.feature_column[f] * stride
+        if lay.bundle_offset[f] >= 0:
+            n_off = 0
+            for j in range(lay.bundle_n_codes[f]):
+                n_off += column[lay.bundle_offset[f] + j].count
+        else:
+            n_off = n_samples - column[lay.default_bin[f]].count
+        if n_off >= min_samples_leaf:
+            out[n_live] = f
+            n_live += 1
+    return n_live
 
 
 def find_node_split(
@@ -758,7 +797,7 @@ cdef class SplitSettings:
             <char*> <size_t> best_arr.ctypes.data)
         with nogil:
             find_split(&histograms[0, 0] if histograms.shape[0] > 0 else NULL,
-                       histograms.shape[1], n_features, self.n_bins_non_missing,
+                       histograms.shape[1], n_features, NULL, 0, self.n_bins_non_missing,
                        sum_gradients, sum_hessians, n_samples,
                        &feature_mask[0] if feature_mask.shape[0] > 0 else NULL,
                        self.categorical, &self.layout, &p, &res[0], best, n_threads)
