@@ -966,3 +966,35 @@ def test_local_training_data_with_layout_equals_plain(mixed, constant_hessian, n
         held = np.concatenate([laid.node_rows(n) for n in leaves])
         expected_rows = np.arange(n_rows) if rows is None else rows
         np.testing.assert_array_equal(np.sort(held), expected_rows)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_dense_source_entries_match_numpy(n_threads):
+    # column_stats / column_entries against flatnonzero: default bins other
+    # than 0, the missing bin, empty and full columns.
+    from hgbt.data._bundling import column_entries, column_stats
+
+    rng = np.random.default_rng(7)
+    n, n_features = 3001, 9
+    X = rng.integers(0, 6, (n, n_features)).astype(np.uint8)
+    X[rng.random((n, n_features)) < 0.6] = 2
+    X[rng.random((n, n_features)) < 0.01] = MISSING_BIN
+    X[:, 3] = 2           # no entries
+    X[:, 4] = 5           # every row an entry
+    X[:, 5] = np.where(np.arange(n) % 2, 2, MISSING_BIN)
+    X = np.asfortranarray(X)
+    default = np.full(n_features, 2, dtype=np.uint8)
+    default[7] = 0
+    source = DenseSource(X, default, MISSING_BIN, n_threads)
+    for f in range(n_features):
+        rows = np.flatnonzero(X[:, f] != default[f])
+        assert source.nnz[f] == rows.size
+        assert source.has_missing[f] == np.any(X[:, f] == MISSING_BIN)
+        got_rows, got_codes = source.entries(f)
+        assert got_rows.dtype == np.uint32 and got_codes.dtype == np.uint8
+        np.testing.assert_array_equal(got_rows, rows)
+        np.testing.assert_array_equal(got_codes, X[rows, f])
+    with pytest.raises(ValueError, match="entries"):
+        column_entries(X, 0, 2, source.nnz[0] - 1)
+    with pytest.raises(ValueError, match="default_bin"):
+        column_stats(X, default[:3], MISSING_BIN, 1)

@@ -1,10 +1,66 @@
-"""Kernels: row-conflict counts for exclusive feature bundling.
+"""Kernels: row-conflict counts for exclusive feature bundling, and the
+entries (rows off the default bin) of binned dense columns.
 
 A bundle's rows already holding a non-default value are a bitset (one bit
 per row, uint64 words); a candidate feature conflicts on the rows it shares
 with it.
 """
-from ..core._types cimport SIZE_C
+from cython.parallel cimport prange
+import numpy as np
+
+from ..core._types cimport SIZE_C, X_BINNED_DTYPE_C
+from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE
+
+
+def column_stats(const X_BINNED_DTYPE_C[::1, :] X_binned,
+                 const X_BINNED_DTYPE_C[::1] default_bin, int missing_bin, int n_threads):
+    """Per column of ``X_binned``: rows off its default bin (int64), and
+    whether any row is in the missing bin (bool)."""
+    cdef Py_ssize_t n = X_binned.shape[0], i
+    cdef int f, n_features = X_binned.shape[1]
+    if default_bin.shape[0] != n_features:
+        raise ValueError(f"default_bin has {default_bin.shape[0]} entries for "
+                         f"{n_features} columns.")
+    nnz = np.zeros(n_features, dtype=np.int64)
+    has_missing = np.zeros(n_features, dtype=np.uint8)
+    cdef long long[::1] nnz_view = nnz
+    cdef unsigned char[::1] missing_view = has_missing
+    cdef long long count
+    cdef unsigned char seen
+    for f in prange(n_features, nogil=True, schedule="static", num_threads=n_threads):
+        count = 0
+        seen = 0
+        for i in range(n):
+            count = count + (X_binned[i, f] != default_bin[f])
+            seen = seen | (X_binned[i, f] == missing_bin)
+        nnz_view[f] = count
+        missing_view[f] = seen
+    return nnz, has_missing.astype(bool)
+
+
+def column_entries(const X_BINNED_DTYPE_C[::1, :] X_binned, int f,
+                   X_BINNED_DTYPE_C default_bin, Py_ssize_t n_entries):
+    """Rows of column ``f`` off ``default_bin`` (ascending, uint32) and their
+    bins; ``n_entries``: their count (:func:`column_stats`)."""
+    rows = np.empty(n_entries, dtype=SIZE_DTYPE)
+    codes = np.empty(n_entries, dtype=X_BINNED_DTYPE)
+    cdef SIZE_C[::1] rows_view = rows
+    cdef X_BINNED_DTYPE_C[::1] codes_view = codes
+    cdef Py_ssize_t i, k = 0, n = X_binned.shape[0]
+    if not 0 <= f < X_binned.shape[1]:
+        raise ValueError(f"column {f} out of range.")
+    with nogil:
+        for i in range(n):
+            if X_binned[i, f] != default_bin:
+                if k == n_entries:  # one more than promised
+                    k += 1
+                    break
+                rows_view[k] = <SIZE_C>i
+                codes_view[k] = X_binned[i, f]
+                k += 1
+    if k != n_entries:
+        raise ValueError(f"column {f} has more or fewer than {n_entries} entries.")
+    return rows, codes
 
 
 def count_conflicts(const unsigned long long[::1] occupied, const SIZE_C[::1] rows,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._bundling import count_conflicts, mark_rows
+from ._bundling import column_entries, column_stats, count_conflicts, mark_rows
 from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE
 
 # A column is stored sparse when at most this share of its rows is off its
@@ -43,20 +43,17 @@ SEARCH_WINDOW = 100
 class DenseSource:
     """Binned features of a dense matrix (``BinMapper.transform`` output)."""
 
-    def __init__(self, X_binned, default_bin, missing_bin):
-        self.X_binned = X_binned
+    def __init__(self, X_binned, default_bin, missing_bin, n_threads=1):
+        self.X_binned = np.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
         self.n_rows, self.n_features = X_binned.shape
         self.default_bin = default_bin
-        self.nnz = np.array([np.count_nonzero(X_binned[:, f] != default_bin[f])
-                             for f in range(self.n_features)], dtype=np.int64)
-        self.has_missing = np.array([bool(np.any(X_binned[:, f] == missing_bin))
-                                     for f in range(self.n_features)])
+        self._default = np.ascontiguousarray(default_bin, dtype=X_BINNED_DTYPE)
+        self.nnz, self.has_missing = column_stats(self.X_binned, self._default,
+                                                  missing_bin, n_threads)
 
     def entries(self, f):
         """Rows off the default bin (sorted, uint32) and their bins."""
-        col = self.X_binned[:, f]
-        rows = np.flatnonzero(col != self.default_bin[f]).astype(SIZE_DTYPE)
-        return rows, col[rows]
+        return column_entries(self.X_binned, f, self._default[f], self.nnz[f])
 
     def dense_column(self, f):
         return self.X_binned[:, f]

@@ -273,7 +273,8 @@ class BaseHistGBDT(BaseEstimator):
                                   mapper.zero_bins(), mapper.missing_bin)
             del X_csc
         else:
-            source = DenseSource(mapper.transform(X), mapper.zero_bins(), mapper.missing_bin)
+            source = DenseSource(mapper.transform(X), mapper.zero_bins(), mapper.missing_bin,
+                                 n_threads)
         return build_layout(source, mapper.is_categorical_, mapper.n_bins_non_missing_,
                             mapper.missing_bin, enable_bundle=self.enable_bundle,
                             max_conflict_rate=self.max_conflict_rate)
