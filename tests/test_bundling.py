@@ -998,3 +998,46 @@ def test_dense_source_entries_match_numpy(n_threads):
         column_entries(X, 0, 2, source.nnz[0] - 1)
     with pytest.raises(ValueError, match="default_bin"):
         column_stats(X, default[:3], MISSING_BIN, 1)
+
+
+def _set_reference_bundles(source, candidates, n_codes, max_conflict_rate, max_codes):
+    """find_bundles written with Python sets: most entries first, first fit
+    within the last SEARCH_WINDOW bundles opened."""
+    from hgbt.data.bundling import SEARCH_WINDOW
+
+    budget = int(max_conflict_rate * source.n_rows)
+    bundles, used, conflicts, rows_of = [], [], [], {}
+    for f in sorted(candidates, key=lambda f: (-source.nnz[f], f)):
+        rows = set(source.entries(f)[0].tolist())
+        for b in range(max(0, len(bundles) - SEARCH_WINDOW), len(bundles)):
+            c = len(rows_of[b] & rows)
+            if used[b] + n_codes[f] <= max_codes and c <= budget - conflicts[b]:
+                bundles[b].append(f)
+                used[b] += n_codes[f]
+                conflicts[b] += c
+                rows_of[b] |= rows
+                break
+        else:
+            bundles.append([f])
+            used.append(n_codes[f])
+            conflicts.append(0)
+            rows_of[len(bundles) - 1] = rows
+    return bundles, sum(conflicts)
+
+
+@pytest.mark.parametrize("n_features", [40, 300])
+@pytest.mark.parametrize("rate", [0.0, 0.01, 0.1])
+def test_find_bundles_matches_set_reference(n_features, rate):
+    from hgbt.data.bundling import SEARCH_WINDOW
+
+    rng = np.random.default_rng(n_features)
+    n = 2000
+    density = rng.uniform(0.001, 0.3, n_features)
+    X = ((rng.random((n, n_features)) < density)
+         * rng.integers(1, 5, (n, n_features))).astype(np.uint8)
+    source = DenseSource(np.asfortranarray(X), np.zeros(n_features, np.uint8), MISSING_BIN)
+    n_codes = rng.integers(1, 40, n_features)
+    got = find_bundles(source, list(range(n_features)), n_codes, rate, 200)
+    assert got == _set_reference_bundles(source, range(n_features), n_codes, rate, 200)
+    if n_features == 300 and rate == 0.0:
+        assert len(got[0]) > SEARCH_WINDOW  # the window slides

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._bundling import column_entries, column_stats, count_conflicts, mark_rows
+from ._bundling import column_entries, column_stats, first_fit_bundles
 from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE
 
 # A column is stored sparse when at most this share of its rows is off its
@@ -212,33 +212,14 @@ def find_bundles(source, candidates, n_codes, max_conflict_rate,
     n_rows = source.n_rows
     budget = int(max_conflict_rate * n_rows)
     order = sorted(candidates, key=lambda f: (-source.nnz[f], f))
-    bundles, used, conflicts, bits = [], [], [], {}
-    window = []
-    words = (n_rows + 63) // 64
-    for f in order:
-        rows, _ = source.entries(f)
-        for b in window:
-            if used[b] + n_codes[f] > max_codes:
-                continue
-            allowed = budget - conflicts[b]
-            c = count_conflicts(bits[b], rows, allowed)
-            if c <= allowed:
-                bundles[b].append(f)
-                used[b] += n_codes[f]
-                conflicts[b] += c
-                mark_rows(bits[b], rows)
-                break
-        else:
-            b = len(bundles)
-            bundles.append([f])
-            used.append(n_codes[f])
-            conflicts.append(0)
-            bits[b] = np.zeros(words, dtype=np.uint64)
-            mark_rows(bits[b], rows)
-            window.append(b)
-            if len(window) > SEARCH_WINDOW:
-                del bits[window.pop(0)]
-    return bundles, sum(conflicts)
+    bundle_of, conflicts = first_fit_bundles(
+        source.entries, np.asarray(order, dtype=np.int64),
+        np.ascontiguousarray(n_codes, dtype=np.int64), n_rows, budget, max_codes,
+        SEARCH_WINDOW)
+    bundles = [[] for _ in range(int(bundle_of.max()) + 1 if len(order) else 0)]
+    for f, b in zip(order, bundle_of.tolist()):
+        bundles[b].append(f)
+    return bundles, conflicts
 
 
 def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
