@@ -19,10 +19,14 @@ from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
-from ..engine.early_stopping import LossScorer, Scorer, split_validation
+from ..engine.early_stopping import split_validation
+from ..engine.evaluation import TRAIN
+from ..engine.interrupts import running_fit
 from ..engine.numeric_range import check_fit_range
-from ..engine.rows import LocalData, RowState
+from ..engine.rows import LocalData, RowState, ValidationRows
 from .fit_inputs import FitInputs
+from .monitoring import (VALIDATION, Monitor, check_iteration_range, eval_sets,
+                         history_attributes, scored_rows)
 from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
 from ..persistence import pickle_state, save_model, unpickle_state
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
@@ -69,6 +73,9 @@ class BaseHistGBDT(BaseEstimator):
         "grow_policy": [StrOptions({"lossguide", "depthwise"})],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
         "scoring": [str, callable, None],
+        "eval_metric": [str, callable, list, tuple, dict, None],
+        "early_stopping_set": [str, None],
+        "truncate_at_best": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
                                 Interval(Integral, 1, None, closed="left"), None],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
@@ -178,8 +185,14 @@ class BaseHistGBDT(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
-            sample_weight_val=None):
+            sample_weight_val=None, eval_set=None, eval_names=None,
+            eval_sample_weight=None, callbacks=None):
         """Fit the gradient-boosted trees.
+
+        On any error, and on ``KeyboardInterrupt`` (Ctrl-C), the estimator
+        is left exactly as it was before the call (a warm start's earlier
+        rounds included); a fit stopped by a callback (``"stop"``) ends
+        cleanly as a model of the rounds finished.
 
         Parameters
         ----------
@@ -198,9 +211,24 @@ class BaseHistGBDT(BaseEstimator):
             and not all below ``2**-100`` (float32 gradients).
         X_val, y_val : array-like, default=None
             Validation set for early stopping, used instead of holding out
-            ``validation_fraction`` of the training data.
+            ``validation_fraction`` of the training data; named
+            'validation' in ``evals_result_``.
         sample_weight_val : array-like of shape (n_val,), default=None
             Weights of the validation rows.
+        eval_set : list of (X, y) pairs, default=None
+            More validation sets, scored after every round into
+            ``evals_result_`` (each metric of ``eval_metric`` and the loss).
+            Early stopping watches the first of them when there is no
+            ``X_val`` (no hold-out is made then), or the one
+            ``early_stopping_set`` names.
+        eval_names : list of str, default=None
+            Names of the ``eval_set`` sets ('valid_0', 'valid_1', ... by
+            default; not 'train' or 'validation').
+        eval_sample_weight : list of array-like or None, default=None
+            Row weights of each ``eval_set`` set (None entries: unweighted).
+        callbacks : list, default=None
+            Objects called before and after every round
+            (:mod:`hgbt.callbacks`); one returning ``"stop"`` ends the fit.
 
         Returns
         -------
@@ -208,6 +236,20 @@ class BaseHistGBDT(BaseEstimator):
             The fitted estimator.
         """
         self._validate_params()
+        with running_fit():
+            saved = dict(vars(self))
+            try:
+                self._fit(X, y, sample_weight, X_val, y_val, sample_weight_val,
+                          eval_set, eval_names, eval_sample_weight, callbacks)
+            except BaseException:
+                # never a mix of the old and the new model: one assignment
+                # puts every attribute back (a warm start's lists were copied)
+                self.__dict__ = saved
+                raise
+        return self
+
+    def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
+             eval_names, eval_sample_weight, callbacks):
         warm = self.warm_start and self._is_fitted()
         X = self._validate_X(X, reset=not warm)
         # check_X_y, not validate_data: X is an ndarray now, and a second
@@ -221,6 +263,7 @@ class BaseHistGBDT(BaseEstimator):
             raise ValueError("X_val and y_val must be given together.")
         if X_val is None and sample_weight_val is not None:
             raise ValueError("sample_weight_val was given without X_val and y_val.")
+        names, eval_rows = eval_sets(eval_set, eval_names, eval_sample_weight)
         n_threads = effective_n_threads(self.n_threads)
         self._interaction_groups_ = interaction_groups(self.interaction_cst, X.shape[1])
         self._monotonic_cst_ = self._check_monotonic_cst(X.shape[1])
@@ -232,26 +275,25 @@ class BaseHistGBDT(BaseEstimator):
                              "when warm_start=True.")
 
         early_stopping = self._early_stopping_enabled(X.shape[0], X_val is not None)
+        validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]")
+                      for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
+        X_train, y_train, w_train = X, y, sample_weight
         if X_val is not None:
             if not early_stopping:
                 raise ValueError("X_val and y_val are only used for early stopping, "
-                                 "which early_stopping=False turns off.")
-            X_train, y_train, w_train = X, y, sample_weight
-            X_val = self._validate_X(X_val, reset=False)
-            # as check_X_y checks y: a NaN target would make every score NaN
-            y_val = self._encode_y(check_array(
-                y_val, ensure_2d=False, dtype="numeric" if not self._stratify else None,
-                ensure_all_finite=not self._stratify, input_name="y_val"), reset=False)
-            w_val = self._class_weighted(self._validate_weight(sample_weight_val, X_val),
-                                         y_val)
-            if X_val.shape[0] != y_val.shape[0]:
-                raise ValueError(f"X_val has {X_val.shape[0]} rows but y_val has "
-                                 f"{y_val.shape[0]}.")
-        elif early_stopping and self.validation_fraction is not None:
-            X_train, X_val, y_train, y_val, w_train, w_val = split_validation(
+                                 "which early_stopping=False turns off (eval_set scores "
+                                 "sets without it).")
+            validation.insert(0, self._validation_set(X_val, y_val, sample_weight_val,
+                                                      "X_val"))
+            names.insert(0, VALIDATION)
+        elif (early_stopping and self.validation_fraction is not None
+              and self.early_stopping_set in (None, VALIDATION)
+              and (not names or self.early_stopping_set == VALIDATION)):
+            # the hold-out, unless another set is watched
+            X_train, X_hold, y_train, y_hold, w_train, w_hold = split_validation(
                 X, y, sample_weight, self.validation_fraction, self._seed, self._stratify)
-        else:
-            X_train, y_train, w_train, X_val, y_val, w_val = X, y, sample_weight, None, None, None
+            validation.insert(0, (X_hold, y_hold, w_hold))
+            names.insert(0, VALIDATION)
 
         if not warm:
             self._bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
@@ -259,9 +301,22 @@ class BaseHistGBDT(BaseEstimator):
                                          is_categorical=self.is_categorical_)
             self._bin_mapper.fit(X_train, sample_weight=w_train)
         binned = self._bin(X_train, n_threads)
-        self._fit_rounds(X_train, binned, y_train, w_train, X_val, y_val, w_val,
+        monitor = Monitor(self, [TRAIN] + names, early_stopping, not self._custom_loss(),
+                          callbacks, getattr(self, "evals_result_", None) if warm else None)
+        self._fit_rounds(X_train, binned, y_train, w_train, validation, monitor,
                          early_stopping, warm, n_threads)
-        return self
+
+    def _validation_set(self, X, y, sample_weight, name):
+        """A validation set's rows, encoded targets and weights, checked."""
+        X = self._validate_X(X, reset=False)
+        # as check_X_y checks y: a NaN target would make every score NaN
+        y = self._encode_y(check_array(
+            y, ensure_2d=False, dtype="numeric" if not self._stratify else None,
+            ensure_all_finite=not self._stratify, input_name=f"y of {name}"), reset=False)
+        weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"{name} has {X.shape[0]} rows but {y.shape[0]} targets.")
+        return X, y, weight
 
     def _bin(self, X, n_threads):
         """The binned training data, a :class:`~hgbt.data.bundling.FeatureLayout`
@@ -331,7 +386,7 @@ class BaseHistGBDT(BaseEstimator):
     def _class_weighted(self, sample_weight, y):
         return sample_weight  # overridden by the classifier (class_weight)
 
-    def _fit_rounds(self, X, binned, y, sample_weight, X_val, y_val, w_val,
+    def _fit_rounds(self, X, binned, y, sample_weight, validation, monitor,
                     early_stopping, warm, n_threads):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
@@ -340,40 +395,63 @@ class BaseHistGBDT(BaseEstimator):
         if not warm:
             self._baseline_prediction = loss.baseline(y)
             self._predictors = []
-            self._train_scores, self._val_scores = [], []
+        else:  # a new list: an interrupted fit puts the old one back
+            self._predictors = list(self._predictors)
         # Without a plain layout, earlier rounds are replayed on the raw values
         # (the same routing: x <= threshold[b] exactly when bin(x) <= b).
         raw = self._raw_from_trees(np.empty((k_trees, n_samples)),
                                    X_binned=binned.X_dense if binned.is_plain else None,
                                    X=X, n_threads=n_threads)
-        raw_val = None if X_val is None else self._raw_predict_validated(X_val, n_threads)
-        settings = self._boost_settings(n_threads, early_stopping)
-        rows = RowState(loss, y, sample_weight, raw, settings.full_hessian, X_val, y_val,
-                        w_val, raw_val)
-        scorer = None
-        if early_stopping or (self.verbose and not self._custom_loss()):
-            scoring = self.scoring if early_stopping else "loss"
-            scorer = (LossScorer() if scoring == "loss" else Scorer(
-                self, scoring, self._seed, X, self._decode(y), sample_weight, X_val,
-                None if y_val is None else self._decode(y_val), w_val))
-        with LocalData(rows, X, binned, self._bin_mapper.missing_bin + 1,
-                       n_threads) as data:
-            boost(settings, data, self._history(), scorer)
-        self._set_fitted_rounds(k_trees, early_stopping, X_val is not None)
+        settings = self._boost_settings(n_threads)
+        rows = RowState(loss, y, sample_weight, raw, settings.full_hessian,
+                        [ValidationRows(X_v, y_v, w_v,
+                                        self._raw_predict_validated(X_v, n_threads))
+                         for X_v, y_v, w_v in validation])
+        evaluator = monitor.evaluator(self, scored_rows(
+            self._seed, (X, self._decode(y), sample_weight),
+            [(X_v, self._decode(y_v), w_v) for X_v, y_v, w_v in validation]
+        ) if monitor.needs_predictions else None, self._round_view)
 
-    def _history(self):
-        """The fit's trees and scores, for :func:`~hgbt.engine.boosting.boost` to extend."""
-        return BoostHistory(self._predictors, self._train_scores, self._val_scores)
+        def run(history, runner):
+            with LocalData(rows, X, binned, self._bin_mapper.missing_bin + 1,
+                           n_threads) as data:
+                boost(settings, data, history, evaluator, runner)
 
-    def _set_fitted_rounds(self, k_trees, early_stopping, has_val):
+        self._run_rounds(run, monitor, k_trees, early_stopping, bool(validation))
+
+    def _run_rounds(self, run, monitor, k_trees, early_stopping, has_validation):
+        """``run(history, callback_runner)`` boosts; then the fitted attributes
+        are set, the trees cut at the best round with ``truncate_at_best``
+        (local and Dask fits alike)."""
+        history = BoostHistory(self._predictors, monitor.history)
+
+        def sync(evals):  # the estimator as a model of the rounds so far
+            self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation,
+                                    pack=False)
+
+        run(history, monitor.runner(self, sync))
+        self._set_fitted_rounds(k_trees, monitor.history, early_stopping, has_validation,
+                                pack=False)
+        if self.truncate_at_best and self.best_iteration_ is not None:
+            del self._predictors[self.best_iteration_:]
+        self._set_fitted_rounds(k_trees, monitor.history, early_stopping, has_validation)
+
+    def _round_view(self, raw):
+        """The model of the rounds so far as scorers see it (raw predictions
+        of the scored rows): overridden by the estimators."""
+        raise NotImplementedError
+
+    def _set_fitted_rounds(self, k_trees, history, early_stopping, has_validation,
+                           pack=True):
         self.n_iter_ = len(self._predictors)
         self.n_trees_per_iteration_ = k_trees
-        self._set_forest()
-        self.train_score_ = np.asarray(self._train_scores if early_stopping else [])
-        self.validation_score_ = np.asarray(
-            self._val_scores if early_stopping and has_val else [])
+        for name, value in history_attributes(history, self.n_iter_, early_stopping,
+                                              has_validation).items():
+            setattr(self, name, value)
+        if pack:
+            self._set_forest()
 
-    def _boost_settings(self, n_threads, early_stopping):
+    def _boost_settings(self, n_threads):
         """The boosting loop's settings of this fit (local and Dask alike)."""
         mapper = self._bin_mapper
         return BoostSettings(
@@ -383,8 +461,7 @@ class BaseHistGBDT(BaseEstimator):
             data_sample_strategy=self.data_sample_strategy, subsample=self.subsample,
             goss_top_rate=self.goss_top_rate, goss_other_rate=self.goss_other_rate,
             quantized_bins=self.num_grad_quant_bins if self.use_quantized_grad else None,
-            early_stopping=early_stopping, n_iter_no_change=self.n_iter_no_change,
-            tol=self.tol, verbose=self.verbose, bin_thresholds=mapper.bin_thresholds_,
+            bin_thresholds=mapper.bin_thresholds_,
             n_bins_non_missing=mapper.n_bins_non_missing_, grower=self._grower_params())
 
     def _grower_params(self):
@@ -443,12 +520,19 @@ class BaseHistGBDT(BaseEstimator):
             return ForestPredictor(self._predictors)
         return cache[2]
 
-    def _raw_predict(self, X):
-        """Raw predictions, shape (n_trees_per_iteration, n_samples)."""
+    def _raw_predict(self, X, iteration_range=None):
+        """Raw predictions, shape (n_trees_per_iteration, n_samples), of every
+        round or of the rounds ``begin <= round < end`` of ``iteration_range``."""
         if not (self._is_fitted() and self._is_plain_array(X)):
             check_is_fitted(self)
             X = self._validate_X(X, reset=False)
-        return self._raw_predict_validated(X, effective_n_threads(self.n_threads))
+        n_threads = effective_n_threads(self.n_threads)
+        if iteration_range is None:
+            return self._raw_predict_validated(X, n_threads)
+        begin, end = check_iteration_range(iteration_range, len(self._predictors))
+        out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
+        out[:] = self._baseline_prediction[:, None]
+        return ForestPredictor(self._predictors[begin:end]).predict_add(X, out, n_threads)
 
     def _is_plain_array(self, X):
         """X needs no validation: a 2-D float array of the fitted width, fitted on
@@ -563,13 +647,34 @@ COMMON_PARAMETERS_DOC = """\
         grows level by level (still capped by ``max_leaf_nodes``: set it to
         None and use ``max_depth`` for XGBoost-style depth-wise trees).
     early_stopping : 'auto' or bool, default='auto'
-        Stop when the validation score has not improved by more than ``tol``
-        for ``n_iter_no_change`` rounds. 'auto' turns it on above 10,000
-        rows, or when ``X_val`` is given to ``fit``.
+        Stop when the watched score (``scoring`` on ``early_stopping_set``)
+        has not improved by more than ``tol`` for ``n_iter_no_change``
+        rounds. 'auto' turns it on above 10,000 rows, or when ``X_val`` is
+        given to ``fit``.
     scoring : str, callable or None, default='loss'
-        Score used for early stopping: 'loss' (the training loss, negated),
-        or a scikit-learn scorer name or callable (None: the estimator's
-        ``score``).
+        Score used for early stopping and ``best_iteration_``: 'loss' (the
+        loss; the smaller the better), or a scikit-learn scorer name or
+        callable (None: the estimator's ``score``).
+    eval_metric : str, callable, list, dict or None, default=None
+        More metrics recorded in ``evals_result_`` each round on every set:
+        scikit-learn scorer names or callables ``(estimator, X, y)``, a
+        list of them, or a dict name → scorer; 'loss' is the loss. The loss
+        (with a built-in loss) and ``scoring`` are always recorded. Scorers
+        read the raw predictions the rounds keep up to date (no predicting
+        again), on at most 10,000 training rows.
+    early_stopping_set : str or None, default=None
+        The set early stopping and ``best_iteration_`` watch: 'train',
+        'validation' (``X_val``, or the hold-out of ``validation_fraction``)
+        or a name of ``fit``'s ``eval_set``. None: 'validation' when there
+        is ``X_val``, else the first ``eval_set`` set, else the hold-out
+        (with early stopping), else 'train'.
+    truncate_at_best : bool, default=False
+        After the fit, drop the rounds after ``best_iteration_`` (``n_iter_``
+        becomes ``best_iteration_``). Off by default, as in scikit-learn:
+        the model is then every round grown and ``n_iter_`` the rounds fitted,
+        and nothing depends on a score being comparable across rounds; turn
+        it on, or predict with ``iteration_range=(0, best_iteration_)``, to
+        get the best round's model as LightGBM and XGBoost predict by default.
     validation_fraction : float, int or None, default=0.1
         Share (or number) of training rows held out for early stopping
         (stratified for classifiers); None scores the training data.
@@ -640,8 +745,10 @@ COMMON_PARAMETERS_DOC = """\
         Seeds binning subsample, validation split and all sampling. Models
         are bit-identical for equal seeds, whatever ``n_threads``.
     verbose : int, default=0
-        Print the training (and validation) score and elapsed time every
-        ``verbose`` rounds (1: every round; 0: quiet)."""
+        Every ``verbose`` rounds print a line with each score (set and
+        metric named), the rounds per second and the estimated time left,
+        and at the end why and after which round the fit stopped (1: every
+        round; 0: quiet). The same as ``fit(callbacks=[LogPrinter(verbose)])``."""
 
 COMMON_ATTRIBUTES_DOC = """\
     n_features_in_ : int
@@ -661,8 +768,24 @@ COMMON_ATTRIBUTES_DOC = """\
         the start: the model is then the baseline).
     n_trees_per_iteration_ : int
         Trees per round: the number of classes for multiclass, else 1.
+    evals_result_ : dict
+        The evaluation history: ``{set: {metric: list of float}}``, entry
+        ``i`` the score of the model of the first ``i`` rounds (entry 0: the
+        baseline), for every round grown (with ``truncate_at_best``, also
+        those dropped). Sets: 'train', 'validation' (``X_val`` or the
+        hold-out) and ``eval_set``'s names; metrics: 'loss' (the loss
+        value), ``scoring`` and ``eval_metric``'s names. Empty when nothing
+        is scored (no early stopping, ``eval_set``, ``eval_metric`` or
+        ``verbose``). Named as LightGBM's.
+    best_iteration_ : int or None
+        Rounds of the best-scored model of the watched score (``scoring`` on
+        ``early_stopping_set``; the first of equal scores; 0: the baseline);
+        None when nothing is scored.
+    best_score_ : float or None
+        The watched score at ``best_iteration_``.
     train_score_ : ndarray of shape (n_iter_ + 1,)
-        Score on the training data before the first round and after each;
-        empty without early stopping.
+        The watched metric on the training data before the first round and
+        after each, higher is better (the loss negated); empty without
+        early stopping.
     validation_score_ : ndarray of shape (n_iter_ + 1,)
-        The same on the validation data; empty without a validation set."""
+        The same on the watched validation set; empty without one."""
