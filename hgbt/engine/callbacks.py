@@ -165,11 +165,9 @@ class EarlyStopping(Callback):
         scores = history.oriented(self.set_name, self.metric)
         if not should_stop(scores, self.n_iter_no_change, self.tol):
             return None
-        best = history.best_iteration(self.set_name, self.metric)
         self.reason = (
             f"early stopping: {history.describe(self.set_name, self.metric)} did not improve "
-            f"by more than tol={self.tol:g} for {self.n_iter_no_change} rounds (best round "
-            f"{best}: {history.scores(self.set_name, self.metric)[best]:.6g})")
+            f"by more than tol={self.tol:g} for {self.n_iter_no_change} rounds")
         return STOP
 
 
