@@ -167,3 +167,14 @@ def test_checkpoint_at_end_and_atomic_overwrite(data, tmp_path):
         model.predict(X).tobytes()
     with pytest.raises(ValueError, match="every"):
         Checkpoint(tmp_path / "x.json", every=0)
+
+
+def test_early_stopping_after_an_unscored_warm_start_compares_scored_rounds(data):
+    X, y = data
+    model = HistGBDTRegressor(max_iter=5, warm_start=True, early_stopping=False,
+                              learning_rate=0.05, random_state=0).fit(X, y)
+    model.set_params(max_iter=30, early_stopping=True, validation_fraction=None,
+                     n_iter_no_change=3, tol=0.0).fit(X, y)
+    # the 5 unscored rounds are NaN, not a reference that nothing beats
+    losses = model.evals_result_["train"]["loss"]
+    assert np.isnan(losses[:6]).all() and model.n_iter_ == 30

@@ -39,7 +39,14 @@ def _has_categorical():
     return True
 
 
-REQUIREMENTS = {"save_model": _has_save_model, "categorical": _has_categorical}
+def _has_sklearn_callbacks():
+    import importlib.util
+
+    return importlib.util.find_spec("sklearn.callback") is not None  # scikit-learn >= 1.9
+
+
+REQUIREMENTS = {"save_model": _has_save_model, "categorical": _has_categorical,
+                "sklearn_callbacks": _has_sklearn_callbacks}
 
 
 def _blocks(docs=(DOC,)):

@@ -154,15 +154,15 @@ class EarlyStopping(Callback):
 
     def on_fit_begin(self, history, estimator):
         self.reason = None
-        try:
-            history.scores(self.set_name, self.metric)
-        except (KeyError, TypeError):
-            raise ValueError(f"EarlyStopping watches {history.describe(self.set_name, self.metric)!r},"
-                             f" which the fit does not score; it scores "
-                             f"{ {s: list(m) for s, m in history.evals.items()} }.") from None
+        set_name, metric = (self.set_name or (history.watched or (None, None))[0],
+                            self.metric or (history.watched or (None, None))[1])
+        if history.scored is not None and metric not in history.scored.get(set_name, ()):
+            raise ValueError(f"EarlyStopping watches {set_name!r} {metric!r}, which the fit "
+                             f"does not score; it scores {history.scored}.")
 
     def after_round(self, iteration, history, estimator):
-        scores = history.oriented(self.set_name, self.metric)
+        # rounds a warm start did not score (NaN) are not compared
+        scores = [s for s in history.oriented(self.set_name, self.metric) if s == s]
         if not should_stop(scores, self.n_iter_no_change, self.tol):
             return None
         self.reason = (

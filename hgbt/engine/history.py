@@ -46,6 +46,9 @@ class EvalHistory:
     stop_reason : str or None
         Why the fit ended, once it has ('max_iter reached', early stopping,
         a callback's reason, ...).
+    scored : dict or None
+        ``{set: [metric, ...]}`` that the fit scores each round (None:
+        not said).
     """
 
     def __init__(self, evals=None, watched=None, greater_is_better=None, max_iter=0):
@@ -57,6 +60,7 @@ class EvalHistory:
         self.first_round = 0
         self.start_time = None
         self.stop_reason = None
+        self.scored = None
 
     def start(self, n_rounds):
         """Mark the start of the rounds, with ``n_rounds`` already kept."""

@@ -7,7 +7,8 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..core._types import Y_DTYPE
-from .gradient_boosting import BaseHistGBDT, COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .gradient_boosting import BaseHistGBDT
 from .monitoring import ClassificationRound
 from ..engine.losses import get_loss
 from ..persistence import register_estimator

@@ -182,6 +182,8 @@ class Monitor:
                                    (watched, watched_metric) if self.scored else None,
                                    {name: name != "loss" for name in self.metrics},
                                    estimator.max_iter)
+        self.history.scored = ({name: list(self.metrics) for name in set_names}
+                               if self.scored else {})
         # Every hook runs each round and the first stop reason wins: the exit
         # stop first, then early stopping, the user's, the printer last
         # (its closing line names the reason).
@@ -228,8 +230,6 @@ def history_attributes(history, n_rounds, early_stopping, has_validation):
     scikit-learn's; empty without early stopping)."""
     scored = history.watched is not None
     best = history.best_iteration() if scored else None
-    if best is not None and best > n_rounds:
-        best = None  # cannot happen: rounds are dropped only down to the best
     out = {"evals_result_": history.evals, "best_iteration_": best,
            "best_score_": None if best is None else history.scores()[best]}
     train = validation = []

@@ -7,7 +7,8 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..core._types import Y_DTYPE
-from .gradient_boosting import BaseHistGBDT, COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .gradient_boosting import BaseHistGBDT
 from .monitoring import RegressionRound
 from ..engine.losses import get_loss
 from ..persistence import register_estimator
