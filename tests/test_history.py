@@ -48,3 +48,12 @@ def test_pace_and_time_left(monkeypatch):
     h.n_rounds = 4
     assert h.rounds_per_second() == pytest.approx(0.5)  # 2 rounds in 4 s
     assert h.seconds_left() == pytest.approx(12.0)  # 6 rounds to go
+
+
+def test_recording_after_dropped_rounds_replaces_their_entries():
+    # a model truncated at its best round and warm-started again
+    h = _history()
+    for i, loss in enumerate([4.0, 3.0, 3.5, 3.6]):
+        h.record({"valid": {"loss": loss}}, i)
+    h.record({"valid": {"loss": 2.5}}, 2)  # rounds after the first 1 dropped, one grown
+    assert h.evals["valid"]["loss"] == [4.0, 3.0, 2.5]

@@ -213,3 +213,30 @@ def test_history_survives_save_and_load(tmp_path, fitted_regressor):
     loaded = load_model(tmp_path / "m.json")
     assert loaded.evals_result_ == fitted.evals_result_
     assert loaded.best_iteration_ == fitted.best_iteration_
+
+
+def test_warm_start_after_truncation_scores_the_new_rounds_in_place(regression):
+    X, y, Xv, yv, *_ = regression
+    model = HistGBDTRegressor(max_iter=80, learning_rate=0.7, random_state=0,
+                              max_leaf_nodes=63, min_samples_leaf=2, n_iter_no_change=6,
+                              truncate_at_best=True, eval_metric="r2", warm_start=True)
+    model.fit(X, y, X_val=Xv, y_val=yv)
+    best = model.n_iter_
+    model.set_params(early_stopping=False, truncate_at_best=False, max_iter=best + 3)
+    model.fit(X, y, eval_set=[(Xv, yv)])
+    r2 = model.evals_result_["valid_0"]["r2"]
+    assert len(r2) == model.n_iter_ + 1 == best + 4
+    staged = list(model.staged_predict(Xv))
+    for i in range(best + 1, best + 4):
+        assert r2[i] == pytest.approx(r2_score(yv, staged[i - 1]), rel=1e-9)
+    # rounds kept from the first fit: the validation set's scores up to its best
+    assert len(model.evals_result_["validation"]["r2"]) == best + 4
+
+
+def test_a_callable_loss_watches_the_first_recorded_metric(regression):
+    X, y, Xv, yv, *_ = regression
+    model = HistGBDTRegressor(loss=lambda yt, r, w: (r - yt, np.ones_like(r)),
+                              max_iter=8, eval_metric="r2")
+    model.fit(X, y, eval_set=[(Xv, yv)])
+    assert "loss" not in model.evals_result_["valid_0"]
+    assert model.best_iteration_ == int(np.argmax(model.evals_result_["valid_0"]["r2"]))

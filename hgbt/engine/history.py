@@ -94,14 +94,15 @@ class EvalHistory:
         """
         for set_name, metrics in scores.items():
             lists = self.evals.setdefault(set_name, {})
-            for metric, value in metrics.items():
-                values = lists.setdefault(metric, [])
+            for metric in metrics:
+                lists.setdefault(metric, [])
+        for set_name, lists in self.evals.items():
+            for metric, values in lists.items():
+                # entry n_rounds is this model's: after a truncated model's warm
+                # start, the dropped rounds' entries are replaced
+                del values[n_rounds:]
                 values.extend([math.nan] * (n_rounds - len(values)))
-                values.append(float(value))
-        # sets or metrics not scored this time (a warm start dropped them)
-        for lists in self.evals.values():
-            for values in lists.values():
-                values.extend([math.nan] * (n_rounds + 1 - len(values)))
+                values.append(float(scores.get(set_name, {}).get(metric, math.nan)))
         self.n_rounds = n_rounds
 
     def scores(self, set_name=None, metric=None):

@@ -178,6 +178,9 @@ class Monitor:
             or any(getattr(c, "needs_scores", False) for c in callbacks))
         watched_metric = ("loss" if estimator.scoring == "loss"
                           else metric_name(estimator.scoring))
+        if watched_metric not in self.metrics and self.metrics:
+            # a callable loss has no value: the first metric recorded instead
+            watched_metric = next(iter(self.metrics))
         self.history = EvalHistory(copy.deepcopy(history) if history else {},
                                    (watched, watched_metric) if self.scored else None,
                                    {name: name != "loss" for name in self.metrics},
