@@ -240,3 +240,11 @@ def test_a_callable_loss_watches_the_first_recorded_metric(regression):
     model.fit(X, y, eval_set=[(Xv, yv)])
     assert "loss" not in model.evals_result_["valid_0"]
     assert model.best_iteration_ == int(np.argmax(model.evals_result_["valid_0"]["r2"]))
+
+
+def test_nan_targets_of_an_eval_set_are_named(regression):
+    X, y, Xv, yv, *_ = regression
+    bad = yv.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match=r"y of eval_set\[1\] contains NaN"):
+        HistGBDTRegressor(max_iter=2).fit(X, y, eval_set=[(Xv, yv), (Xv, bad)])

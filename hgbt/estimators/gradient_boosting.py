@@ -334,7 +334,8 @@ class BaseHistGBDT(CallbackSupportMixin, BaseEstimator):
         # as check_X_y checks y: a NaN target would make every score NaN
         y = self._encode_y(check_array(
             y, ensure_2d=False, dtype="numeric" if not self._stratify else None,
-            ensure_all_finite=not self._stratify, input_name=f"y of {name}"), reset=False)
+            ensure_all_finite=not self._stratify,
+            input_name="y_val" if name == "X_val" else f"y of {name}"), reset=False)
         weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"{name} has {X.shape[0]} rows but {y.shape[0]} targets.")
