@@ -11,7 +11,9 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.core._types import Y_DTYPE
 from hgbt.data.bundling import FeatureLayout
 from hgbt.engine.boosting import BoostHistory, TrainingData, TreeSource, boost
-from hgbt.engine.early_stopping import LossScorer
+from hgbt.engine.callbacks import CallbackRunner, EarlyStopping
+from hgbt.engine.evaluation import Evaluator, LossMetric
+from hgbt.engine.history import EvalHistory
 from hgbt.engine.rows import LocalData, RowState
 from hgbt.engine.sampling import RowSampler
 from hgbt.tree.training_data import LocalTrainingData
@@ -68,6 +70,7 @@ class FakeData:
         self.n_rows, self.n_features = X_binned.shape
         self.n_trees = rows.raw.shape[0]
         self.has_validation = False
+        self.n_validation_sets = 0
         self.source = LocalTrainingData(X_binned, n_bins, 1)
         self.source.use_gradients(rows.gradients, rows.hessians)
         self.calls = []
@@ -97,6 +100,15 @@ class FakeData:
         self.calls.append("loss_statistics")
         return self.rows.loss_statistics()
 
+    def raw_predictions(self):
+        return self.rows.raw, []
+
+
+def _loss_history(max_iter):
+    return BoostHistory(evals=EvalHistory(watched=("train", "loss"),
+                                          greater_is_better={"loss": False},
+                                          max_iter=max_iter))
+
 
 def test_the_engine_drives_a_fake_source_to_the_estimators_model():
     X, y = _problem()
@@ -106,8 +118,8 @@ def test_the_engine_drives_a_fake_source_to_the_estimators_model():
     rows, X_binned = _local_data(model, X, y)
     data = FakeData(rows, X_binned, model._bin_mapper.missing_bin + 1)
     assert isinstance(data, TrainingData)
-    history = BoostHistory()
-    boost(model._boost_settings(1, False), data, history, LossScorer())
+    history = _loss_history(model.max_iter)
+    boost(model._boost_settings(1), data, history, Evaluator([LossMetric()], ["train"]))
     assert len(history.predictors) == model.n_iter_
     for ours, theirs in zip(history.predictors, model._predictors):
         assert ours[0].nodes.tobytes() == theirs[0].nodes.tobytes()
@@ -115,8 +127,10 @@ def test_the_engine_drives_a_fake_source_to_the_estimators_model():
                               "finish_tree"]
     assert data.calls.count("finish_round") == model.n_iter_
     # the scores are the loss of the raw predictions kept by the source
-    assert history.train_scores[-1] == -model._make_loss(None).loss(y, rows.raw)
-    assert len(history.train_scores) == model.n_iter_ + 1 and not history.val_scores
+    scores = history.evals.evals["train"]["loss"]
+    assert scores[-1] == model._make_loss(None).loss(y, rows.raw)
+    assert len(scores) == model.n_iter_ + 1 and list(history.evals.evals) == ["train"]
+    assert history.evals.stop_reason == "max_iter reached"
 
 
 def test_early_stopping_in_the_engine_matches_the_estimator():
@@ -127,10 +141,12 @@ def test_early_stopping_in_the_engine_matches_the_estimator():
     assert model.n_iter_ < 200
     rows, X_binned = _local_data(model, X, y)
     data = FakeData(rows, X_binned, model._bin_mapper.missing_bin + 1)
-    history = BoostHistory()
-    boost(model._boost_settings(1, True), data, history, LossScorer())
+    history = _loss_history(model.max_iter)
+    boost(model._boost_settings(1), data, history, Evaluator([LossMetric()], ["train"]),
+          CallbackRunner([EarlyStopping(3, 1e-2)]))
     assert len(history.predictors) == model.n_iter_
-    np.testing.assert_array_equal(history.train_scores, model.train_score_)
+    np.testing.assert_array_equal(history.evals.oriented(), model.train_score_)
+    assert history.evals.stop_reason.startswith("early stopping: train loss did not")
 
 
 def test_a_multiclass_round_grows_one_tree_per_class_side_by_side():

@@ -137,6 +137,35 @@ def test_early_stopping_on_a_dask_validation_set(client):
     assert_same_model(local, model)
     np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
     np.testing.assert_array_equal(model.train_score_, local.train_score_)
+    # the history, best round and callbacks as the local fit's
+    assert model.evals_result_ == local.evals_result_
+    assert list(model.evals_result_) == ["train", "validation"]
+    assert model.best_iteration_ == local.best_iteration_ < model.n_iter_
+
+
+def test_callbacks_and_truncation_on_a_cluster(client):
+    X, y = regression_data(3000)
+    X_val, y_val = regression_data(1000, seed=5)
+    params = dict(PARAMS, max_iter=200, early_stopping=True, n_iter_no_change=3,
+                  learning_rate=0.5, truncate_at_best=True)
+    seen = []
+
+    class Stop:
+        def after_round(self, iteration, history, estimator):
+            seen.append(history.scores()[-1])
+            return "stop" if iteration == 5 else None
+
+    model = DaskHistGBDTRegressor(**params).fit(
+        chunked(X, 1000), chunked(y, 1000), X_val=chunked(X_val, 500),
+        y_val=chunked(y_val, 500), callbacks=[Stop()])
+    local = HistGBDTRegressor(**params).fit(X, y, X_val=X_val, y_val=y_val,
+                                            callbacks=[Stop()])
+    assert seen[:6] == seen[6:] == local.evals_result_["validation"]["loss"][1:7]
+    assert model.n_iter_ == local.n_iter_ == local.best_iteration_ <= 6
+    assert_same_model(local, model)
+    with pytest.raises(ValueError, match="record the loss only"):
+        DaskHistGBDTRegressor(**dict(PARAMS, eval_metric="r2")).fit(
+            chunked(X, 1000), chunked(y, 1000))
 
 
 def test_a_worker_without_training_rows(client):

@@ -1,4 +1,4 @@
-"""The python examples of doc/sklearn.md and doc/sparse.md run.
+"""The python examples of doc/sklearn.md, doc/sparse.md and doc/training.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
-DOCS = (DOC, ROOT / "doc" / "sparse.md")
+DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md")
 
 
 def _has_save_model():
@@ -39,7 +39,14 @@ def _has_categorical():
     return True
 
 
-REQUIREMENTS = {"save_model": _has_save_model, "categorical": _has_categorical}
+def _has_sklearn_callbacks():
+    import importlib.util
+
+    return importlib.util.find_spec("sklearn.callback") is not None  # scikit-learn >= 1.9
+
+
+REQUIREMENTS = {"save_model": _has_save_model, "categorical": _has_categorical,
+                "sklearn_callbacks": _has_sklearn_callbacks}
 
 
 def _blocks(docs=(DOC,)):
@@ -67,6 +74,10 @@ def test_the_doc_has_examples_and_known_markers():
 
 def test_sparse_doc_has_examples():
     assert len(_blocks((DOCS[1],))) >= 2
+
+
+def test_training_doc_has_examples():
+    assert len(_blocks((DOCS[2],))) >= 4
 
 
 @pytest.mark.parametrize("code", _blocks(DOCS))

@@ -25,6 +25,7 @@ LAYERS = {
     "estimators": 5,
     "dask": 6,
     "__init__": 7,
+    "callbacks": 7,
     "__main__": 7,
 }
 

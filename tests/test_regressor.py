@@ -256,7 +256,8 @@ def test_verbose_prints_one_line_per_round(task, capsys):
     X, y, _, _ = task
     HistGBDTRegressor(max_iter=3, verbose=1).fit(X[:1000], y[:1000])
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 3 and lines[0].startswith("[1]\ttrain: ")
+    assert len(lines) == 4 and lines[0].startswith("[1/3] train loss: ")
+    assert lines[-1].startswith("Stopped after round 3 of 3")
 
 
 def test_demo_entry_point(tmp_path):

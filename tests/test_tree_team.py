@@ -146,3 +146,25 @@ def test_sparse_multiclass_model_does_not_depend_on_threads():
     one, two = fit(1), fit(2)
     assert len(one._predictors[0]) == 4
     assert _trees(two) == _trees(one)
+
+
+def test_trees_grow_in_the_calling_thread_once_the_pool_takes_no_work(monkeypatch):
+    # at interpreter exit a daemon thread's fit finds its pool shut down
+    team, _ = _team(2, 3)
+    team._pool.shutdown()
+    caller = threading.get_ident()
+    grown_in = []
+
+    def grow_one(source, k):
+        grown_in.append(threading.get_ident())
+        return k * 10
+
+    assert team.grow(grow_one, 3) == [0, 10, 20]
+    assert grown_in == [caller] * 3
+
+    def fail(source, k):
+        raise ValueError(f"tree {k}")
+
+    with pytest.raises(ValueError, match="tree 0"):
+        team.grow(fail, 2)
+    team.close()

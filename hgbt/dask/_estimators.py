@@ -14,9 +14,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
 from ..data.binning import BinMapper
+from ..engine.evaluation import TRAIN
 from ..estimators.classifier import HistGBDTClassifier
 from ..estimators.fit_inputs import FitInputs
 from ..estimators.gradient_boosting import interaction_groups
+from ..estimators.monitoring import VALIDATION, Monitor
 from ..estimators.regressor import HistGBDTRegressor
 from ._collections import is_dask_collection, partitions, predict_blocks, set_schema
 from ._shard import Shard
@@ -90,6 +92,9 @@ class _DaskMixin:
         if (early_stopping or self.verbose) and self.scoring != "loss":
             raise ValueError(f"scoring={self.scoring!r}: the Dask estimators score with "
                              "scoring='loss' only.")
+        if self.eval_metric not in (None, "loss", ["loss"]):
+            raise ValueError(f"eval_metric={self.eval_metric!r}: the Dask estimators "
+                             "record the loss only.")
         return early_stopping
 
     def _get_client(self):
@@ -103,7 +108,7 @@ class _DaskMixin:
                              "distributed.Client first.") from exc
 
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
-            sample_weight_val=None):
+            sample_weight_val=None, callbacks=None):
         """Fit on dask collections spread over the workers of a Dask cluster.
 
         Parameters
@@ -115,7 +120,11 @@ class _DaskMixin:
         sample_weight : dask array or dask Series, default=None
             Row weights, partitioned like ``X``.
         X_val, y_val, sample_weight_val : dask collections, default=None
-            Validation set for early stopping.
+            Validation set for early stopping ('validation' in
+            ``evals_result_``; the Dask estimators take no ``eval_set``).
+        callbacks : list, default=None
+            Called around every round on the driver, as the local ``fit``'s
+            (:mod:`hgbt.callbacks`).
 
         Returns
         -------
@@ -138,7 +147,7 @@ class _DaskMixin:
             delattr(self, name)
         try:
             self._fit_on_cluster(client, X, y, sample_weight, X_val, y_val,
-                                 sample_weight_val, early_stopping)
+                                 sample_weight_val, early_stopping, callbacks)
         except BaseException:
             vars(self).clear()
             vars(self).update(saved)
@@ -146,7 +155,7 @@ class _DaskMixin:
         return self
 
     def _fit_on_cluster(self, client, X, y, sample_weight, X_val, y_val, sample_weight_val,
-                        early_stopping):
+                        early_stopping, callbacks):
         has_val = X_val is not None
         set_schema(self, X)
         train, train_workers = partitions(client, X, y, sample_weight)
@@ -155,7 +164,8 @@ class _DaskMixin:
         shards, layout = _start_shards(client, train, train_workers, val, val_workers,
                                        self.timeout)
         try:
-            self.telemetry_ = self._fit_shards(shards, layout, early_stopping, has_val)
+            self.telemetry_ = self._fit_shards(shards, layout, early_stopping, has_val,
+                                               callbacks)
         finally:
             # end the actors and free the partitions on the workers now
             shards.actors.clear()
@@ -169,7 +179,7 @@ class _DaskMixin:
         return FitInputs(self._fitted_copy(self._local_class, self._local_params(),
                                            skip=("telemetry_", "_forest_cache"), deep=False))
 
-    def _fit_shards(self, shards, layout, early_stopping, has_val):
+    def _fit_shards(self, shards, layout, early_stopping, has_val, callbacks):
         n_threads = effective_n_threads(self.n_threads)
         info = shards.call("inspect", self._fit_inputs())
         n_total = int(sum(i["train"]["n_rows"] for i in info))
@@ -199,13 +209,18 @@ class _DaskMixin:
         statistics = shards.call("start", inputs, self._bin_mapper, self.n_threads)
         loss = self._make_loss(None)
         self._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
-        self._predictors, self._train_scores, self._val_scores = [], [], []
-        telemetry = boost_on_shards(
-            self._boost_settings(n_threads, early_stopping), shards, n_total,
-            self._bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
-            self._baseline_prediction, has_val, early_stopping or bool(self.verbose),
-            self._history())
-        self._set_fitted_rounds(loss.n_trees_per_iteration, early_stopping, has_val)
+        self._predictors = []
+        monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,
+                          True, callbacks)
+        telemetry = {}
+
+        def run(history, runner):
+            telemetry.update(boost_on_shards(
+                self._boost_settings(n_threads), shards, n_total,
+                self._bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
+                self._baseline_prediction, has_val, history, monitor.evaluator(self), runner))
+
+        self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val)
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 

@@ -16,7 +16,7 @@ from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
 from ..data.bundling import FeatureLayout
 from ..engine.numeric_range import check_fit_range
-from ..engine.rows import RowState
+from ..engine.rows import RowState, ValidationRows
 from ..tree.training_data import LocalTrainingData, max_abs
 from ._collections import DASK_CATEGORIES
 
@@ -130,9 +130,10 @@ class Shard:
         X_val, y_val, w_val = self._val
         y_val = inputs.encode_y(y_val)
         k_trees = loss.n_trees_per_iteration
+        validation = ValidationRows(X_val, y_val, inputs.class_weighted(w_val, y_val),
+                                    np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         self.rows = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
-                             False, X_val, y_val, inputs.class_weighted(w_val, y_val),
-                             np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
+                             False, [validation])
         binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
                                      bin_mapper.zero_bins())
         self.data = LocalTrainingData(binned, bin_mapper.missing_bin + 1, self.n_threads)

@@ -15,7 +15,6 @@ import numpy as np
 
 from ..core.exact import grid_exponent
 from ..engine.boosting import boost
-from ..engine.early_stopping import LossScorer
 from ..tree._grower import TreeKernel
 
 #: exceptions a shard raises about the user's data: re-raised as they are
@@ -116,6 +115,7 @@ class DistributedTrainingData:
         self.n_bins = n_bins
         self.n_trees = n_trees
         self.has_validation = has_validation
+        self.n_validation_sets = int(has_validation)
         self.n_threads = n_threads
         self._commands = []
         self._kernel = None
@@ -170,7 +170,12 @@ class DistributedTrainingData:
     def loss_statistics(self):
         per_shard = self._call("loss_statistics")
         train = merge([train for train, _ in per_shard])
-        return train, merge([val for _, val in per_shard]) if self.has_validation else None
+        # every shard holds one validation set, empty without validation rows
+        return train, ([merge([val[0] for _, val in per_shard])] if self.has_validation
+                       else [])
+
+    def raw_predictions(self):
+        raise NotImplementedError("the Dask estimators score with the loss only")
 
     # --------------------------------------------------------- TreeSource
     def start_tree(self, k, rows=None, grid=None, quantize=None):
@@ -228,19 +233,21 @@ def _max_or_none(values):
 
 
 def boost_on_shards(settings, shards, n_rows, n_bins, n_trees, baseline, has_validation,
-                    score, history):
+                    history, evaluator=None, callbacks=None):
     """The boosting rounds of a distributed fit: :func:`hgbt.engine.boosting.boost`
     on the shards' rows, starting from ``baseline``.
 
     Every shard takes part in every call (a shard without training rows
-    adds empty histograms). Appends to ``history``; returns the telemetry.
+    adds empty histograms). Appends to ``history`` (scored by ``evaluator``,
+    with ``callbacks``, as :func:`~hgbt.engine.boosting.boost`); returns the
+    telemetry.
     """
     data = DistributedTrainingData(shards, n_rows, settings.n_bins_non_missing.size,
                                    n_bins, n_trees, has_validation, settings.n_threads)
     data.set_baseline(baseline)
     # telemetry covers the boosting rounds only, not binning and set-up
     compute_before, waiting_before = shards.compute_seconds, shards.communication_seconds
-    boost(settings, data, history, LossScorer() if score else None)
+    boost(settings, data, history, evaluator, callbacks)
     telemetry = dict(data.telemetry)
     telemetry["compute_seconds"] = shards.compute_seconds - compute_before
     telemetry["communication_seconds"] = shards.communication_seconds - waiting_before

@@ -1,13 +1,13 @@
 """The boosting loop, once for every fit: local estimators and ``hgbt.dask``.
 
 :func:`boost` runs the rounds: seeding, gradients, row and column
-sampling, growing each tree, leaf updates, scores, the verbose line and
-early stopping. It runs on a :class:`TrainingData` (the rows in this
+sampling, growing each tree, leaf updates, scores (into an
+:class:`~hgbt.engine.history.EvalHistory`) and the callbacks (early
+stopping, printers, checkpoints: :mod:`hgbt.engine.callbacks`). It runs on a :class:`TrainingData` (the rows in this
 process, :class:`~hgbt.engine.rows.LocalData`, or a Dask driver's shards,
 ``hgbt.dask``), which hands out a :class:`TreeSource` for each tree. What
 the loop needs from the estimator comes in a :class:`BoostSettings`.
 """
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
@@ -15,7 +15,8 @@ import numpy as np
 
 from ..core.exact import GradientOverflowError
 from ..tree.grower import TreeGrower
-from .early_stopping import should_stop
+from .callbacks import CallbackRunner
+from .history import EvalHistory
 from .numeric_range import diverged_message
 from .sampling import RowSampler, round_feature_samplers
 
@@ -76,12 +77,15 @@ class TrainingData(Protocol):
         Trees per round (classes of a multiclass fit, else 1).
     has_validation : bool
         Whether validation rows are kept (and scored).
+    n_validation_sets : int
+        Validation sets kept (each scored under its own name).
     """
 
     n_rows: int
     n_features: int
     n_trees: int
     has_validation: bool
+    n_validation_sets: int
 
     def compute_gradients(self) -> None:
         """The round's gradients and hessians of every training row, from the
@@ -108,8 +112,12 @@ class TrainingData(Protocol):
         """Add the round's trees to the raw predictions of the validation rows."""
 
     def loss_statistics(self) -> tuple:
-        """Mergeable loss statistics ``(train, validation or None)`` of the
+        """Mergeable loss statistics ``(train, [each validation set's])`` of the
         current raw predictions (:class:`~hgbt.core.exact.WeightedMean`)."""
+
+    def raw_predictions(self) -> tuple:
+        """``(train, [each validation set's])`` current raw predictions, shape
+        (n_trees, n_rows) each, for scorers (a local fit's rows only)."""
 
 
 @dataclass(frozen=True)
@@ -130,11 +138,6 @@ class BoostSettings:
     subsample, goss_top_rate, goss_other_rate : float
     quantized_bins : int or None
         ``num_grad_quant_bins`` with ``use_quantized_grad``, else None.
-    early_stopping : bool
-    n_iter_no_change : int
-    tol : float
-    verbose : int or bool
-        Print the scores every ``verbose`` rounds.
     bin_thresholds : list of ndarray
     n_bins_non_missing : ndarray
     grower : dict
@@ -152,10 +155,6 @@ class BoostSettings:
     goss_top_rate: float
     goss_other_rate: float
     quantized_bins: Optional[int]
-    early_stopping: bool
-    n_iter_no_change: int
-    tol: float
-    verbose: Any
     bin_thresholds: list
     n_bins_non_missing: np.ndarray
     grower: dict
@@ -175,24 +174,17 @@ class BoostSettings:
 
 @dataclass
 class BoostHistory:
-    """What the rounds grow: the trees of each round and the scores.
+    """What the rounds grow: the trees of each round, and their scores.
 
-    The estimator passes its own lists; :func:`boost` appends to them (a
-    warm start continues them).
+    The estimator passes its own list of trees; :func:`boost` appends to it
+    and records into ``evals`` (a warm start continues both).
     """
 
     predictors: list = field(default_factory=list)
-    train_scores: list = field(default_factory=list)
-    val_scores: list = field(default_factory=list)
-
-    def record(self, scores):
-        train, validation = scores
-        self.train_scores.append(train)
-        if validation is not None:
-            self.val_scores.append(validation)
+    evals: EvalHistory = field(default_factory=EvalHistory)
 
 
-def boost(settings, data, history, scorer=None):
+def boost(settings, data, history, evaluator=None, callbacks=None):
     """Run the boosting rounds from ``len(history.predictors)`` to ``max_iter``.
 
     Parameters
@@ -201,19 +193,31 @@ def boost(settings, data, history, scorer=None):
     data : TrainingData
     history : BoostHistory
         Appended to in place: each round's trees, and its scores.
-    scorer : object with ``score(data) -> (train, validation or None)``, or None
-        Scores each round (and the baseline, before the first round);
-        None: no scores, no early stopping.
+    evaluator : Evaluator or None
+        Scores each round (and the baseline, before the first round) into
+        ``history.evals``; None: no scores.
+    callbacks : CallbackRunner or None
+        Called before and after each round; one asking to stop ends the
+        fit after the rounds finished. ``history.evals.stop_reason`` says
+        why the rounds ended.
     """
+    callbacks = callbacks or CallbackRunner([])
+    evals = history.evals
     n_trees = data.n_trees
     row_sampler = RowSampler(settings.data_sample_strategy, settings.subsample,
                              settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
                              np.random.default_rng(settings.seed))
     growers = {}  # one per tree source, for every tree of the fit
-    if scorer is not None and not history.predictors:
-        history.record(scorer.score(data))
-    start = time.perf_counter()
+    if evaluator is not None and not history.predictors:
+        evals.record(evaluator.evaluate(data), 0)
+    evals.start(len(history.predictors))
+    evals.stop_reason = "max_iter reached"
+    callbacks.begin(evals)
     for iteration in range(len(history.predictors), settings.max_iter):
+        stop = callbacks.before_round(iteration, evals)
+        if stop is not None:
+            evals.stop_reason = stop
+            break
         # Sampling draws from a generator seeded by (seed, round), so a
         # warm-started fit continues exactly as one long fit would.
         rng = np.random.default_rng([settings.seed, iteration])
@@ -246,16 +250,19 @@ def boost(settings, data, history, scorer=None):
             # next rounds could not either, and their one-leaf trees would add
             # only rounding noise to the baseline (LightGBM stops here too).
             # The round is not kept.
+            evals.stop_reason = f"no tree of round {iteration + 1} could split"
             break
         history.predictors.append(trees)
         data.finish_round(trees)
-        if scorer is not None:
-            history.record(scorer.score(data))
-        report(settings, history, iteration, start)
-        if scorer is not None and settings.early_stopping and should_stop(
-                history.val_scores if data.has_validation else history.train_scores,
-                settings.n_iter_no_change, settings.tol):
+        if evaluator is not None:
+            evals.record(evaluator.evaluate(data), iteration + 1)
+        else:
+            evals.n_rounds = iteration + 1
+        stop = callbacks.after_round(iteration, evals)
+        if stop is not None:
+            evals.stop_reason = stop
             break
+    callbacks.end(evals)
 
 
 def _grow_tree(settings, data, grower, k, rows, feature_sampler, iteration):
@@ -282,16 +289,3 @@ def _grow_tree(settings, data, grower, k, rows, feature_sampler, iteration):
             values[leaf] = grower.renewed_value(leaf, sum_g, sum_h)
     data.finish_tree(source, k, leaves, values[leaves], tree)
     return tree
-
-
-def report(settings, history, iteration, start):
-    """Print the verbose line of round ``iteration`` when it is due."""
-    period = 1 if settings.verbose is True else int(settings.verbose)
-    if not period or ((iteration + 1) % period and iteration + 1 != settings.max_iter):
-        return
-    line = f"[{iteration + 1}]"
-    if history.train_scores:
-        line += f"\ttrain: {history.train_scores[-1]:.6g}"
-    if history.val_scores:
-        line += f"\tvalid: {history.val_scores[-1]:.6g}"
-    print(f"{line}\telapsed: {time.perf_counter() - start:.3f}s", flush=True)

@@ -8,11 +8,23 @@ same code. :class:`LocalData` is a local fit's
 :class:`~hgbt.engine.boosting.TrainingData`: a ``RowState`` and the
 training-data sources its trees grow on.
 """
+from typing import NamedTuple, Optional
+
 import numpy as np
 
 from ..core._types import SIZE_DTYPE
 from ..tree.training_data import LocalTrainingData
 from .tree_team import TreeTeam
+
+
+class ValidationRows(NamedTuple):
+    """One validation set: rows, encoded targets, weights, raw predictions
+    (shape (n_trees_per_iteration, n_rows), updated by the rounds)."""
+
+    X: object
+    y: np.ndarray
+    sample_weight: Optional[np.ndarray]
+    raw: np.ndarray
 
 
 class RowState:
@@ -30,10 +42,8 @@ class RowState:
     full_hessian : bool, default=False
         Per-row hessians even when the loss's is constant (GOSS re-weights
         rows).
-    X_val, y_val, sample_weight_val, raw_val : default=None
-        Validation rows, their encoded targets, weights and raw
-        predictions (shape (n_trees_per_iteration, n_val)); None without
-        validation rows.
+    validation : sequence of ValidationRows, default=()
+        Validation sets, each scored on its own.
 
     Attributes
     ----------
@@ -42,21 +52,19 @@ class RowState:
         constant hessian), filled in place by :meth:`compute_gradients`.
     """
 
-    def __init__(self, loss, y, sample_weight, raw, full_hessian=False, X_val=None,
-                 y_val=None, sample_weight_val=None, raw_val=None):
+    def __init__(self, loss, y, sample_weight, raw, full_hessian=False, validation=()):
         self.loss = loss
         self.y = y
         self.sample_weight = sample_weight
         self.raw = raw
-        self.X_val, self.y_val, self.sample_weight_val = X_val, y_val, sample_weight_val
-        self.raw_val = raw_val
+        self.validation = list(validation)
         self.gradients, self.hessians = loss.allocate_buffers(y.shape[0], full_hessian)
 
     def set_baseline(self, baseline):
         """Start every raw prediction at ``baseline`` (one value per tree of a round)."""
         self.raw[:] = baseline[:, None]
-        if self.raw_val is not None:
-            self.raw_val[:] = baseline[:, None]
+        for rows in self.validation:
+            rows.raw[:] = baseline[:, None]
 
     def compute_gradients(self, n_threads):
         """Fill :attr:`gradients` and :attr:`hessians` from the raw predictions."""
@@ -74,22 +82,19 @@ class RowState:
         source.add_leaf_values(self.raw[k], leaf_ids, leaf_values)
 
     def add_validation(self, trees, n_threads):
-        """Add a round's trees to the validation rows' raw predictions."""
-        if self.X_val is None or not self.X_val.shape[0]:
-            return
-        for k, tree in enumerate(trees):
-            tree.predict_add(self.X_val, self.raw_val[k], n_threads)
+        """Add a round's trees to every validation set's raw predictions."""
+        for rows in self.validation:
+            if rows.X.shape[0]:
+                for k, tree in enumerate(trees):
+                    tree.predict_add(rows.X, rows.raw[k], n_threads)
 
     def loss_statistics(self):
-        """Mergeable loss statistics ``(train, validation or None)``."""
+        """Mergeable loss statistics ``(train, [each validation set's])``."""
         train = self.loss.loss_statistics(self.y, self.raw)
-        if self.X_val is None:
-            return train, None
         # reweighted now, not once: it carries the loss's fitted state
         # (Huber's delta), which the rounds update
-        validation = self.loss.reweighted(self.sample_weight_val).loss_statistics(
-            self.y_val, self.raw_val)
-        return train, validation
+        return train, [self.loss.reweighted(rows.sample_weight).loss_statistics(
+            rows.y, rows.raw) for rows in self.validation]
 
 
 class LocalData:
@@ -117,7 +122,8 @@ class LocalData:
         self.rows = rows
         self.n_rows, self.n_features = X.shape
         self.n_trees = rows.raw.shape[0]
-        self.has_validation = rows.X_val is not None
+        self.n_validation_sets = len(rows.validation)
+        self.has_validation = bool(rows.validation)
         self.n_threads = n_threads
         # a plain layout's matrix routes unsampled rows by their bins
         self._X, self._missing_bin = X, n_bins - 1
@@ -179,6 +185,9 @@ class LocalData:
 
     def loss_statistics(self):
         return self.rows.loss_statistics()
+
+    def raw_predictions(self):
+        return self.rows.raw, [rows.raw for rows in self.rows.validation]
 
 
 def _complement(rows, n_samples):

@@ -9,7 +9,7 @@ A tree depends only on its own inputs, never on the number of threads that
 grew it (the kernels' guarantee), so the model is the same for any schedule.
 """
 import queue
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 
 class TreeTeam:
@@ -52,7 +52,7 @@ class TreeTeam:
             finally:
                 free.put(source)
 
-        futures = [self._pool.submit(task, k) for k in range(n_trees)]
+        futures = [self._submit(task, k) for k in range(n_trees)]
         try:
             return [future.result() for future in futures]
         finally:  # after an error, no tree may still be growing on return
@@ -61,6 +61,20 @@ class TreeTeam:
             for future in futures:
                 if not future.cancelled():
                     future.exception()  # waits; the first error is raised above
+
+    def _submit(self, task, k):
+        try:
+            return self._pool.submit(task, k)
+        except RuntimeError:
+            # The interpreter is exiting (a fit in a daemon thread): its pools
+            # take no more work. The tree grows here instead; the same tree,
+            # as a tree never depends on the schedule.
+            future = Future()
+            try:
+                future.set_result(task(k))
+            except BaseException as exc:  # raised by result(), as the pool's
+                future.set_exception(exc)
+            return future
 
     def close(self):
         """Stop the worker threads."""

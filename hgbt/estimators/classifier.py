@@ -7,7 +7,9 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..core._types import Y_DTYPE
-from .gradient_boosting import BaseHistGBDT, COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .gradient_boosting import BaseHistGBDT
+from .monitoring import ClassificationRound
 from ..engine.losses import get_loss
 from ..persistence import register_estimator
 
@@ -57,7 +59,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
                  l2_regularization=0.0, max_bins=255, enable_bundle=True,
                  max_conflict_rate=0.0, use_quantized_grad=False,
                  num_grad_quant_bins=32, grow_policy="lossguide",
-                 early_stopping="auto", scoring="loss", validation_fraction=0.1,
+                 early_stopping="auto", scoring="loss", eval_metric=None,
+                 early_stopping_set=None, truncate_at_best=False, validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, warm_start=False, subsample=1.0,
                  data_sample_strategy="bagging", goss_top_rate=0.2, goss_other_rate=0.1,
                  colsample_bytree=1.0, colsample_bynode=1.0,
@@ -84,6 +87,9 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         self.grow_policy = grow_policy
         self.early_stopping = early_stopping
         self.scoring = scoring
+        self.eval_metric = eval_metric
+        self.early_stopping_set = early_stopping_set
+        self.truncate_at_best = truncate_at_best
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -139,46 +145,61 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     def _make_loss(self, sample_weight):
         return get_loss(self.loss, sample_weight, n_classes=self.classes_.size)
 
-    def decision_function(self, X):
+    def decision_function(self, X, iteration_range=None):
         """Raw scores (log-odds; per-class scores for multiclass).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+        iteration_range : (int, int) or None, default=None
+            Only the rounds ``begin <= round < end`` (0-based) on top of the
+            baseline: ``(0, i)`` equals the ``i``-th staged prediction,
+            ``(0, best_iteration_)`` the best round's; None: every round.
 
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        return self._shape_decision(self._raw_predict(X))
+        return self._shape_decision(self._raw_predict(X, iteration_range))
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, iteration_range=None):
         """Class probabilities.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+        iteration_range : (int, int) or None, default=None
+            Only the rounds ``begin <= round < end`` (0-based) on top of the
+            baseline: ``(0, i)`` equals the ``i``-th staged prediction,
+            ``(0, best_iteration_)`` the best round's; None: every round.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        raw = self._raw_predict(X)
+        raw = self._raw_predict(X, iteration_range)
         return self._make_loss(None).inverse_link(raw)
 
-    def predict(self, X):
+    def predict(self, X, iteration_range=None):
         """Most probable class of each row.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+        iteration_range : (int, int) or None, default=None
+            Only the rounds ``begin <= round < end`` (0-based) on top of the
+            baseline: ``(0, i)`` equals the ``i``-th staged prediction,
+            ``(0, best_iteration_)`` the best round's; None: every round.
 
         Returns
         -------
         y : ndarray of shape (n_samples,)
         """
-        proba = self.predict_proba(X)
+        proba = self.predict_proba(X, iteration_range)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def _round_view(self, raw):
+        return ClassificationRound(raw, self._make_loss(None).inverse_link, self.classes_)
 
     def _shape_decision(self, raw):
         return raw[0] if raw.shape[0] == 1 else raw.T.copy()

@@ -19,10 +19,16 @@ from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
-from ..engine.early_stopping import LossScorer, Scorer, split_validation
+from ..engine.early_stopping import split_validation
+from ..engine.evaluation import TRAIN
+from ..engine.interrupts import running_fit
 from ..engine.numeric_range import check_fit_range
-from ..engine.rows import LocalData, RowState
+from ..engine.rows import LocalData, RowState, ValidationRows
 from .fit_inputs import FitInputs
+from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
+                                uses_sklearn_callbacks)
+from .monitoring import (VALIDATION, Monitor, check_iteration_range, eval_sets,
+                         history_attributes, scored_rows)
 from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
 from ..persistence import pickle_state, save_model, unpickle_state
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
@@ -43,7 +49,7 @@ MAX_GRAD_QUANT_BINS = 1024
 _PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-class BaseHistGBDT(BaseEstimator):
+class BaseHistGBDT(CallbackSupportMixin, BaseEstimator):
     """Shared fit/predict machinery of the hgbt estimators.
 
     Subclasses provide ``_encode_y(y)`` (validate and encode targets; set
@@ -69,6 +75,9 @@ class BaseHistGBDT(BaseEstimator):
         "grow_policy": [StrOptions({"lossguide", "depthwise"})],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
         "scoring": [str, callable, None],
+        "eval_metric": [str, callable, list, tuple, dict, None],
+        "early_stopping_set": [str, None],
+        "truncate_at_best": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
                                 Interval(Integral, 1, None, closed="left"), None],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
@@ -165,7 +174,16 @@ class BaseHistGBDT(BaseEstimator):
     def __getstate__(self):
         state = dict(super().__getstate__())
         state.pop("_forest_cache", None)  # rebuilt on demand
+        for name in ("_callback_fit_ctx", "_skl_callbacks_to_teardown", "_parent_callback_ctx"):
+            state.pop(name, None)  # a running fit's scikit-learn callback contexts
         return pickle_state(self._pickled_state(state))  # checksummed, with the version
+
+    def __copy__(self):
+        # what copy.copy does by default, without pickling every tree (scikit-learn's
+        # callbacks copy the estimator each round for a `fitted_estimator`)
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
 
     def _pickled_state(self, state):
         """The state to pickle (subclasses drop what cannot be pickled)."""
@@ -178,8 +196,14 @@ class BaseHistGBDT(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
-            sample_weight_val=None):
+            sample_weight_val=None, eval_set=None, eval_names=None,
+            eval_sample_weight=None, callbacks=None):
         """Fit the gradient-boosted trees.
+
+        On any error, and on ``KeyboardInterrupt`` (Ctrl-C), the estimator
+        is left exactly as it was before the call (a warm start's earlier
+        rounds included); a fit stopped by a callback (``"stop"``) ends
+        cleanly as a model of the rounds finished.
 
         Parameters
         ----------
@@ -198,9 +222,24 @@ class BaseHistGBDT(BaseEstimator):
             and not all below ``2**-100`` (float32 gradients).
         X_val, y_val : array-like, default=None
             Validation set for early stopping, used instead of holding out
-            ``validation_fraction`` of the training data.
+            ``validation_fraction`` of the training data; named
+            'validation' in ``evals_result_``.
         sample_weight_val : array-like of shape (n_val,), default=None
             Weights of the validation rows.
+        eval_set : list of (X, y) pairs, default=None
+            More validation sets, scored after every round into
+            ``evals_result_`` (each metric of ``eval_metric`` and the loss).
+            Early stopping watches the first of them when there is no
+            ``X_val`` (no hold-out is made then), or the one
+            ``early_stopping_set`` names.
+        eval_names : list of str, default=None
+            Names of the ``eval_set`` sets ('valid_0', 'valid_1', ... by
+            default; not 'train' or 'validation').
+        eval_sample_weight : list of array-like or None, default=None
+            Row weights of each ``eval_set`` set (None entries: unweighted).
+        callbacks : list, default=None
+            Objects called before and after every round
+            (:mod:`hgbt.callbacks`); one returning ``"stop"`` ends the fit.
 
         Returns
         -------
@@ -208,6 +247,23 @@ class BaseHistGBDT(BaseEstimator):
             The fitted estimator.
         """
         self._validate_params()
+        with running_fit():
+            saved = dict(vars(self))
+            try:
+                # scikit-learn's callbacks are torn down however the fit ends
+                fit = managed(type(self)._fit) if uses_sklearn_callbacks(self) else \
+                    type(self)._fit
+                fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
+                    eval_names, eval_sample_weight, callbacks)
+            except BaseException:
+                # never a mix of the old and the new model: one assignment
+                # puts every attribute back (a warm start's lists were copied)
+                self.__dict__ = saved
+                raise
+        return self
+
+    def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
+             eval_names, eval_sample_weight, callbacks):
         warm = self.warm_start and self._is_fitted()
         X = self._validate_X(X, reset=not warm)
         # check_X_y, not validate_data: X is an ndarray now, and a second
@@ -221,6 +277,7 @@ class BaseHistGBDT(BaseEstimator):
             raise ValueError("X_val and y_val must be given together.")
         if X_val is None and sample_weight_val is not None:
             raise ValueError("sample_weight_val was given without X_val and y_val.")
+        names, eval_rows = eval_sets(eval_set, eval_names, eval_sample_weight)
         n_threads = effective_n_threads(self.n_threads)
         self._interaction_groups_ = interaction_groups(self.interaction_cst, X.shape[1])
         self._monotonic_cst_ = self._check_monotonic_cst(X.shape[1])
@@ -232,26 +289,25 @@ class BaseHistGBDT(BaseEstimator):
                              "when warm_start=True.")
 
         early_stopping = self._early_stopping_enabled(X.shape[0], X_val is not None)
+        validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]")
+                      for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
+        X_train, y_train, w_train = X, y, sample_weight
         if X_val is not None:
             if not early_stopping:
                 raise ValueError("X_val and y_val are only used for early stopping, "
-                                 "which early_stopping=False turns off.")
-            X_train, y_train, w_train = X, y, sample_weight
-            X_val = self._validate_X(X_val, reset=False)
-            # as check_X_y checks y: a NaN target would make every score NaN
-            y_val = self._encode_y(check_array(
-                y_val, ensure_2d=False, dtype="numeric" if not self._stratify else None,
-                ensure_all_finite=not self._stratify, input_name="y_val"), reset=False)
-            w_val = self._class_weighted(self._validate_weight(sample_weight_val, X_val),
-                                         y_val)
-            if X_val.shape[0] != y_val.shape[0]:
-                raise ValueError(f"X_val has {X_val.shape[0]} rows but y_val has "
-                                 f"{y_val.shape[0]}.")
-        elif early_stopping and self.validation_fraction is not None:
-            X_train, X_val, y_train, y_val, w_train, w_val = split_validation(
+                                 "which early_stopping=False turns off (eval_set scores "
+                                 "sets without it).")
+            validation.insert(0, self._validation_set(X_val, y_val, sample_weight_val,
+                                                      "X_val"))
+            names.insert(0, VALIDATION)
+        elif (early_stopping and self.validation_fraction is not None
+              and self.early_stopping_set in (None, VALIDATION)
+              and (not names or self.early_stopping_set == VALIDATION)):
+            # the hold-out, unless another set is watched
+            X_train, X_hold, y_train, y_hold, w_train, w_hold = split_validation(
                 X, y, sample_weight, self.validation_fraction, self._seed, self._stratify)
-        else:
-            X_train, y_train, w_train, X_val, y_val, w_val = X, y, sample_weight, None, None, None
+            validation.insert(0, (X_hold, y_hold, w_hold))
+            names.insert(0, VALIDATION)
 
         if not warm:
             self._bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
@@ -259,9 +315,31 @@ class BaseHistGBDT(BaseEstimator):
                                          is_categorical=self.is_categorical_)
             self._bin_mapper.fit(X_train, sample_weight=w_train)
         binned = self._bin(X_train, n_threads)
-        self._fit_rounds(X_train, binned, y_train, w_train, X_val, y_val, w_val,
+        callbacks = list(callbacks or ())
+        if uses_sklearn_callbacks(self):
+            # the fit is scikit-learn's task, each round a subtask
+            context = self._init_callback_context(
+                max_subtasks=self.max_iter - (self.n_iter_ if warm else 0))
+            callbacks.append(SklearnRounds(
+                context, X_train, self._decode(y_train),
+                None if w_train is None else {"sample_weight": w_train}, _round_state))
+        monitor = Monitor(self, [TRAIN] + names, early_stopping, not self._custom_loss(),
+                          callbacks, getattr(self, "evals_result_", None) if warm else None)
+        self._fit_rounds(X_train, binned, y_train, w_train, validation, monitor,
                          early_stopping, warm, n_threads)
-        return self
+
+    def _validation_set(self, X, y, sample_weight, name):
+        """A validation set's rows, encoded targets and weights, checked."""
+        X = self._validate_X(X, reset=False)
+        # as check_X_y checks y: a NaN target would make every score NaN
+        y = self._encode_y(check_array(
+            y, ensure_2d=False, dtype="numeric" if not self._stratify else None,
+            ensure_all_finite=not self._stratify,
+            input_name="y_val" if name == "X_val" else f"y of {name}"), reset=False)
+        weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"{name} has {X.shape[0]} rows but {y.shape[0]} targets.")
+        return X, y, weight
 
     def _bin(self, X, n_threads):
         """The binned training data, a :class:`~hgbt.data.bundling.FeatureLayout`
@@ -332,7 +410,7 @@ class BaseHistGBDT(BaseEstimator):
     def _class_weighted(self, sample_weight, y):
         return sample_weight  # overridden by the classifier (class_weight)
 
-    def _fit_rounds(self, X, binned, y, sample_weight, X_val, y_val, w_val,
+    def _fit_rounds(self, X, binned, y, sample_weight, validation, monitor,
                     early_stopping, warm, n_threads):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
@@ -341,40 +419,63 @@ class BaseHistGBDT(BaseEstimator):
         if not warm:
             self._baseline_prediction = loss.baseline(y)
             self._predictors = []
-            self._train_scores, self._val_scores = [], []
+        else:  # a new list: an interrupted fit puts the old one back
+            self._predictors = list(self._predictors)
         # Without a plain layout, earlier rounds are replayed on the raw values
         # (the same routing: x <= threshold[b] exactly when bin(x) <= b).
         raw = self._raw_from_trees(np.empty((k_trees, n_samples)),
                                    X_binned=binned.X_dense if binned.is_plain else None,
                                    X=X, n_threads=n_threads)
-        raw_val = None if X_val is None else self._raw_predict_validated(X_val, n_threads)
-        settings = self._boost_settings(n_threads, early_stopping)
-        rows = RowState(loss, y, sample_weight, raw, settings.full_hessian, X_val, y_val,
-                        w_val, raw_val)
-        scorer = None
-        if early_stopping or (self.verbose and not self._custom_loss()):
-            scoring = self.scoring if early_stopping else "loss"
-            scorer = (LossScorer() if scoring == "loss" else Scorer(
-                self, scoring, self._seed, X, self._decode(y), sample_weight, X_val,
-                None if y_val is None else self._decode(y_val), w_val))
-        with LocalData(rows, X, binned, self._bin_mapper.missing_bin + 1,
-                       n_threads) as data:
-            boost(settings, data, self._history(), scorer)
-        self._set_fitted_rounds(k_trees, early_stopping, X_val is not None)
+        settings = self._boost_settings(n_threads)
+        rows = RowState(loss, y, sample_weight, raw, settings.full_hessian,
+                        [ValidationRows(X_v, y_v, w_v,
+                                        self._raw_predict_validated(X_v, n_threads))
+                         for X_v, y_v, w_v in validation])
+        evaluator = monitor.evaluator(self, scored_rows(
+            self._seed, (X, self._decode(y), sample_weight),
+            [(X_v, self._decode(y_v), w_v) for X_v, y_v, w_v in validation]
+        ) if monitor.needs_predictions else None, self._round_view)
 
-    def _history(self):
-        """The fit's trees and scores, for :func:`~hgbt.engine.boosting.boost` to extend."""
-        return BoostHistory(self._predictors, self._train_scores, self._val_scores)
+        def run(history, runner):
+            with LocalData(rows, X, binned, self._bin_mapper.missing_bin + 1,
+                           n_threads) as data:
+                boost(settings, data, history, evaluator, runner)
 
-    def _set_fitted_rounds(self, k_trees, early_stopping, has_val):
+        self._run_rounds(run, monitor, k_trees, early_stopping, bool(validation))
+
+    def _run_rounds(self, run, monitor, k_trees, early_stopping, has_validation):
+        """``run(history, callback_runner)`` boosts; then the fitted attributes
+        are set, the trees cut at the best round with ``truncate_at_best``
+        (local and Dask fits alike)."""
+        history = BoostHistory(self._predictors, monitor.history)
+
+        def sync(evals):  # the estimator as a model of the rounds so far
+            self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation,
+                                    pack=False)
+
+        run(history, monitor.runner(self, sync))
+        self._set_fitted_rounds(k_trees, monitor.history, early_stopping, has_validation,
+                                pack=False)
+        if self.truncate_at_best and self.best_iteration_ is not None:
+            del self._predictors[self.best_iteration_:]
+        self._set_fitted_rounds(k_trees, monitor.history, early_stopping, has_validation)
+
+    def _round_view(self, raw):
+        """The model of the rounds so far as scorers see it (raw predictions
+        of the scored rows): overridden by the estimators."""
+        raise NotImplementedError
+
+    def _set_fitted_rounds(self, k_trees, history, early_stopping, has_validation,
+                           pack=True):
         self.n_iter_ = len(self._predictors)
         self.n_trees_per_iteration_ = k_trees
-        self._set_forest()
-        self.train_score_ = np.asarray(self._train_scores if early_stopping else [])
-        self.validation_score_ = np.asarray(
-            self._val_scores if early_stopping and has_val else [])
+        for name, value in history_attributes(history, self.n_iter_, early_stopping,
+                                              has_validation).items():
+            setattr(self, name, value)
+        if pack:
+            self._set_forest()
 
-    def _boost_settings(self, n_threads, early_stopping):
+    def _boost_settings(self, n_threads):
         """The boosting loop's settings of this fit (local and Dask alike)."""
         mapper = self._bin_mapper
         return BoostSettings(
@@ -384,8 +485,7 @@ class BaseHistGBDT(BaseEstimator):
             data_sample_strategy=self.data_sample_strategy, subsample=self.subsample,
             goss_top_rate=self.goss_top_rate, goss_other_rate=self.goss_other_rate,
             quantized_bins=self.num_grad_quant_bins if self.use_quantized_grad else None,
-            early_stopping=early_stopping, n_iter_no_change=self.n_iter_no_change,
-            tol=self.tol, verbose=self.verbose, bin_thresholds=mapper.bin_thresholds_,
+            bin_thresholds=mapper.bin_thresholds_,
             n_bins_non_missing=mapper.n_bins_non_missing_, grower=self._grower_params())
 
     def _grower_params(self):
@@ -444,12 +544,19 @@ class BaseHistGBDT(BaseEstimator):
             return ForestPredictor(self._predictors)
         return cache[2]
 
-    def _raw_predict(self, X):
-        """Raw predictions, shape (n_trees_per_iteration, n_samples)."""
+    def _raw_predict(self, X, iteration_range=None):
+        """Raw predictions, shape (n_trees_per_iteration, n_samples), of every
+        round or of the rounds ``begin <= round < end`` of ``iteration_range``."""
         if not (self._is_fitted() and self._is_plain_array(X)):
             check_is_fitted(self)
             X = self._validate_X(X, reset=False)
-        return self._raw_predict_validated(X, effective_n_threads(self.n_threads))
+        n_threads = effective_n_threads(self.n_threads)
+        if iteration_range is None:
+            return self._raw_predict_validated(X, n_threads)
+        begin, end = check_iteration_range(iteration_range, len(self._predictors))
+        out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
+        out[:] = self._baseline_prediction[:, None]
+        return ForestPredictor(self._predictors[begin:end]).predict_add(X, out, n_threads)
 
     def _is_plain_array(self, X):
         """X needs no validation: a 2-D float array of the fitted width, fitted on
@@ -470,6 +577,18 @@ class BaseHistGBDT(BaseEstimator):
             for k, tree in enumerate(trees):
                 tree.predict_add(X, raw[k], n_threads)
             yield raw.copy()
+
+
+def _round_state(estimator):
+    """The fitted attributes that make a copy of ``estimator`` a model of the
+    rounds so far (scikit-learn's ``fitted_estimator``)."""
+    params = estimator.get_params(deep=False)
+    state = {name: value for name, value in vars(estimator).items()
+             if name not in params and name != "_forest_cache"}
+    state["_predictors"] = list(estimator._predictors)  # later rounds not included
+    state["evals_result_"] = {s: {m: list(v) for m, v in metrics.items()}
+                              for s, metrics in estimator.evals_result_.items()}
+    return state
 
 
 def interaction_groups(interaction_cst, n_features):
@@ -500,170 +619,3 @@ def interaction_groups(interaction_cst, n_features):
     if rest:
         groups.append(rest)
     return groups
-
-
-#: Parameters shared by both estimators (numpydoc), formatted into their docstrings.
-COMMON_PARAMETERS_DOC = """\
-    learning_rate : float, default=0.1
-        Shrinkage applied to every leaf value.
-    max_iter : int, default=100
-        Maximum number of boosting rounds (one tree each, or one per class
-        for multiclass classification). Without column sampling, the fit
-        also ends when no tree of a round can split (as LightGBM's does):
-        later rounds could not split either, and their one-leaf trees would
-        only add rounding noise; that round is not kept.
-    max_leaf_nodes : int or None, default=31
-        Maximum leaves per tree; None for no limit.
-    max_depth : int or None, default=None
-        Maximum depth of a tree (the root is depth 0); None for no limit.
-    min_samples_leaf : int, default=20
-        Minimum number of rows in a leaf.
-    min_child_weight : float, default=1e-3
-        Minimum sum of hessians in a leaf. A tree whose root holds less
-        (e.g. a rare class whose probability underflowed) takes no Newton
-        step: -G/H of a vanishing H is unbounded.
-    min_gain_to_split : float, default=0.0
-        Gain a split must exceed (γ; subtracted from every split's gain). The
-        gain is ½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)], half of
-        LightGBM's and XGBoost's: their ``min_split_gain`` / ``gamma`` of 2γ
-        equals hgbt's γ.
-    l1_regularization : float, default=0.0
-        L1 penalty α on leaf values: gradient sums are soft-thresholded by α
-        in gains and leaf values.
-    l2_regularization : float, default=0.0
-        L2 penalty λ on leaf values.
-    max_bins : int, default=255
-        Maximum value bins per feature (2 to 255); missing values get one more.
-    enable_bundle : bool, default=True
-        Exclusive feature bundling: features that are rarely non-zero on the
-        same rows (one-hot, counts, flags) share one binned column, so wide
-        sparse data trains like a few dense columns. Splits are still on the
-        original features (``doc/sparse.md``).
-    max_conflict_rate : float, default=0.0
-        Share of the rows on which bundled features may both be non-zero (on
-        such a row the feature with more non-zeros keeps its value, the other
-        is seen as 0 during training). 0 keeps the model exactly the
-        unbundled one.
-    use_quantized_grad : bool, default=False
-        Build histograms from gradients and hessians rounded stochastically
-        to a few integer levels (LightGBM's ``use_quantized_grad``). One
-        integer add then updates a bin's gradient and hessian sums, so
-        histograms (most of a fit) build faster (measured in
-        ``benchmarks/RESULTS.md``). Splits are
-        chosen on the quantized sums; leaf values are refit from the exact
-        float sums of each leaf's rows. Rounding is seeded by
-        ``random_state``, so the model still does not depend on the thread
-        count. Not supported by the Dask estimators yet.
-    num_grad_quant_bins : int, default=32
-        Levels of the quantized gradients (within ±bins/2) and hessians
-        (within [0, bins]); more levels are more accurate. 32 packs like 16
-        (the same speed) and rounds the small hessians of multiclass rows
-        less coarsely.
-    grow_policy : {'lossguide', 'depthwise'}, default='lossguide'
-        'lossguide' splits the leaf with the largest gain first; 'depthwise'
-        grows level by level (still capped by ``max_leaf_nodes``: set it to
-        None and use ``max_depth`` for XGBoost-style depth-wise trees).
-    early_stopping : 'auto' or bool, default='auto'
-        Stop when the validation score has not improved by more than ``tol``
-        for ``n_iter_no_change`` rounds. 'auto' turns it on above 10,000
-        rows, or when ``X_val`` is given to ``fit``.
-    scoring : str, callable or None, default='loss'
-        Score used for early stopping: 'loss' (the training loss, negated),
-        or a scikit-learn scorer name or callable (None: the estimator's
-        ``score``).
-    validation_fraction : float, int or None, default=0.1
-        Share (or number) of training rows held out for early stopping
-        (stratified for classifiers); None scores the training data.
-    n_iter_no_change : int, default=10
-        Rounds without improvement before stopping.
-    tol : float, default=1e-7
-        Minimum score improvement that counts.
-    warm_start : bool, default=False
-        Continue from the fitted rounds up to ``max_iter`` instead of
-        starting again (binning and validation split are kept).
-    subsample : float, default=1.0
-        With ``data_sample_strategy='bagging'``, share of rows (drawn
-        without replacement, anew each round) each round's trees are grown on.
-    data_sample_strategy : {'bagging', 'goss'}, default='bagging'
-        'goss' keeps the ``goss_top_rate`` rows with the largest
-        ``|gradient × hessian|`` and a random ``goss_other_rate`` of the
-        others, whose gradients and hessians are scaled by
-        ``(1 - top_rate) / other_rate`` so sums stay unbiased.
-    goss_top_rate, goss_other_rate : float, default=0.2, 0.1
-        GOSS shares (see ``data_sample_strategy``).
-    colsample_bytree : float, default=1.0
-        Share of features each tree may split on.
-    colsample_bynode : float, default=1.0
-        Share of the tree's features each node may split on.
-    categorical_features : 'from_dtype', array-like or None, default='from_dtype'
-        Features split on category subsets rather than thresholds: a boolean
-        mask, integer indices, or feature names; 'from_dtype' takes pandas
-        ``category`` and string columns, polars ``Categorical``/``Enum``/
-        ``String`` and Arrow dictionary and string columns. Categories are
-        non-negative integers (or the DataFrame's values), any number per
-        feature: beyond 255 (or integer codes >= 255), the 254 most frequent
-        are bins and the others share one bin; categories unseen at fit
-        follow the missing values (see ``doc/categorical.md``).
-    max_cat_to_onehot : int, default=4
-        Categorical features with at most this many categories are split one
-        category against the rest; others by a scan of categories sorted by
-        gradient / (hessian + ``cat_smooth``).
-    cat_smooth : float, default=10.0
-        Smoothing added to the hessian when ordering categories; categories
-        with fewer rows than this in a node stay on the right in the sorted
-        scan.
-    cat_l2 : float, default=10.0
-        Extra L2 regularisation of the children of a sorted-scan categorical
-        split, in its gain only (leaf values use ``l2_regularization``).
-    min_data_per_group : int, default=100
-        Sorted scan: rows the categories added to the left set must hold
-        before the next candidate, and rows that must remain on the right.
-    max_cat_threshold : int, default=32
-        Sorted scan: most categories of a left set taken from either end of
-        the order (and at most half of them).
-    monotonic_cst : array-like of int, dict or None, default=None
-        Per feature -1 (decreasing), 0 (none) or 1 (increasing) constraint on
-        the prediction; a dict maps feature indices or names to constraints.
-        Regression and binary classification only.
-    interaction_cst : {'pairwise', 'no_interactions'}, list of sets or None, default=None
-        Groups of feature indices allowed to interact: every path of a tree
-        uses features from one group only. Features in no group form one more
-        group together.
-    importance_type : {'gain', 'split'}, default='gain'
-        What ``feature_importances_`` sums per feature: split gains or the
-        number of splits.
-    n_threads : int or None, default=None
-        OpenMP threads the kernels use; None means all available cores (as
-        limited by ``OMP_NUM_THREADS`` or threadpoolctl). A multiclass round
-        grows its trees side by side, each on a share of the threads. An
-        integer above 4 per usable CPU is clipped to that (same model).
-    random_state : int, RandomState instance or None, default=None
-        Seeds binning subsample, validation split and all sampling. Models
-        are bit-identical for equal seeds, whatever ``n_threads``.
-    verbose : int, default=0
-        Print the training (and validation) score and elapsed time every
-        ``verbose`` rounds (1: every round; 0: quiet)."""
-
-COMMON_ATTRIBUTES_DOC = """\
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features seen during fit, when they are all strings.
-    is_categorical_ : ndarray of bool of shape (n_features_in_,) or None
-        Categorical features; None when there are none.
-    categorical_categories_ : list or None
-        Per feature: None (numeric), or for a categorical feature the
-        categories whose positions are its codes (DataFrame categories;
-        mapped by value at prediction, unseen ones as missing), or the
-        integer codes seen during fit. None without categorical features.
-    n_iter_ : int
-        Number of boosting rounds fitted (fewer than ``max_iter`` after
-        early stopping, or when no tree could split; 0 when none could from
-        the start: the model is then the baseline).
-    n_trees_per_iteration_ : int
-        Trees per round: the number of classes for multiclass, else 1.
-    train_score_ : ndarray of shape (n_iter_ + 1,)
-        Score on the training data before the first round and after each;
-        empty without early stopping.
-    validation_score_ : ndarray of shape (n_iter_ + 1,)
-        The same on the validation data; empty without a validation set."""

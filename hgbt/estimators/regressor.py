@@ -7,7 +7,9 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..core._types import Y_DTYPE
-from .gradient_boosting import BaseHistGBDT, COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .gradient_boosting import BaseHistGBDT
+from .monitoring import RegressionRound
 from ..engine.losses import get_loss
 from ..persistence import register_estimator
 
@@ -75,7 +77,8 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
                  max_bins=255, enable_bundle=True,
                  max_conflict_rate=0.0, use_quantized_grad=False,
                  num_grad_quant_bins=32, grow_policy="lossguide", early_stopping="auto",
-                 scoring="loss", validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
+                 scoring="loss", eval_metric=None, early_stopping_set=None,
+                 truncate_at_best=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
                  warm_start=False, subsample=1.0, data_sample_strategy="bagging",
                  goss_top_rate=0.2, goss_other_rate=0.1, colsample_bytree=1.0,
                  colsample_bynode=1.0, categorical_features="from_dtype",
@@ -104,6 +107,9 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         self.grow_policy = grow_policy
         self.early_stopping = early_stopping
         self.scoring = scoring
+        self.eval_metric = eval_metric
+        self.early_stopping_set = early_stopping_set
+        self.truncate_at_best = truncate_at_best
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -140,19 +146,26 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     def _decode(self, y):
         return y
 
-    def predict(self, X):
+    def predict(self, X, iteration_range=None):
         """Predict regression targets.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+        iteration_range : (int, int) or None, default=None
+            Only the rounds ``begin <= round < end`` (0-based) on top of the
+            baseline: ``(0, i)`` equals the ``i``-th staged prediction,
+            ``(0, best_iteration_)`` the best round's; None: every round.
 
         Returns
         -------
         y : ndarray of shape (n_samples,)
         """
-        raw = self._raw_predict(X)
+        raw = self._raw_predict(X, iteration_range)
         return self._make_loss(None).inverse_link(raw)
+
+    def _round_view(self, raw):
+        return RegressionRound(raw, self._make_loss(None).inverse_link)
 
     def staged_predict(self, X):
         """Predictions after each boosting round.

@@ -49,8 +49,10 @@ _EXPLICIT_ATTRIBUTES = frozenset({
     "n_features_in_", "feature_names_in_", "classes_", "n_iter_",
     "n_trees_per_iteration_", "_baseline_prediction", "_bin_mapper", "_predictors",
 })
-# Derived from the trees and rebuilt on loading: never written.
-_DERIVED_ATTRIBUTES = frozenset({"_forest_cache"})
+# Derived from the trees and rebuilt on loading, or scikit-learn's callbacks
+# and their contexts (objects of the process, not of the model): never written.
+_DERIVED_ATTRIBUTES = frozenset({"_forest_cache", "_skl_callbacks", "_callback_fit_ctx",
+                                 "_skl_callbacks_to_teardown", "_parent_callback_ctx"})
 _BIN_MAPPER_EXPLICIT = frozenset({"max_bins", "missing_bin", "bin_thresholds_"})
 
 _NONFINITE_NAMES = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}

@@ -1,0 +1,206 @@
+"""The numpydoc sections both estimators share, formatted into their docstrings."""
+
+#: Parameters shared by both estimators (numpydoc), formatted into their docstrings.
+COMMON_PARAMETERS_DOC = """\
+    learning_rate : float, default=0.1
+        Shrinkage applied to every leaf value.
+    max_iter : int, default=100
+        Maximum number of boosting rounds (one tree each, or one per class
+        for multiclass classification). Without column sampling, the fit
+        also ends when no tree of a round can split (as LightGBM's does):
+        later rounds could not split either, and their one-leaf trees would
+        only add rounding noise; that round is not kept.
+    max_leaf_nodes : int or None, default=31
+        Maximum leaves per tree; None for no limit.
+    max_depth : int or None, default=None
+        Maximum depth of a tree (the root is depth 0); None for no limit.
+    min_samples_leaf : int, default=20
+        Minimum number of rows in a leaf.
+    min_child_weight : float, default=1e-3
+        Minimum sum of hessians in a leaf. A tree whose root holds less
+        (e.g. a rare class whose probability underflowed) takes no Newton
+        step: -G/H of a vanishing H is unbounded.
+    min_gain_to_split : float, default=0.0
+        Gain a split must exceed (γ; subtracted from every split's gain). The
+        gain is ½[G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)], half of
+        LightGBM's and XGBoost's: their ``min_split_gain`` / ``gamma`` of 2γ
+        equals hgbt's γ.
+    l1_regularization : float, default=0.0
+        L1 penalty α on leaf values: gradient sums are soft-thresholded by α
+        in gains and leaf values.
+    l2_regularization : float, default=0.0
+        L2 penalty λ on leaf values.
+    max_bins : int, default=255
+        Maximum value bins per feature (2 to 255); missing values get one more.
+    enable_bundle : bool, default=True
+        Exclusive feature bundling: features that are rarely non-zero on the
+        same rows (one-hot, counts, flags) share one binned column, so wide
+        sparse data trains like a few dense columns. Splits are still on the
+        original features (``doc/sparse.md``).
+    max_conflict_rate : float, default=0.0
+        Share of the rows on which bundled features may both be non-zero (on
+        such a row the feature with more non-zeros keeps its value, the other
+        is seen as 0 during training). 0 keeps the model exactly the
+        unbundled one.
+    use_quantized_grad : bool, default=False
+        Build histograms from gradients and hessians rounded stochastically
+        to a few integer levels (LightGBM's ``use_quantized_grad``). One
+        integer add then updates a bin's gradient and hessian sums, so
+        histograms (most of a fit) build faster (measured in
+        ``benchmarks/RESULTS.md``). Splits are
+        chosen on the quantized sums; leaf values are refit from the exact
+        float sums of each leaf's rows. Rounding is seeded by
+        ``random_state``, so the model still does not depend on the thread
+        count. Not supported by the Dask estimators yet.
+    num_grad_quant_bins : int, default=32
+        Levels of the quantized gradients (within ±bins/2) and hessians
+        (within [0, bins]); more levels are more accurate. 32 packs like 16
+        (the same speed) and rounds the small hessians of multiclass rows
+        less coarsely.
+    grow_policy : {'lossguide', 'depthwise'}, default='lossguide'
+        'lossguide' splits the leaf with the largest gain first; 'depthwise'
+        grows level by level (still capped by ``max_leaf_nodes``: set it to
+        None and use ``max_depth`` for XGBoost-style depth-wise trees).
+    early_stopping : 'auto' or bool, default='auto'
+        Stop when the watched score (``scoring`` on ``early_stopping_set``)
+        has not improved by more than ``tol`` for ``n_iter_no_change``
+        rounds. 'auto' turns it on above 10,000 rows, or when ``X_val`` is
+        given to ``fit``.
+    scoring : str, callable or None, default='loss'
+        Score used for early stopping and ``best_iteration_``: 'loss' (the
+        loss; the smaller the better), or a scikit-learn scorer name or
+        callable (None: the estimator's ``score``).
+    eval_metric : str, callable, list, dict or None, default=None
+        More metrics recorded in ``evals_result_`` each round on every set:
+        scikit-learn scorer names or callables ``(estimator, X, y)``, a
+        list of them, or a dict name → scorer; 'loss' is the loss. The loss
+        (with a built-in loss) and ``scoring`` are always recorded. Scorers
+        read the raw predictions the rounds keep up to date (no predicting
+        again), on at most 10,000 training rows.
+    early_stopping_set : str or None, default=None
+        The set early stopping and ``best_iteration_`` watch: 'train',
+        'validation' (``X_val``, or the hold-out of ``validation_fraction``)
+        or a name of ``fit``'s ``eval_set``. None: 'validation' when there
+        is ``X_val``, else the first ``eval_set`` set, else the hold-out
+        (with early stopping), else 'train'.
+    truncate_at_best : bool, default=False
+        After the fit, drop the rounds after ``best_iteration_`` (``n_iter_``
+        becomes ``best_iteration_``). Off by default, as in scikit-learn:
+        the model is then every round grown and ``n_iter_`` the rounds fitted,
+        and nothing depends on a score being comparable across rounds; turn
+        it on, or predict with ``iteration_range=(0, best_iteration_)``, to
+        get the best round's model as LightGBM and XGBoost predict by default.
+    validation_fraction : float, int or None, default=0.1
+        Share (or number) of training rows held out for early stopping
+        (stratified for classifiers); None scores the training data.
+    n_iter_no_change : int, default=10
+        Rounds without improvement before stopping.
+    tol : float, default=1e-7
+        Minimum score improvement that counts.
+    warm_start : bool, default=False
+        Continue from the fitted rounds up to ``max_iter`` instead of
+        starting again (binning and validation split are kept).
+    subsample : float, default=1.0
+        With ``data_sample_strategy='bagging'``, share of rows (drawn
+        without replacement, anew each round) each round's trees are grown on.
+    data_sample_strategy : {'bagging', 'goss'}, default='bagging'
+        'goss' keeps the ``goss_top_rate`` rows with the largest
+        ``|gradient × hessian|`` and a random ``goss_other_rate`` of the
+        others, whose gradients and hessians are scaled by
+        ``(1 - top_rate) / other_rate`` so sums stay unbiased.
+    goss_top_rate, goss_other_rate : float, default=0.2, 0.1
+        GOSS shares (see ``data_sample_strategy``).
+    colsample_bytree : float, default=1.0
+        Share of features each tree may split on.
+    colsample_bynode : float, default=1.0
+        Share of the tree's features each node may split on.
+    categorical_features : 'from_dtype', array-like or None, default='from_dtype'
+        Features split on category subsets rather than thresholds: a boolean
+        mask, integer indices, or feature names; 'from_dtype' takes pandas
+        ``category`` and string columns, polars ``Categorical``/``Enum``/
+        ``String`` and Arrow dictionary and string columns. Categories are
+        non-negative integers (or the DataFrame's values), any number per
+        feature: beyond 255 (or integer codes >= 255), the 254 most frequent
+        are bins and the others share one bin; categories unseen at fit
+        follow the missing values (see ``doc/categorical.md``).
+    max_cat_to_onehot : int, default=4
+        Categorical features with at most this many categories are split one
+        category against the rest; others by a scan of categories sorted by
+        gradient / (hessian + ``cat_smooth``).
+    cat_smooth : float, default=10.0
+        Smoothing added to the hessian when ordering categories; categories
+        with fewer rows than this in a node stay on the right in the sorted
+        scan.
+    cat_l2 : float, default=10.0
+        Extra L2 regularisation of the children of a sorted-scan categorical
+        split, in its gain only (leaf values use ``l2_regularization``).
+    min_data_per_group : int, default=100
+        Sorted scan: rows the categories added to the left set must hold
+        before the next candidate, and rows that must remain on the right.
+    max_cat_threshold : int, default=32
+        Sorted scan: most categories of a left set taken from either end of
+        the order (and at most half of them).
+    monotonic_cst : array-like of int, dict or None, default=None
+        Per feature -1 (decreasing), 0 (none) or 1 (increasing) constraint on
+        the prediction; a dict maps feature indices or names to constraints.
+        Regression and binary classification only.
+    interaction_cst : {'pairwise', 'no_interactions'}, list of sets or None, default=None
+        Groups of feature indices allowed to interact: every path of a tree
+        uses features from one group only. Features in no group form one more
+        group together.
+    importance_type : {'gain', 'split'}, default='gain'
+        What ``feature_importances_`` sums per feature: split gains or the
+        number of splits.
+    n_threads : int or None, default=None
+        OpenMP threads the kernels use; None means all available cores (as
+        limited by ``OMP_NUM_THREADS`` or threadpoolctl). A multiclass round
+        grows its trees side by side, each on a share of the threads. An
+        integer above 4 per usable CPU is clipped to that (same model).
+    random_state : int, RandomState instance or None, default=None
+        Seeds binning subsample, validation split and all sampling. Models
+        are bit-identical for equal seeds, whatever ``n_threads``.
+    verbose : int, default=0
+        Every ``verbose`` rounds print a line with each score (set and
+        metric named), the rounds per second and the estimated time left,
+        and at the end why and after which round the fit stopped (1: every
+        round; 0: quiet). The same as ``fit(callbacks=[LogPrinter(verbose)])``."""
+
+COMMON_ATTRIBUTES_DOC = """\
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during fit, when they are all strings.
+    is_categorical_ : ndarray of bool of shape (n_features_in_,) or None
+        Categorical features; None when there are none.
+    categorical_categories_ : list or None
+        Per feature: None (numeric), or for a categorical feature the
+        categories whose positions are its codes (DataFrame categories;
+        mapped by value at prediction, unseen ones as missing), or the
+        integer codes seen during fit. None without categorical features.
+    n_iter_ : int
+        Number of boosting rounds fitted (fewer than ``max_iter`` after
+        early stopping, or when no tree could split; 0 when none could from
+        the start: the model is then the baseline).
+    n_trees_per_iteration_ : int
+        Trees per round: the number of classes for multiclass, else 1.
+    evals_result_ : dict
+        The evaluation history: ``{set: {metric: list of float}}``, entry
+        ``i`` the score of the model of the first ``i`` rounds (entry 0: the
+        baseline), for every round grown (with ``truncate_at_best``, also
+        those dropped). Sets: 'train', 'validation' (``X_val`` or the
+        hold-out) and ``eval_set``'s names; metrics: 'loss' (the loss
+        value), ``scoring`` and ``eval_metric``'s names. Empty when nothing
+        is scored (no early stopping, ``eval_set``, ``eval_metric`` or
+        ``verbose``). Named as LightGBM's.
+    best_iteration_ : int or None
+        Rounds of the best-scored model of the watched score (``scoring`` on
+        ``early_stopping_set``; the first of equal scores; 0: the baseline);
+        None when nothing is scored.
+    best_score_ : float or None
+        The watched score at ``best_iteration_``.
+    train_score_ : ndarray of shape (n_iter_ + 1,)
+        The watched metric on the training data before the first round and
+        after each, higher is better (the loss negated); empty without
+        early stopping.
+    validation_score_ : ndarray of shape (n_iter_ + 1,)
+        The same on the watched validation set; empty without one."""

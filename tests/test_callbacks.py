@@ -1,0 +1,180 @@
+"""Callbacks (hgbt/engine/callbacks.py): the protocol, each built-in, and a
+checkpoint resumed with warm start giving the uninterrupted model bit for bit."""
+import threading
+
+import numpy as np
+import pytest
+
+from hgbt import HistGBDTClassifier, HistGBDTRegressor, load_model
+from hgbt.callbacks import (Callback, Checkpoint, EarlyStopping, StopOnEvent,
+                            TimeBudget)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 5))
+    y = X[:, 0] - X[:, 1] ** 2 + 0.3 * rng.normal(size=800)
+    return X, y
+
+
+class Recorder(Callback):
+    """Records every hook call, and what the estimator predicts after each round."""
+
+    def __init__(self, X=None, stop_after=None):
+        self.X, self.stop_after = X, stop_after
+        self.calls, self.predictions = [], []
+
+    def on_fit_begin(self, history, estimator):
+        self.calls.append(("begin", history.n_rounds))
+
+    def before_round(self, iteration, history, estimator):
+        self.calls.append(("before", iteration))
+
+    def after_round(self, iteration, history, estimator):
+        self.calls.append(("after", iteration, history.n_rounds, estimator.n_iter_))
+        if self.X is not None:
+            self.predictions.append(estimator.predict(self.X))
+        if self.stop_after is not None and iteration + 1 == self.stop_after:
+            self.reason = f"enough after {iteration + 1}"
+            return "stop"
+        return None
+
+    def on_fit_end(self, history, estimator):
+        self.calls.append(("end", history.n_rounds, history.stop_reason))
+
+
+def test_hooks_in_order_and_the_estimator_is_a_model_of_the_rounds(data):
+    X, y = data
+    recorder = Recorder(X[:50])
+    model = HistGBDTRegressor(max_iter=3, random_state=0).fit(X, y, callbacks=[recorder])
+    assert recorder.calls == [("begin", 0), ("before", 0), ("after", 0, 1, 1),
+                              ("before", 1), ("after", 1, 2, 2), ("before", 2),
+                              ("after", 2, 3, 3), ("end", 3, "max_iter reached")]
+    for got, staged in zip(recorder.predictions, model.staged_predict(X[:50])):
+        np.testing.assert_array_equal(got, staged)
+
+
+def test_returning_stop_ends_the_fit_cleanly(data):
+    X, y = data
+    recorder = Recorder(stop_after=4)
+    model = HistGBDTRegressor(max_iter=50, random_state=0).fit(X, y, callbacks=[recorder])
+    assert model.n_iter_ == 4 and len(model._predictors) == 4
+    assert recorder.calls[-1] == ("end", 4, "enough after 4")
+    full = HistGBDTRegressor(max_iter=50, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), full.predict(X, iteration_range=(0, 4)))
+
+
+def test_a_plain_object_with_one_hook_and_true_stops(data):
+    X, y = data
+
+    class StopAtTwo:
+        def before_round(self, iteration, history, estimator):
+            return iteration == 2
+
+    model = HistGBDTRegressor(max_iter=10).fit(X, y, callbacks=[StopAtTwo()])
+    assert model.n_iter_ == 2
+
+
+def test_early_stopping_callback_watches_a_named_set_and_metric(data):
+    X, y = data
+    es = EarlyStopping(n_iter_no_change=4, tol=0.0, set_name="b", metric="r2")
+    model = HistGBDTRegressor(max_iter=300, learning_rate=0.7, random_state=0,
+                              eval_metric="r2", max_leaf_nodes=63, min_samples_leaf=2)
+    model.fit(X[:500], y[:500], eval_set=[(X[500:650], y[500:650]), (X[650:], y[650:])],
+              eval_names=["a", "b"], callbacks=[es])
+    watched = model.evals_result_["b"]["r2"]
+    assert model.n_iter_ < 300
+    best = int(np.argmax(watched))
+    # stopped exactly n_iter_no_change rounds after the best
+    assert model.n_iter_ == best + 4 and max(watched[-4:]) <= watched[best]
+    assert es.reason.startswith("early stopping: b r2 did not improve")
+    with pytest.raises(ValueError, match="does not score"):
+        HistGBDTRegressor(max_iter=3).fit(
+            X, y, callbacks=[EarlyStopping(set_name="nope", metric="loss")])
+
+
+def test_time_budget_stops_before_a_round_that_would_overrun(data):
+    X, y = data
+    ticks = iter(np.arange(0.0, 1000.0, 1.0))  # every clock read is 1 s later
+    budget = TimeBudget(6.5, clock=lambda: next(ticks))
+    model = HistGBDTRegressor(max_iter=100).fit(X, y, callbacks=[budget])
+    # reads: begin 0; round r: before at 2r+1, after at 2r+2 (round takes 1 s)
+    # before round 4 (clock 7): 7 - 0 + 1 > 6.5 -> stop after 3 rounds
+    assert model.n_iter_ == 3
+    assert budget.reason.startswith("time budget: 6.5 s would be exceeded by round 4")
+    none = HistGBDTRegressor(max_iter=5).fit(X, y, callbacks=[TimeBudget(0.0)])
+    assert none.n_iter_ == 0 and none.predict(X[:3]).shape == (3,)
+
+
+def test_stop_on_event_stops_a_fit_in_another_thread(data):
+    X, y = data
+    event, started = threading.Event(), threading.Event()
+
+    class Started(Callback):
+        def after_round(self, iteration, history, estimator):
+            started.set()
+
+    model = HistGBDTClassifier(max_iter=100_000, learning_rate=0.01)
+    stopper = StopOnEvent(event)
+    thread = threading.Thread(target=model.fit, args=(X, y > 0),
+                              kwargs=dict(callbacks=[Started(), stopper]))
+    thread.start()
+    assert started.wait(60)
+    event.set()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert 0 < model.n_iter_ < 100_000 and len(model._predictors) == model.n_iter_
+    assert model.predict(X[:5]).shape == (5,)
+
+
+@pytest.mark.parametrize("estimator, target", [
+    (HistGBDTRegressor, lambda y: y),
+    (HistGBDTClassifier, lambda y: np.digitize(y, [-1.0, 0.0])),  # 3 classes
+])
+def test_checkpoint_resumed_with_warm_start_is_the_uninterrupted_model(
+        data, tmp_path, estimator, target):
+    X, y = data
+    y = target(y)
+    params = dict(max_iter=30, random_state=0, early_stopping=True, n_iter_no_change=100,
+                  subsample=0.8, colsample_bynode=0.7, eval_metric="r2"
+                  if estimator is HistGBDTRegressor else "accuracy")
+    whole = estimator(**params).fit(X, y)
+    checkpoint = Checkpoint(tmp_path / "model-{round}.json", every=5, at_end=False)
+    interrupted = estimator(**params).fit(X, y, callbacks=[checkpoint,
+                                                           Recorder(stop_after=13)])
+    assert interrupted.n_iter_ == 13
+    assert checkpoint.saved == [str(tmp_path / f"model-{k}.json") for k in (5, 10)]
+    resumed = load_model(tmp_path / "model-10.json")
+    assert resumed.n_iter_ == 10
+    resumed.set_params(warm_start=True).fit(X, y)
+    assert resumed.n_iter_ == whole.n_iter_ == 30
+    for ours, theirs in zip(resumed._predictors, whole._predictors):
+        for a, b in zip(ours, theirs):
+            assert a.nodes.tobytes() == b.nodes.tobytes()
+    assert resumed.predict(X).tobytes() == whole.predict(X).tobytes()
+    assert resumed.evals_result_ == whole.evals_result_
+
+
+def test_checkpoint_at_end_and_atomic_overwrite(data, tmp_path):
+    X, y = data
+    checkpoint = Checkpoint(tmp_path / "last.json", every=4)
+    model = HistGBDTRegressor(max_iter=10, random_state=0).fit(X, y,
+                                                                callbacks=[checkpoint])
+    assert checkpoint.saved == [str(tmp_path / "last.json")] * 3  # rounds 4, 8, end
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.json"]
+    assert load_model(tmp_path / "last.json").predict(X).tobytes() == \
+        model.predict(X).tobytes()
+    with pytest.raises(ValueError, match="every"):
+        Checkpoint(tmp_path / "x.json", every=0)
+
+
+def test_early_stopping_after_an_unscored_warm_start_compares_scored_rounds(data):
+    X, y = data
+    model = HistGBDTRegressor(max_iter=5, warm_start=True, early_stopping=False,
+                              learning_rate=0.05, random_state=0).fit(X, y)
+    model.set_params(max_iter=30, early_stopping=True, validation_fraction=None,
+                     n_iter_no_change=3, tol=0.0).fit(X, y)
+    # the 5 unscored rounds are NaN, not a reference that nothing beats
+    losses = model.evals_result_["train"]["loss"]
+    assert np.isnan(losses[:6]).all() and model.n_iter_ == 30
