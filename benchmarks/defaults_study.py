@@ -271,6 +271,8 @@ def markdown(configs, results):
             if "vs_ref" in r and r["vs_ref"]["verdict"] == "worse":
                 worse_than_ref[c].append(ds)
                 cell += " ▼"
+            elif "vs_ref" in r and r["vs_ref"]["verdict"] == "better":
+                cell += " ▲"
             cells.append(cell)
             times[c].append(r["fit_s"])
         if "lightgbm_fit_s" in e:
@@ -291,6 +293,42 @@ def markdown(configs, results):
         g = math.exp(statistics.fmean(math.log(t) for t in lgb_times))
         lines.append(f"| LightGBM defaults fit s, geometric mean | {g:.3f} | "
                      + " | ".join(f"{gm[c] / g:.2f}×" for c in names) + " |")
+    lines += ["", "✓ / ✗: within noise of the best peer (or better) / worse; (+x%): "
+              "delta to the best peer; ▲ / ▼: better / worse than the first column "
+              "beyond noise."]
+    return "\n".join(lines)
+
+
+def baseline_table(path, mode="defaults"):
+    """Compact per-dataset table of a ``realdata.py --json`` file: each
+    library's mean test loss, the best peer, hgbt's paired delta to it."""
+    d = json.loads(Path(path).read_text())
+    libs = [lib for lib in realdata.LIBS if lib in d["libs"]]
+    lines = ["| dataset | task | " + " | ".join(realdata.LABELS[l] for l in libs)
+             + " | best peer | hgbt − best (± 2 SE) | quantized − best (± 2 SE) |",
+             "|---|---|" + "---:|" * len(libs) + "---|---|---|"]
+    n = ok = ok_q = 0
+    for name, e in d["datasets"].items():
+        s = e.get("summary", {}).get(mode)
+        if not s:
+            continue
+        task = e["data"]["task"]
+        metric = realdata.METRICS[task][0][0]
+        cells = []
+        for lib in libs:
+            m = s["medians"].get(lib)
+            cells.append("failed" if m is None else f"{m[metric]:.4g}")
+        q = s.get("hgbt", {}).get("quality")
+        qq = s.get("hgbt_quantized", {}).get("quality")
+        n += 1
+        ok += q is not None and q["verdict"] != "worse"
+        ok_q += qq is not None and qq["verdict"] != "worse"
+        lines.append(f"| {name} | {task} | " + " | ".join(cells)
+                     + f" | {realdata.LABELS.get(s.get('best_peer'), 'n/a')} | "
+                     + (realdata._fmt_q(q) if q else "n/a") + " | "
+                     + (realdata._fmt_q(qq) if qq else "n/a") + " |")
+    lines.append(f"\nhgbt within noise of the best peer (or better) on {ok} of {n}; "
+                 f"quantized on {ok_q} of {n}.")
     return "\n".join(lines)
 
 
@@ -320,7 +358,12 @@ def main(argv=None):
     p.add_argument("--from-json", action="append", default=[],
                    help="with --report: JSON files of earlier runs (merged, later win)")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--baseline", help="print the compact table of a realdata.py --json "
+                   "file (mode --peer-mode) and exit")
     args = p.parse_args(argv)
+    if args.baseline:
+        print(baseline_table(args.baseline, args.peer_mode))
+        return
     if args.configs_file:
         args.config += list(json.loads(Path(args.configs_file).read_text()).items())
     if args.report:
