@@ -225,7 +225,7 @@ def report(args):
         peers = peer_losses(data_dir, args.peer_mode)
         best = min(peers, key=lambda lib: peers[lib].mean()) if peers else None
         e.update(best_peer=best, best_peer_loss=None if best is None
-                 else float(peers[best].mean()),
+                 else float(peers[best].mean()), n_peers=len(peers),
                  peer_loss={lib: float(v.mean()) for lib, v in peers.items()})
         saved = {c: Path(args.losses_dir) / name / f"{c}.npy" for c in configs}
         losses = {c: np.load(f) for c, f in saved.items() if f.exists()}
@@ -251,17 +251,18 @@ def markdown(configs, results):
     lines = ["| dataset | best peer (loss) | " + " | ".join(names) + " |",
              "|---|---|" + "---|" * len(names)]
     counts = {c: 0 for c in names}
+    n_rows = {c: 0 for c in names}
     worse_than_ref = {c: [] for c in names}
-    times = {c: [] for c in names}
-    lgb_times = []
+    timed = []  # datasets with a fit time for every config and for LightGBM
     for ds, e in results.items():
         cells = []
         for c in names:
             r = e["configs"].get(c, {})
-            if "error" in r or not r:
-                cells.append("failed")
+            if not r or "error" in r:
+                cells.append("failed" if "error" in r else "not run")
                 continue
             q = r.get("vs_best")
+            n_rows[c] += 1
             ok = q is not None and q["verdict"] != "worse"
             counts[c] += ok
             mark = "" if q is None else ("✓" if ok else "✗")
@@ -274,36 +275,53 @@ def markdown(configs, results):
             elif "vs_ref" in r and r["vs_ref"]["verdict"] == "better":
                 cell += " ▲"
             cells.append(cell)
-            times[c].append(r["fit_s"])
-        if "lightgbm_fit_s" in e:
-            lgb_times.append(e["lightgbm_fit_s"])
+        if "lightgbm_fit_s" in e and all("fit_s" in e["configs"].get(c, {}) for c in names):
+            timed.append(ds)
         best = e["best_peer"]
         head = "n/a" if best is None else f"{best} ({e['best_peer_loss']:.4f})"
+        if best is not None and e.get("n_peers", 4) < len(realdata.PEERS):
+            head += f", {e['n_peers']} of {len(realdata.PEERS)} peers run"
         lines.append(f"| {ds} | {head} | " + " | ".join(cells) + " |")
-    n = len(results)
-    lines.append(f"| within noise of best peer (or better) | | "
-                 + " | ".join(f"{counts[c]} / {n}" for c in names) + " |")
+    lines.append("| within noise of best peer (or better) | | "
+                 + " | ".join(f"{counts[c]} / {n_rows[c]}" for c in names) + " |")
     lines.append("| worse than the first column beyond noise | | "
                  + " | ".join(", ".join(worse_than_ref[c]) or "none" for c in names) + " |")
-    gm = {c: math.exp(statistics.fmean(math.log(t) for t in times[c])) if times[c]
-          else float("nan") for c in names}
-    lines.append("| fit s, geometric mean | | " + " | ".join(f"{gm[c]:.3f}" for c in names)
-                 + " |")
-    if len(lgb_times) == n:
-        g = math.exp(statistics.fmean(math.log(t) for t in lgb_times))
-        lines.append(f"| LightGBM defaults fit s, geometric mean | {g:.3f} | "
-                     + " | ".join(f"{gm[c] / g:.2f}×" for c in names) + " |")
+    if timed:
+        gm = {c: math.exp(statistics.fmean(math.log(results[d]["configs"][c]["fit_s"])
+                                           for d in timed)) for c in names}
+        g = math.exp(statistics.fmean(math.log(results[d]["lightgbm_fit_s"]) for d in timed))
+        lines.append(f"| fit s, geometric mean over {len(timed)} datasets | LightGBM "
+                     f"defaults {g:.3f} | " + " | ".join(f"{gm[c]:.3f} ({gm[c] / g:.2f}×)"
+                                                      for c in names) + " |")
     lines += ["", "✓ / ✗: within noise of the best peer (or better) / worse; (+x%): "
               "delta to the best peer; ▲ / ▼: better / worse than the first column "
-              "beyond noise."]
+              "beyond noise; (r×): fit time / LightGBM's, same process."]
     return "\n".join(lines)
 
 
-def baseline_table(path, mode="defaults"):
-    """Compact per-dataset table of a ``realdata.py --json`` file: each
+def merge_runs(paths):
+    """The datasets of several ``realdata.py --json`` files, their runs pooled
+    (e.g. CatBoost run separately), each summarized again."""
+    datasets, libs = {}, set()
+    for path in paths:
+        d = json.loads(Path(path).read_text())
+        libs.update(d["libs"])
+        for name, e in d["datasets"].items():
+            if "error" in e["data"]:
+                continue
+            entry = datasets.setdefault(name, dict(data=e["data"], runs=[]))
+            entry["runs"] += e["runs"]
+    for entry in datasets.values():
+        entry["summary"] = {m: realdata.summarize(entry, m)
+                            for m in dict.fromkeys(r["mode"] for r in entry["runs"])}
+    return dict(datasets=datasets, libs=[lib for lib in realdata.LIBS if lib in libs])
+
+
+def baseline_table(paths, mode="defaults"):
+    """Compact per-dataset table of ``realdata.py --json`` files: each
     library's mean test loss, the best peer, hgbt's paired delta to it."""
-    d = json.loads(Path(path).read_text())
-    libs = [lib for lib in realdata.LIBS if lib in d["libs"]]
+    d = merge_runs(paths)
+    libs = d["libs"]
     lines = ["| dataset | task | " + " | ".join(realdata.LABELS[l] for l in libs)
              + " | best peer | hgbt − best (± 2 SE) | quantized − best (± 2 SE) |",
              "|---|---|" + "---:|" * len(libs) + "---|---|---|"]
@@ -317,7 +335,8 @@ def baseline_table(path, mode="defaults"):
         cells = []
         for lib in libs:
             m = s["medians"].get(lib)
-            cells.append("failed" if m is None else f"{m[metric]:.4g}")
+            cells.append(f"{m[metric]:.4g}" if m is not None else
+                         "failed" if lib in s["errors"] else "not run")
         q = s.get("hgbt", {}).get("quality")
         qq = s.get("hgbt_quantized", {}).get("quality")
         n += 1
@@ -358,8 +377,9 @@ def main(argv=None):
     p.add_argument("--from-json", action="append", default=[],
                    help="with --report: JSON files of earlier runs (merged, later win)")
     p.add_argument("--markdown", action="store_true")
-    p.add_argument("--baseline", help="print the compact table of a realdata.py --json "
-                   "file (mode --peer-mode) and exit")
+    p.add_argument("--baseline", action="append", default=[],
+                   help="print the compact table of realdata.py --json files (runs "
+                        "pooled; mode --peer-mode) and exit")
     args = p.parse_args(argv)
     if args.baseline:
         print(baseline_table(args.baseline, args.peer_mode))
