@@ -29,8 +29,14 @@ the training split, predicts the test split and reports:
 
 ``--lightgbm-time`` also fits LightGBM with its defaults in this process, so
 that hgbt's fit time can be compared with it under the same conditions.
-``--markdown`` prints the tables. Only public packages are used (numpy, pandas,
-hgbt, optionally lightgbm).
+``--markdown`` prints the tables. ``--losses-dir DIR`` keeps every config's
+per-row test losses; ``--report --from-json RUN.json ... --losses-dir DIR``
+rebuilds the comparisons later without fitting (e.g. once more peers have
+run), and ``--baseline realdata.json ...`` prints the per-library table of
+``realdata.py`` runs (several files are pooled, e.g. CatBoost run apart).
+Fit times are only comparable within one run. Only public packages are used
+(numpy, pandas, scikit-learn, hgbt, optionally lightgbm). The study it was
+written for: ``benchmarks/accuracy_study.md``.
 """
 import argparse
 import json
@@ -339,15 +345,15 @@ def baseline_table(paths, mode="defaults"):
                          "failed" if lib in s["errors"] else "not run")
         q = s.get("hgbt", {}).get("quality")
         qq = s.get("hgbt_quantized", {}).get("quality")
-        n += 1
+        n += q is not None
         ok += q is not None and q["verdict"] != "worse"
         ok_q += qq is not None and qq["verdict"] != "worse"
         lines.append(f"| {name} | {task} | " + " | ".join(cells)
                      + f" | {realdata.LABELS.get(s.get('best_peer'), 'n/a')} | "
                      + (realdata._fmt_q(q) if q else "n/a") + " | "
                      + (realdata._fmt_q(qq) if qq else "n/a") + " |")
-    lines.append(f"\nhgbt within noise of the best peer (or better) on {ok} of {n}; "
-                 f"quantized on {ok_q} of {n}.")
+    lines.append(f"\nhgbt within noise of the best peer (or better) on {ok} of {n} "
+                 f"datasets where hgbt and a peer ran; quantized on {ok_q}.")
     return "\n".join(lines)
 
 
