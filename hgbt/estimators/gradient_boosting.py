@@ -22,6 +22,7 @@ from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import LossScorer, Scorer, split_validation
 from ..engine.numeric_range import check_fit_range
 from ..engine.rows import LocalData, RowState
+from .explain import ExplainMixin
 from .fit_inputs import FitInputs
 from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
 from ..persistence import pickle_state, save_model, unpickle_state
@@ -43,7 +44,7 @@ MAX_GRAD_QUANT_BINS = 1024
 _PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-class BaseHistGBDT(BaseEstimator):
+class BaseHistGBDT(ExplainMixin, BaseEstimator):
     """Shared fit/predict machinery of the hgbt estimators.
 
     Subclasses provide ``_encode_y(y)`` (validate and encode targets; set
