@@ -1,4 +1,4 @@
-"""The python examples of doc/sklearn.md and doc/sparse.md run.
+"""The python examples of doc/sklearn.md, doc/sparse.md and doc/explain.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
-DOCS = (DOC, ROOT / "doc" / "sparse.md")
+DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "explain.md")
 
 
 def _has_save_model():
@@ -67,6 +67,10 @@ def test_the_doc_has_examples_and_known_markers():
 
 def test_sparse_doc_has_examples():
     assert len(_blocks((DOCS[1],))) >= 2
+
+
+def test_explain_doc_has_examples():
+    assert len(_blocks((DOCS[2],))) >= 3
 
 
 @pytest.mark.parametrize("code", _blocks(DOCS))
