@@ -70,7 +70,7 @@ def test_sparse_doc_has_examples():
 
 
 def test_explain_doc_has_examples():
-    assert len(_blocks((DOCS[2],))) >= 3
+    assert len(_blocks((DOCS[2],))) >= 4
 
 
 @pytest.mark.parametrize("code", _blocks(DOCS))

@@ -1,5 +1,6 @@
 """What the estimators offer to look inside a fitted model: TreeSHAP
-contributions and interaction values of the raw score, and leaf indices.
+contributions and interaction values of the raw score, leaf indices, and
+the trees as tables (``tables.py``).
 
 Why ``predict_contributions`` (and not ``predict(X, pred_contrib=True)`` as
 LightGBM, ``pred_contribs`` as XGBoost's ``Booster.predict``, or
@@ -19,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
 from ..tree import contributions as _contrib
+from . import tables
 
 
 class ExplainMixin:
@@ -111,3 +113,53 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         leaves = _contrib.apply(forest, X, n_threads)
         leaves = leaves.reshape(X.shape[0], -1, n_outputs)
         return leaves if is_classifier(self) else leaves[:, :, 0]
+
+    def trees_to_dataframe(self):
+        """Every node of every tree as a pandas DataFrame, one row per node.
+
+        Returns
+        -------
+        nodes : pandas.DataFrame
+            Columns: ``tree`` (position over all trees, round by round),
+            ``round``, ``output`` (the class of a multiclass tree, else 0),
+            ``node`` (index in the tree, as :meth:`apply` gives), ``depth``,
+            ``is_leaf``, ``feature`` (name; ``feature_names_in_`` or
+            ``x0``, ``x1``, ...), ``feature_idx`` (-1 for a leaf),
+            ``split_type`` ('numeric' or 'categorical'), ``threshold``
+            (numeric splits send ``x <= threshold`` left), ``left_categories``
+            (categorical splits: the categories seen at fit that go left, as
+            values for DataFrame categories, else as codes), ``missing_go_to_left``,
+            ``left``, ``right`` (-1 for a leaf), ``gain``, ``count`` (training
+            rows: the cover), ``value`` (shrunk by the learning rate; a leaf's
+            is its output). Split fields are None or NaN on leaves. Hessian
+            sums are not stored in the model.
+        """
+        check_is_fitted(self)
+        return tables.trees_frame(self)
+
+    def dump_trees(self):
+        """The trees as readable text: per tree a header, then one indented
+        line per node, depth first, the left child (test true) first.
+
+        Returns
+        -------
+        text : str
+        """
+        check_is_fitted(self)
+        return tables.dump_text(tables.trees_frame(self))
+
+    def feature_importance_table(self):
+        """Importances per feature: number of splits, gain and cover (training
+        rows reaching the split), as totals and as means per split.
+
+        Returns
+        -------
+        importances : pandas.DataFrame
+            Indexed by feature name; columns ``split``, ``gain`` (mean per
+            split), ``total_gain``, ``cover`` (mean per split), ``total_cover``.
+            ``feature_importances_`` is ``total_gain`` (or ``split``)
+            normalised to sum to 1.
+        """
+        check_is_fitted(self)
+        return tables.importance_frame(tables.trees_frame(self),
+                                       tables.feature_names(self))
