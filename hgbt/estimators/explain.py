@@ -111,7 +111,7 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         """
         X, forest, n_outputs, n_threads = self._explain_inputs(X)
         leaves = _contrib.apply(forest, X, n_threads)
-        leaves = leaves.reshape(X.shape[0], -1, n_outputs)
+        leaves = leaves.reshape(X.shape[0], len(self._predictors), n_outputs)
         return leaves if is_classifier(self) else leaves[:, :, 0]
 
     def trees_to_dataframe(self):

@@ -26,6 +26,7 @@ the one prediction uses.
 from cython.parallel cimport parallel, prange
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy
+import numpy as np
 
 from ..core._types cimport node_struct, BITSET_WORD_C, Y_DTYPE_C
 from ._routing cimport goes_left
@@ -47,7 +48,8 @@ cdef struct walk:
     const BITSET_WORD_C* bitsets
     const double* row
     double* phi          # contributions added here, indexed by feature
-    path_elem* paths     # level d's path at paths[d * (d + 1) / 2], d + 1 elements
+    path_elem* paths     # level d's path at paths[_offset(d, cap)], at most cap elements
+    int cap              # n_features + 1: a path holds each feature once, and the root
     int cond_feature     # -1: the plain game
     bint cond_on
 
@@ -107,7 +109,7 @@ cdef void _recurse(walk* c, unsigned int j, int level, const path_elem* parent,
     """Node ``j`` at depth ``level``, reached with the parent's path of
     ``length`` elements; ``extend``: add ``(feature, zero, one)`` to it.
     ``scale``: product of the conditioned feature's branch fractions."""
-    cdef path_elem* m = c.paths + level * (level + 1) // 2
+    cdef path_elem* m = c.paths + _offset(level, c.cap)
     cdef const node_struct* node = &c.nodes[j]
     cdef unsigned int hot, cold
     cdef int k, split = <int> node.feature_idx
@@ -168,7 +170,6 @@ cdef double _expected(const node_struct* nodes, unsigned int j) noexcept nogil:
 
 def expected_values(const node_struct[::1] nodes, const long long[::1] tree_starts):
     """Per tree: the expected output, each split weighted by its children's covers."""
-    import numpy as np
     out = np.empty(tree_starts.shape[0], dtype=np.float64)
     cdef double[::1] view = out
     cdef Py_ssize_t t
@@ -178,21 +179,30 @@ def expected_values(const node_struct[::1] nodes, const long long[::1] tree_star
     return out
 
 
-cdef inline Py_ssize_t _path_size(int max_depth) noexcept nogil:
-    return (<Py_ssize_t> max_depth + 1) * (max_depth + 2) // 2
+cdef inline Py_ssize_t _offset(Py_ssize_t level, Py_ssize_t cap) noexcept nogil:
+    """Start of level ``level``'s path in the buffer: level ``d`` holds at most
+    ``min(d + 1, cap)`` elements (its distinct features, and the root's)."""
+    if level <= cap:
+        return level * (level + 1) // 2
+    return cap * (cap + 1) // 2 + (level - cap) * cap
+
+
+cdef inline Py_ssize_t _path_size(int max_depth, Py_ssize_t cap) noexcept nogil:
+    return _offset(max_depth + 1, cap)
 
 
 cdef void _row_contributions(
     path_elem* paths, const node_struct* nodes, const long long* tree_starts,
     const int* tree_outputs, const long long* bitset_starts, Py_ssize_t n_trees,
-    const BITSET_WORD_C* bitsets, const double* row, Y_DTYPE_C* out,
-    Py_ssize_t output_stride,
+    const BITSET_WORD_C* bitsets, const double* row, Py_ssize_t n_features,
+    Y_DTYPE_C* out, Py_ssize_t output_stride,
 ) noexcept nogil:
     """Every tree's contributions on one row, added to ``out`` (output ``k``
     at ``out + k * output_stride``)."""
     cdef walk c
     cdef Py_ssize_t t
     c.paths = paths
+    c.cap = n_features + 1
     c.row = row
     for t in range(n_trees):
         c.nodes = &nodes[tree_starts[t]]
@@ -205,7 +215,8 @@ cdef void _row_interactions(
     path_elem* paths, double* scratch, const node_struct* nodes,
     const long long* tree_starts, const int* tree_outputs, const long long* bitset_starts,
     Py_ssize_t n_trees, const BITSET_WORD_C* bitsets, const long long* feature_starts,
-    const int* features, const double* row, Y_DTYPE_C* out, Py_ssize_t width,
+    const int* features, const double* row, Py_ssize_t n_features, Y_DTYPE_C* out,
+    Py_ssize_t width,
 ) noexcept nogil:
     """Every tree's interaction values on one row, added to ``out`` (output
     ``k``'s ``width`` x ``width`` matrix at ``out + k * width * width``).
@@ -221,6 +232,7 @@ cdef void _row_interactions(
     cdef double half
     cdef Y_DTYPE_C* matrix
     c.paths = paths
+    c.cap = n_features + 1
     c.row = row
     for t in range(n_trees):
         c.nodes = &nodes[tree_starts[t]]
@@ -298,18 +310,18 @@ def shap_add(
     if n < MIN_PARALLEL_ROWS or n_threads < 1:
         n_threads = 1
     with nogil, parallel(num_threads=n_threads):
-        paths = <path_elem*> malloc(_path_size(max_depth) * sizeof(path_elem))
+        paths = <path_elem*> malloc(_path_size(max_depth, X.shape[1] + 1) * sizeof(path_elem))
         scratch = <double*> calloc(3 * width, sizeof(double))
         for i in prange(n, schedule='static'):
             if interactions:
                 _row_interactions(paths, scratch, &nodes[0], &tree_starts[0],
                                   &tree_outputs[0], &bitset_starts[0], n_trees,
                                   &cat_bitsets[0, 0], &feature_starts[0], &features[0],
-                                  &X[i, 0], &out[i, 0], width)
+                                  &X[i, 0], X.shape[1], &out[i, 0], width)
             else:
                 _row_contributions(paths, &nodes[0], &tree_starts[0], &tree_outputs[0],
                                    &bitset_starts[0], n_trees, &cat_bitsets[0, 0],
-                                   &X[i, 0], &out[i, 0], width)
+                                   &X[i, 0], X.shape[1], &out[i, 0], width)
         free(scratch)
         free(paths)
 
