@@ -1,4 +1,5 @@
-"""The python examples of doc/sklearn.md, doc/sparse.md and doc/training.md run.
+"""The python examples of doc/sklearn.md, doc/sparse.md, doc/training.md and
+doc/explain.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -12,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
-DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md")
+DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md",
+        ROOT / "doc" / "explain.md")
 
 
 def _has_save_model():
@@ -78,6 +80,10 @@ def test_sparse_doc_has_examples():
 
 def test_training_doc_has_examples():
     assert len(_blocks((DOCS[2],))) >= 4
+
+
+def test_explain_doc_has_examples():
+    assert len(_blocks((DOCS[3],))) >= 4
 
 
 @pytest.mark.parametrize("code", _blocks(DOCS))

@@ -24,6 +24,7 @@ from ..engine.evaluation import TRAIN
 from ..engine.interrupts import running_fit
 from ..engine.numeric_range import check_fit_range
 from ..engine.rows import LocalData, RowState, ValidationRows
+from .explain import ExplainMixin
 from .fit_inputs import FitInputs
 from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
                                 uses_sklearn_callbacks)
@@ -49,7 +50,7 @@ MAX_GRAD_QUANT_BINS = 1024
 _PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-class BaseHistGBDT(CallbackSupportMixin, BaseEstimator):
+class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     """Shared fit/predict machinery of the hgbt estimators.
 
     Subclasses provide ``_encode_y(y)`` (validate and encode targets; set

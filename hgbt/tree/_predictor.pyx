@@ -24,13 +24,10 @@ from libc.math cimport NAN
 from ..core._types cimport (node_struct, grown_node_struct, split_info_struct, Y_DTYPE_C,
                             X_DTYPE_C, SIZE_C, X_BINNED_DTYPE_C, BITSET_WORD_C)
 from ..core._types import BITSET_DTYPE, NODE_DTYPE
+from ._routing cimport goes_left, in_bitset as _in_bitset
 
 # Stand-in bitset array for trees without categorical splits (never read).
 cdef BITSET_WORD_C _NO_BITSETS[8]
-
-
-cdef inline bint _in_bitset(const BITSET_WORD_C* bitset, unsigned int code) noexcept nogil:
-    return (bitset[code >> 5] >> (code & 31)) & 1
 
 
 cdef inline const BITSET_WORD_C* _bitsets_ptr(const BITSET_WORD_C[:, ::1] cat_bitsets):
@@ -65,26 +62,9 @@ cdef inline Y_DTYPE_C _predict_row(
     cdef const node_struct* node = nodes
     cdef const char* base = <const char*> row
     cdef double x
-    cdef unsigned int code
     while not node.is_leaf:
         x = (<const floating*> (base + <Py_ssize_t> node.feature_idx * stride))[0]
-        if x != x:  # NaN
-            if node.missing_go_to_left:
-                node = &nodes[node.left]
-            else:
-                node = &nodes[node.right]
-        elif node.is_categorical:
-            if x >= 0.0 and x < 256.0 and x == <double> <unsigned int> x:
-                code = <unsigned int> x
-                if _in_bitset(&bitsets[8 * node.bitset_idx], code):
-                    node = &nodes[node.left]
-                else:
-                    node = &nodes[node.right]
-            elif node.missing_go_to_left:
-                node = &nodes[node.left]
-            else:
-                node = &nodes[node.right]
-        elif x <= node.num_threshold:
+        if goes_left(node, bitsets, x):  # routing rules: _routing.pxd
             node = &nodes[node.left]
         else:
             node = &nodes[node.right]

@@ -1,0 +1,165 @@
+"""What the estimators offer to look inside a fitted model: TreeSHAP
+contributions and interaction values of the raw score, leaf indices, and
+the trees as tables (``tables.py``).
+
+Why ``predict_contributions`` (and not ``predict(X, pred_contrib=True)`` as
+LightGBM, ``pred_contribs`` as XGBoost's ``Booster.predict``, or
+``shap_values`` as the shap library): in scikit-learn a method's output
+keeps one shape and meaning whatever its arguments, and ``predict_*`` is the
+family of per-row outputs of a fitted estimator (``predict_proba``,
+``predict_log_proba``). A separate method is found by ``dir`` and tab
+completion, documents its own shape, and leaves ``predict``'s signature to
+scikit-learn's meta-estimators. "Contributions" says what the columns are:
+each feature's share of the raw score, plus the expected value, rows adding
+up to the raw score; the name ``shap_values`` would suggest the shap
+library's layout (expected value apart). ``predict_interactions`` follows.
+"""
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.utils.validation import check_is_fitted
+
+from ..core._openmp import effective_n_threads
+from ..tree import contributions as _contrib
+from . import tables
+
+
+class ExplainMixin:
+    """Contributions, interaction values and leaf indices of a fitted
+    :class:`~hgbt.estimators.gradient_boosting.BaseHistGBDT`."""
+
+    def _explain_inputs(self, X):
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        forest = self._forest(check_trees=True)
+        return X, forest, len(self._baseline_prediction), effective_n_threads(
+            self.n_threads)
+
+    def predict_contributions(self, X):
+        """Exact TreeSHAP contributions of each feature to the raw score.
+
+        The raw score is the model's output before the inverse link:
+        ``decision_function`` of the classifier (log-odds, or one score per
+        class), the regressor's prediction on the link scale (its
+        ``predict`` for the identity link). For each row, the contribution of
+        feature ``f`` is its Shapley value in the game in which a set of
+        features takes the row's values and the others are integrated out
+        along each tree, every branch weighted by the training rows that took
+        it (TreeSHAP, Lundberg et al. 2018). Missing values follow the split's
+        default direction, categories its category set, as in prediction.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Sparse input is densified one block of rows at a time; the result
+            is that of the dense input.
+
+        Returns
+        -------
+        contributions : ndarray of shape (n_samples, n_features + 1) or \
+(n_samples, n_classes, n_features + 1)
+            The last column is the expected value (the baseline plus each
+            tree's cover-weighted mean output); every row sums to the raw
+            score. Multiclass classifiers have one block per class. The
+            result does not depend on ``n_threads``.
+        """
+        X, forest, n_outputs, n_threads = self._explain_inputs(X)
+        out = _contrib.contributions(forest, X, n_outputs, n_threads)
+        out[:, :, -1] += self._baseline_prediction
+        return out[:, 0] if n_outputs == 1 else out
+
+    def predict_interactions(self, X):
+        """SHAP interaction values of each pair of features on the raw score.
+
+        ``[i, f, g]`` (``f != g``) is half the Shapley interaction index of
+        features ``f`` and ``g`` on row ``i`` (the pair's effect is shared
+        between ``[f, g]`` and ``[g, f]``); the diagonal ``[i, f, f]`` is
+        ``f``'s main effect. Summed over the last axis they give
+        :meth:`predict_contributions`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        interactions : ndarray of shape (n_samples, n_features + 1, n_features + 1) \
+or (n_samples, n_classes, n_features + 1, n_features + 1)
+            The last row and column are zero but for ``[..., -1, -1]``, the
+            expected value. Multiclass classifiers have one matrix per class.
+        """
+        X, forest, n_outputs, n_threads = self._explain_inputs(X)
+        out = _contrib.interactions(forest, X, n_outputs, n_threads)
+        out[:, :, -1, -1] += self._baseline_prediction
+        return out[:, 0] if n_outputs == 1 else out
+
+    def apply(self, X):
+        """The leaf each row reaches in each tree.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        leaves : ndarray of int32, shape (n_samples, n_iter_) for the regressor, \
+(n_samples, n_iter_, n_trees_per_round) for the classifier
+            The leaf's index in its tree's node array (the ``node`` column of
+            the tree tables). As scikit-learn's ``GradientBoostingClassifier``,
+            the classifier's result is 3-D also for two classes (one tree per
+            round: last axis of length 1); ``[i, r, k]`` is class ``k``'s tree
+            of round ``r``.
+        """
+        X, forest, n_outputs, n_threads = self._explain_inputs(X)
+        leaves = _contrib.apply(forest, X, n_threads)
+        leaves = leaves.reshape(X.shape[0], len(self._predictors), n_outputs)
+        return leaves if is_classifier(self) else leaves[:, :, 0]
+
+    def trees_to_dataframe(self):
+        """Every node of every tree as a pandas DataFrame, one row per node.
+
+        Returns
+        -------
+        nodes : pandas.DataFrame
+            Columns: ``tree`` (position over all trees, round by round),
+            ``round``, ``output`` (the class of a multiclass tree, else 0),
+            ``node`` (index in the tree, as :meth:`apply` gives), ``depth``,
+            ``is_leaf``, ``feature`` (name; ``feature_names_in_`` or
+            ``x0``, ``x1``, ...), ``feature_idx`` (-1 for a leaf),
+            ``split_type`` ('numeric' or 'categorical'), ``threshold``
+            (numeric splits send ``x <= threshold`` left), ``left_categories``
+            (categorical splits: the categories seen at fit that go left, as
+            values for DataFrame categories, else as codes), ``missing_go_to_left``,
+            ``left``, ``right`` (-1 for a leaf), ``gain``, ``count`` (training
+            rows: the cover), ``value`` (shrunk by the learning rate; a leaf's
+            is its output). Split fields are None or NaN on leaves. Hessian
+            sums are not stored in the model.
+        """
+        check_is_fitted(self)
+        return tables.trees_frame(self)
+
+    def dump_trees(self):
+        """The trees as readable text: per tree a header, then one indented
+        line per node, depth first, the left child (test true) first.
+
+        Returns
+        -------
+        text : str
+        """
+        check_is_fitted(self)
+        return tables.dump_text(tables.trees_frame(self))
+
+    def feature_importance_table(self):
+        """Importances per feature: number of splits, gain and cover (training
+        rows reaching the split), as totals and as means per split.
+
+        Returns
+        -------
+        importances : pandas.DataFrame
+            Indexed by feature name; columns ``split``, ``gain`` (mean per
+            split), ``total_gain``, ``cover`` (mean per split), ``total_cover``.
+            ``feature_importances_`` is ``total_gain`` (or ``split``)
+            normalised to sum to 1.
+        """
+        check_is_fitted(self)
+        return tables.importance_frame(tables.trees_frame(self),
+                                       tables.feature_names(self))

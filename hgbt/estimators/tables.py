@@ -1,0 +1,131 @@
+"""A fitted model's trees as tables: one row per node (pandas), a text dump,
+and per-feature importances (split count, gain and cover, totals and means
+per split).
+
+The cover of a node is its ``count``: the training rows that reached it (the
+rows the tree was grown on, under row sampling). Hessian sums are not kept in
+the node array, so they are not in the table.
+"""
+import numpy as np
+
+from ..data.categorical import is_pooled
+
+NODE_COLUMNS = ["tree", "round", "output", "node", "depth", "is_leaf", "feature",
+                "feature_idx", "split_type", "threshold", "left_categories",
+                "missing_go_to_left", "left", "right", "gain", "count", "value"]
+
+
+def feature_names(model):
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return [f"x{f}" for f in range(model.n_features_in_)]
+    return [str(name) for name in names]
+
+
+def _left_categories(model, feature, bitset):
+    """The categories known at fit that a categorical split sends left:
+    category values for features mapped by value, else the codes (for a
+    pooled feature, its bins: ``doc/categorical.md``)."""
+    known = model._bin_mapper.known_cat_bitsets_[feature]
+    words = (np.asarray(bitset) & known).astype("<u4")
+    codes = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+    categories = model.categorical_categories_[feature]
+    by_value = model._categorical_by_value[feature]
+    if by_value and not is_pooled(categories, by_value):
+        return tuple(categories[c] for c in codes)
+    return tuple(int(c) for c in codes)
+
+
+def _tree_frame(model, pd, names, tree, index, round_, output):
+    nodes = tree.nodes
+    n = nodes.shape[0]
+    leaf = nodes["is_leaf"] != 0
+    categorical = (nodes["is_categorical"] != 0) & ~leaf
+    features = nodes["feature_idx"].astype(np.int64)
+    inner = np.where(~leaf)[0]
+    column = np.full(n, None, dtype=object)
+
+    def inner_only(values):
+        out = column.copy()
+        out[inner] = [values(j) for j in inner]
+        return out
+
+    return pd.DataFrame({
+        "tree": index, "round": round_, "output": output,
+        "node": np.arange(n), "depth": nodes["depth"].astype(np.int64), "is_leaf": leaf,
+        "feature": inner_only(lambda j: names[features[j]]),
+        "feature_idx": np.where(leaf, -1, features),
+        "split_type": inner_only(lambda j: "categorical" if categorical[j] else "numeric"),
+        "threshold": np.where(leaf | categorical, np.nan, nodes["num_threshold"]),
+        "left_categories": inner_only(lambda j: _left_categories(
+            model, features[j], tree.cat_bitsets[nodes["bitset_idx"][j]])
+            if categorical[j] else None),
+        "missing_go_to_left": inner_only(lambda j: bool(nodes["missing_go_to_left"][j])),
+        "left": np.where(leaf, -1, nodes["left"].astype(np.int64)),
+        "right": np.where(leaf, -1, nodes["right"].astype(np.int64)),
+        "gain": np.where(leaf, np.nan, nodes["gain"]),
+        "count": nodes["count"].astype(np.int64),
+        "value": nodes["value"],
+    }, columns=NODE_COLUMNS)
+
+
+def trees_frame(model):
+    """Every node of every tree as one pandas DataFrame (see
+    ``ExplainMixin.trees_to_dataframe``)."""
+    import pandas as pd
+
+    names = feature_names(model)
+    k_trees = len(model._baseline_prediction)
+    frames = [_tree_frame(model, pd, names, tree, r * k_trees + k, r, k)
+              for r, trees in enumerate(model._predictors) for k, tree in enumerate(trees)]
+    if not frames:
+        return pd.DataFrame(columns=NODE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _describe(row):
+    if row.is_leaf:
+        return f"leaf value={row.value:.6g} count={row.count}"
+    if row.split_type == "categorical":
+        test = f"{row.feature} in {{{', '.join(map(str, row.left_categories))}}}"
+    else:
+        test = f"{row.feature} <= {row.threshold:.9g}"
+    missing = "left" if row.missing_go_to_left else "right"
+    return f"{test} (missing: {missing}) gain={row.gain:.6g} count={row.count}"
+
+
+def dump_text(frame):
+    """The trees as indented text: a header per tree, then one line per node
+    in depth-first order, the left child (the split's test true) first."""
+    lines = []
+    for tree, nodes in frame.groupby("tree", sort=True):
+        rows = list(nodes.itertuples(index=False))
+        lines.append(f"tree {tree} (round {rows[0].round}, output {rows[0].output})")
+        stack = [(0, 1)]
+        while stack:
+            j, level = stack.pop()
+            row = rows[j]
+            lines.append(f"{'  ' * level}[{row.node}] {_describe(row)}")
+            if not row.is_leaf:
+                stack += [(row.right, level + 1), (row.left, level + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def importance_frame(frame, names):
+    """Per feature: splits, total and mean gain, total and mean cover."""
+    import pandas as pd
+
+    inner = frame[~frame["is_leaf"]]
+    grouped = inner.groupby("feature_idx")
+    out = pd.DataFrame({
+        "split": grouped.size(),
+        "total_gain": grouped["gain"].sum(),
+        "total_cover": grouped["count"].sum().astype(np.float64),
+    }).reindex(range(len(names)), fill_value=0)
+    splits = out["split"].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["gain"] = np.where(splits > 0, out["total_gain"] / splits, 0.0)
+        out["cover"] = np.where(splits > 0, out["total_cover"] / splits, 0.0)
+    out.index = pd.Index(names, name="feature")
+    return out[["split", "gain", "total_gain", "cover", "total_cover"]]
+

@@ -1,0 +1,119 @@
+"""A forest's raw predictions explained: exact TreeSHAP contributions and
+interaction values (``_shap.pyx``), and the leaf each row reaches in each
+tree (``_apply.pyx``).
+
+Every function takes a :class:`~hgbt.tree.predictor.ForestPredictor` (the
+trees of all rounds, tree ``t`` adding to output ``tree_outputs[t]``) and raw
+``X``: a 2-D float array or a scipy.sparse CSR matrix, densified one block of
+rows at a time, so sparse input gives exactly the dense result.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from ._apply import apply_forest
+from ._shap import expected_values, max_depth, shap_add
+
+# Rows are read in blocks of at most this many float64 values (32 MB).
+BLOCK_VALUES = 1 << 22
+
+
+def row_blocks(X):
+    """``(start, stop, block)`` over the rows of ``X``: ``block`` is
+    ``X[start:stop]`` as a C-ordered float64 array (dense input in that layout
+    is not copied; sparse input is densified block by block)."""
+    n, m = X.shape
+    step = max(1, BLOCK_VALUES // max(m, 1))
+    for start in range(0, n, step):
+        block = X[start:start + step]
+        if sp.issparse(block):
+            block = block.toarray()
+        yield start, min(n, start + step), np.ascontiguousarray(block, dtype=np.float64)
+
+
+def _forest_args(forest):
+    return (forest.nodes, forest.tree_starts, forest.tree_outputs, forest.bitset_starts,
+            forest.cat_bitsets, max_depth(forest.nodes, forest.tree_starts))
+
+
+def expected_output(forest, n_outputs):
+    """Per output: the sum of its trees' expected values (each split's
+    branches weighted by their training-row counts), shape (n_outputs,)."""
+    per_tree = expected_values(forest.nodes, forest.tree_starts)
+    return np.bincount(forest.tree_outputs, weights=per_tree, minlength=n_outputs)
+
+
+def contributions(forest, X, n_outputs, n_threads=1):
+    """TreeSHAP contributions of every feature to every output.
+
+    Parameters
+    ----------
+    forest : ForestPredictor
+    X : ndarray or scipy.sparse CSR matrix of shape (n_samples, n_features)
+    n_outputs : int
+        Number of outputs the trees add to (``tree_outputs`` below it).
+    n_threads : int, default=1
+
+    Returns
+    -------
+    phi : ndarray of shape (n_samples, n_outputs, n_features + 1)
+        ``phi[i, k, f]``: feature ``f``'s contribution to output ``k`` on row
+        ``i``; the last column holds :func:`expected_output`, so that a row sums
+        to the forest's output (without any baseline).
+    """
+    out = np.zeros((X.shape[0], n_outputs, X.shape[1] + 1))
+    if forest.n_trees:
+        args = _forest_args(forest)
+        flat = out.reshape(X.shape[0], -1)
+        for start, stop, block in row_blocks(X):
+            shap_add(*args, block, flat[start:stop], X.shape[1] + 1, n_threads)
+        out[:, :, -1] = expected_output(forest, n_outputs)
+    return out
+
+
+def tree_features(forest):
+    """``(starts, features)``: tree ``t`` splits on the distinct features
+    ``features[starts[t]:starts[t + 1]]`` (sorted)."""
+    nodes, starts = forest.nodes, list(forest.tree_starts) + [forest.nodes.shape[0]]
+    per_tree = [np.unique(nodes["feature_idx"][a:b][nodes["is_leaf"][a:b] == 0])
+                for a, b in zip(starts[:-1], starts[1:])]
+    sizes = np.array([len(f) for f in per_tree], dtype=np.int64)
+    features = np.concatenate([np.zeros(0, dtype=np.int32)] + per_tree).astype(np.int32)
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), features
+
+
+def interactions(forest, X, n_outputs, n_threads=1):
+    """SHAP interaction values of every pair of features, per output.
+
+    Parameters are those of :func:`contributions`.
+
+    Returns
+    -------
+    phi : ndarray of shape (n_samples, n_outputs, n_features + 1, n_features + 1)
+        ``phi[i, k, f, g]`` (``f != g``): half the Shapley interaction index of
+        ``f`` and ``g`` for output ``k`` on row ``i`` (the pair's effect is
+        split between ``[f, g]`` and ``[g, f]``); ``phi[i, k, f, f]``: ``f``'s
+        main effect, so that ``phi[i, k, f].sum()`` is ``f``'s contribution.
+        The last row and column are zero but for ``[-1, -1]``, which holds
+        :func:`expected_output`.
+    """
+    width = X.shape[1] + 1
+    out = np.zeros((X.shape[0], n_outputs, width, width))
+    if forest.n_trees:
+        args = _forest_args(forest)
+        starts, features = tree_features(forest)
+        flat = out.reshape(X.shape[0], -1)
+        for start, stop, block in row_blocks(X):
+            shap_add(*args, block, flat[start:stop], width, n_threads, starts, features)
+        out[:, :, -1, -1] = expected_output(forest, n_outputs)
+    return out
+
+
+def apply(forest, X, n_threads=1):
+    """Index of the leaf each row reaches in each tree, in the tree's node
+    array: int32 array of shape (n_samples, n_trees), trees in forest order."""
+    out = np.zeros((X.shape[0], forest.n_trees), dtype=np.int32)
+    if forest.n_trees:
+        for start, stop, block in row_blocks(X):
+            apply_forest(forest.nodes, forest.tree_starts, forest.bitset_starts,
+                         forest.cat_bitsets, block, out[start:stop], n_threads)
+    return out
