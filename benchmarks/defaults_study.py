@@ -97,18 +97,24 @@ def fit_hgbt(task, X_train, y_train, X_test, y_test, n_classes, params, n_thread
     if encode is not None:
         X_train, X_test = target_encode(task, X_train, y_train, X_test, **encode)
     kw.update(params)
+    est, seconds = timed_fits(cls, kw, X_train, y_train, repeats)
+    n_rounds = None
+    if best_round and len(getattr(est, "validation_score_", ())):
+        n_rounds = max(1, int(np.argmax(est.validation_score_)))
+    losses = realdata.row_losses(task, y_test, _predict(est, X_test, task, n_classes,
+                                                        n_rounds))
+    return losses, seconds, int(n_rounds or est.n_iter_)
+
+
+def timed_fits(cls, kw, X_train, y_train, repeats):
+    """The last of ``repeats`` fits of ``cls(**kw)`` and their median time."""
     times = []
     for _ in range(repeats):
         est = cls(**kw)
         t0 = time.perf_counter()
         est.fit(X_train, y_train)
         times.append(time.perf_counter() - t0)
-    n_rounds = None
-    if best_round and len(getattr(est, "validation_score_", ())):
-        n_rounds = max(1, int(np.argmax(est.validation_score_)))
-    losses = realdata.row_losses(task, y_test, _predict(est, X_test, task, n_classes,
-                                                        n_rounds))
-    return losses, statistics.median(times), int(n_rounds or est.n_iter_)
+    return est, statistics.median(times)
 
 
 def target_encode(task, X_train, y_train, X_test, min_levels=30, keep=False):
@@ -136,13 +142,7 @@ def target_encode(task, X_train, y_train, X_test, min_levels=30, keep=False):
 def fit_lightgbm(task, X_train, y_train, n_threads, repeats):
     cls = realdata._import(realdata.estimator_class("lightgbm", task))
     kw = realdata.estimator_kwargs("lightgbm", "defaults", task, n_threads, ())
-    times = []
-    for _ in range(repeats):
-        est = cls(**kw)
-        t0 = time.perf_counter()
-        est.fit(X_train, y_train)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return timed_fits(cls, kw, X_train, y_train, repeats)[1]
 
 
 def peer_losses(data_dir, mode):

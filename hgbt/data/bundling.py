@@ -46,14 +46,13 @@ class DenseSource:
     def __init__(self, X_binned, default_bin, missing_bin, n_threads=1):
         self.X_binned = np.asfortranarray(X_binned, dtype=X_BINNED_DTYPE)
         self.n_rows, self.n_features = X_binned.shape
-        self.default_bin = default_bin
-        self._default = np.ascontiguousarray(default_bin, dtype=X_BINNED_DTYPE)
-        self.nnz, self.has_missing = column_stats(self.X_binned, self._default,
+        self.default_bin = np.ascontiguousarray(default_bin, dtype=X_BINNED_DTYPE)
+        self.nnz, self.has_missing = column_stats(self.X_binned, self.default_bin,
                                                   missing_bin, n_threads)
 
     def entries(self, f):
         """Rows off the default bin (sorted, uint32) and their bins."""
-        return column_entries(self.X_binned, f, self._default[f], self.nnz[f])
+        return column_entries(self.X_binned, f, self.default_bin[f], self.nnz[f])
 
     def dense_column(self, f):
         return self.X_binned[:, f]

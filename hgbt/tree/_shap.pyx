@@ -54,6 +54,14 @@ cdef struct walk:
     bint cond_on
 
 
+cdef inline void _at_tree(walk* c, const node_struct* nodes, const long long* tree_starts,
+                          const BITSET_WORD_C* bitsets, const long long* bitset_starts,
+                          Py_ssize_t t) noexcept nogil:
+    # Point the walk at tree t of the forest.
+    c.nodes = &nodes[tree_starts[t]]
+    c.bitsets = &bitsets[8 * bitset_starts[t]]
+
+
 cdef inline void _extend(path_elem* m, int length, double zero, double one,
                          int feature) noexcept nogil:
     """Append a feature to a path of ``length`` elements and update the weights
@@ -205,8 +213,7 @@ cdef void _row_contributions(
     c.cap = n_features + 1
     c.row = row
     for t in range(n_trees):
-        c.nodes = &nodes[tree_starts[t]]
-        c.bitsets = &bitsets[8 * bitset_starts[t]]
+        _at_tree(&c, nodes, tree_starts, bitsets, bitset_starts, t)
         c.phi = out + tree_outputs[t] * output_stride
         _tree_shap(&c, -1, False)
 
@@ -235,8 +242,7 @@ cdef void _row_interactions(
     c.cap = n_features + 1
     c.row = row
     for t in range(n_trees):
-        c.nodes = &nodes[tree_starts[t]]
-        c.bitsets = &bitsets[8 * bitset_starts[t]]
+        _at_tree(&c, nodes, tree_starts, bitsets, bitset_starts, t)
         matrix = out + tree_outputs[t] * width * width
         c.phi = plain
         _tree_shap(&c, -1, False)
