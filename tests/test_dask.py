@@ -143,6 +143,22 @@ def test_early_stopping_on_a_dask_validation_set(client):
     assert model.best_iteration_ == local.best_iteration_ < model.n_iter_
 
 
+def test_training_loss_past_the_cap_on_the_local_fits_subsample(client):
+    # More training rows than evaluation.MAX_TRAIN_SCORE_ROWS: the shards score
+    # the local fit's seeded subsample, found across uneven partitions.
+    X, y = regression_data(13_000)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+    params = dict(PARAMS, max_iter=6, early_stopping=True, validation_fraction=None,
+                  n_iter_no_change=50)
+    local = HistGBDTRegressor(**params).fit(X, y, sample_weight=w)
+    chunks = (3000, 6000, 4000)
+    model = DaskHistGBDTRegressor(**params).fit(chunked(X, chunks), chunked(y, chunks),
+                                                sample_weight=chunked(w, chunks))
+    assert_same_model(local, model)
+    assert model.evals_result_ == local.evals_result_
+    np.testing.assert_array_equal(model.train_score_, local.train_score_)
+
+
 def test_callbacks_and_truncation_on_a_cluster(client):
     X, y = regression_data(3000)
     X_val, y_val = regression_data(1000, seed=5)

@@ -248,3 +248,31 @@ def test_nan_targets_of_an_eval_set_are_named(regression):
     bad[3] = np.nan
     with pytest.raises(ValueError, match=r"y of eval_set\[1\] contains NaN"):
         HistGBDTRegressor(max_iter=2).fit(X, y, eval_set=[(Xv, yv), (Xv, bad)])
+
+
+def test_training_rows_past_the_cap_are_scored_on_the_seeded_subsample():
+    # Past MAX_TRAIN_SCORE_ROWS rows, every training metric (the loss too)
+    # reads the rows of training_score_rows, so a round's scoring costs the
+    # same on 10 thousand rows as on 10 million; a full pass is an eval_set.
+    from hgbt.engine.evaluation import MAX_TRAIN_SCORE_ROWS, training_score_rows
+
+    n = MAX_TRAIN_SCORE_ROWS + 2_500
+    X, y = make_regression(n_samples=n, n_features=5, noise=10.0, random_state=3)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, n)
+    model = HistGBDTRegressor(max_iter=6, random_state=0, early_stopping=False,
+                              eval_metric=["loss", "r2"])
+    model.fit(X, y, sample_weight=w, eval_set=[(X, y)], eval_names=["all"],
+              eval_sample_weight=[w])
+    rows = training_score_rows(n, model._seed)
+    assert rows.size == MAX_TRAIN_SCORE_ROWS and np.all(np.diff(rows) > 0)
+    staged = [np.full(n, model._baseline_prediction[0])] + list(model.staged_predict(X))
+    for i, pred in enumerate(staged):
+        for name, r in (("train", rows), ("all", slice(None))):
+            np.testing.assert_allclose(
+                model.evals_result_[name]["loss"][i],
+                0.5 * np.average((y[r] - pred[r]) ** 2, weights=w[r]), rtol=1e-12)
+            np.testing.assert_allclose(model.evals_result_[name]["r2"][i],
+                                       r2_score(y[r], pred[r], sample_weight=w[r]),
+                                       rtol=1e-9)
+    # the subsample is a real one: its loss is not the full set's
+    assert model.evals_result_["train"]["loss"][-1] != model.evals_result_["all"]["loss"][-1]

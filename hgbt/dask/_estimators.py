@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
 from ..data.binning import BinMapper
-from ..engine.evaluation import TRAIN
+from ..engine.evaluation import TRAIN, training_score_rows
 from ..estimators.classifier import HistGBDTClassifier
 from ..estimators.fit_inputs import FitInputs
 from ..estimators.gradient_boosting import interaction_groups
@@ -203,10 +203,15 @@ class _DaskMixin:
         inputs = self._fit_inputs()  # with the classes and class weights now
         bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
                                n_threads=n_threads, is_categorical=self.is_categorical_)
-        self._bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, layout,
-                                           [i["partition_sizes"] for i in info], n_total,
-                                           categories)
-        statistics = shards.call("start", inputs, self._bin_mapper, self.n_threads)
+        sizes = [i["partition_sizes"] for i in info]
+        self._bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes,
+                                           n_total, categories)
+        # the training rows scored each round: the local fit's, found on the shards
+        score_rows = training_score_rows(n_total, self._seed)
+        statistics = shards.call("start", per_actor=[
+            (inputs, self._bin_mapper, self.n_threads,
+             None if score_rows is None else local)
+            for local, _ in _rows_on_shards(score_rows, layout, sizes)])
         loss = self._make_loss(None)
         self._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
         self._predictors = []
@@ -276,19 +281,18 @@ def _start_shards(client, train, train_workers, val, val_workers, timeout):
     return group, layout
 
 
-def _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes, n_total, categories):
-    """``bin_mapper`` fitted as the local fit fits it, on the same seeded
-    sample gathered from the shards.
+def _rows_on_shards(rows, layout, sizes):
+    """Per shard, the local and the global indices of the sorted global
+    ``rows`` it holds (None: every row).
 
     ``sizes`` holds each shard's training partition sizes (in ``layout`` order).
     """
-    rows = bin_mapper.sample_rows(n_total)
     # global first row of every partition (partitions in global order)
     part_sizes = {}
     for parts, shard_sizes in zip(layout, sizes):
         part_sizes.update(zip(parts, shard_sizes))
     starts = np.concatenate([[0], np.cumsum([part_sizes[i] for i in range(len(part_sizes))])])
-    requests, wanted = [], []
+    out = []
     for parts in layout:
         local, global_rows, shard_offset = [], [], 0
         for i in parts:
@@ -298,11 +302,17 @@ def _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes, n_total, categori
             local.append(in_part - lo + shard_offset)
             global_rows.append(in_part)
             shard_offset += hi - lo
-        local = np.concatenate(local) if local else np.empty(0, dtype=np.intp)
-        requests.append((local, inputs))
-        wanted.append(np.concatenate(global_rows) if global_rows else np.empty(0, np.intp))
-    results = shards.call("sample", per_actor=requests)
-    order = np.argsort(np.concatenate(wanted), kind="stable")
+        out.append((np.concatenate(local) if local else np.empty(0, dtype=np.intp),
+                    np.concatenate(global_rows) if global_rows else np.empty(0, np.intp)))
+    return out
+
+
+def _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes, n_total, categories):
+    """``bin_mapper`` fitted as the local fit fits it, on the same seeded
+    sample gathered from the shards."""
+    located = _rows_on_shards(bin_mapper.sample_rows(n_total), layout, sizes)
+    results = shards.call("sample", per_actor=[(local, inputs) for local, _ in located])
+    order = np.argsort(np.concatenate([wanted for _, wanted in located]), kind="stable")
     sample = np.concatenate([X for X, _ in results])[order]
     weights = [w for _, w in results]
     weight = None if weights[0] is None else np.concatenate(weights)[order]

@@ -118,8 +118,10 @@ class Shard:
         return X[local_rows], inputs.class_weighted(w, inputs.encode_y(y[local_rows]))
 
     @_timed
-    def start(self, inputs, bin_mapper, n_threads):
-        """Encode targets, bin the rows, allocate buffers; return baseline statistics."""
+    def start(self, inputs, bin_mapper, n_threads, score_rows=None):
+        """Encode targets, bin the rows, allocate buffers; return baseline
+        statistics. ``score_rows``: the local rows the training loss is scored
+        on (None: all)."""
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
         y = inputs.encode_y(y)
@@ -133,7 +135,7 @@ class Shard:
         validation = ValidationRows(X_val, y_val, inputs.class_weighted(w_val, y_val),
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         self.rows = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
-                             False, [validation])
+                             False, [validation], score_rows)
         binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
                                      bin_mapper.zero_bins())
         self.data = LocalTrainingData(binned, bin_mapper.missing_bin + 1, self.n_threads)

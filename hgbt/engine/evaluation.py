@@ -10,7 +10,8 @@ local one), a scikit-learn scorer from a view that answers ``predict``,
 import numpy as np
 from sklearn.metrics import check_scoring
 
-# Rows of the training set a scorer other than 'loss' is evaluated on.
+# Rows of the training set its metrics (the loss too) are evaluated on: a
+# full pass every round would cost more than the rest of the monitoring.
 MAX_TRAIN_SCORE_ROWS = 10_000
 # The name of the training rows in the history.
 TRAIN = "train"
@@ -48,6 +49,16 @@ class ScorerMetric:
         return float(self.scorer(view, X, y, **kwargs))
 
 
+def training_score_rows(n_rows, seed):
+    """The training rows scored every round, sorted: None (all of them) up to
+    :data:`MAX_TRAIN_SCORE_ROWS` rows, else a subsample of that many drawn
+    from ``seed``. A distributed fit draws the same global rows."""
+    if n_rows <= MAX_TRAIN_SCORE_ROWS:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n_rows, MAX_TRAIN_SCORE_ROWS,
+                                                      replace=False))
+
+
 class ScoredRows:
     """The rows of one set as scorers see them.
 
@@ -67,12 +78,10 @@ class ScoredRows:
 
     @classmethod
     def training(cls, X, y, sample_weight, seed):
-        """The training rows, at most :data:`MAX_TRAIN_SCORE_ROWS` of them
-        (a seeded subsample)."""
-        if X.shape[0] <= MAX_TRAIN_SCORE_ROWS:
+        """The training rows of :func:`training_score_rows`."""
+        rows = training_score_rows(X.shape[0], seed)
+        if rows is None:
             return cls(X, y, sample_weight)
-        rows = np.random.default_rng(seed).choice(X.shape[0], MAX_TRAIN_SCORE_ROWS,
-                                                  replace=False)
         return cls(X[rows], y[rows], None if sample_weight is None else sample_weight[rows],
                    rows)
 

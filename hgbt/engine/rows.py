@@ -44,6 +44,9 @@ class RowState:
         rows).
     validation : sequence of ValidationRows, default=()
         Validation sets, each scored on its own.
+    score_rows : ndarray or None, default=None
+        The rows the training loss is scored on (None: all); see
+        :func:`~hgbt.engine.evaluation.training_score_rows`.
 
     Attributes
     ----------
@@ -52,8 +55,10 @@ class RowState:
         constant hessian), filled in place by :meth:`compute_gradients`.
     """
 
-    def __init__(self, loss, y, sample_weight, raw, full_hessian=False, validation=()):
+    def __init__(self, loss, y, sample_weight, raw, full_hessian=False, validation=(),
+                 score_rows=None):
         self.loss = loss
+        self.score_rows = score_rows
         self.y = y
         self.sample_weight = sample_weight
         self.raw = raw
@@ -89,8 +94,12 @@ class RowState:
                     tree.predict_add(rows.X, rows.raw[k], n_threads)
 
     def loss_statistics(self):
-        """Mergeable loss statistics ``(train, [each validation set's])``."""
-        train = self.loss.loss_statistics(self.y, self.raw)
+        """Mergeable loss statistics ``(train, [each validation set's])``, the
+        training rows' of :attr:`score_rows` only."""
+        rows, weight = self.score_rows, self.sample_weight
+        train = (self.loss.loss_statistics(self.y, self.raw) if rows is None else
+                 self.loss.reweighted(None if weight is None else weight[rows])
+                 .loss_statistics(self.y[rows], self.raw[:, rows]))
         # reweighted now, not once: it carries the loss's fitted state
         # (Huber's delta), which the rounds update
         return train, [self.loss.reweighted(rows.sample_weight).loss_statistics(

@@ -76,7 +76,9 @@ COMMON_PARAMETERS_DOC = """\
         list of them, or a dict name → scorer; 'loss' is the loss. The loss
         (with a built-in loss) and ``scoring`` are always recorded. Scorers
         read the raw predictions the rounds keep up to date (no predicting
-        again), on at most 10,000 training rows.
+        again). On the training rows every metric, the loss too, reads at
+        most 10,000 of them (a seeded sample; pass them in ``eval_set`` to
+        score them all).
     early_stopping_set : str or None, default=None
         The set early stopping and ``best_iteration_`` watch: 'train',
         'validation' (``X_val``, or the hold-out of ``validation_fraction``)

@@ -20,7 +20,7 @@ from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import split_validation
-from ..engine.evaluation import TRAIN
+from ..engine.evaluation import TRAIN, training_score_rows
 from ..engine.interrupts import running_fit
 from ..engine.numeric_range import check_fit_range
 from ..engine.rows import LocalData, RowState, ValidationRows
@@ -431,7 +431,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         rows = RowState(loss, y, sample_weight, raw, settings.full_hessian,
                         [ValidationRows(X_v, y_v, w_v,
                                         self._raw_predict_validated(X_v, n_threads))
-                         for X_v, y_v, w_v in validation])
+                         for X_v, y_v, w_v in validation],
+                        training_score_rows(n_samples, self._seed))
         evaluator = monitor.evaluator(self, scored_rows(
             self._seed, (X, self._decode(y), sample_weight),
             [(X_v, self._decode(y_v), w_v) for X_v, y_v, w_v in validation]

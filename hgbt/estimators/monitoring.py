@@ -220,8 +220,8 @@ class Monitor:
 
 
 def scored_rows(seed, train, validation):
-    """Per set, the rows scorers read: a subsample of at most 10,000
-    training rows, every validation row. ``train`` and each of
+    """Per set, the rows scorers read: the training rows of
+    :func:`~hgbt.engine.evaluation.training_score_rows`, every validation row. ``train`` and each of
     ``validation`` are ``(X, y as the user's labels, sample_weight)``."""
     return [ScoredRows.training(*train, seed)] + [ScoredRows(*rows) for rows in validation]
 
