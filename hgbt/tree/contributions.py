@@ -12,9 +12,16 @@ import scipy.sparse as sp
 
 from ._apply import apply_forest
 from ._shap import expected_values, max_depth, shap_add
+from ._shap_table import plan_trees, table_shap_add, tree_widths
 
 # Rows are read in blocks of at most this many float64 values (32 MB).
 BLOCK_VALUES = 1 << 22
+# Contributions come from per-leaf tables (``_shap_table.pyx``) for the trees
+# whose paths split on at most TABLE_FEATURES distinct features, while their
+# tables (2**d doubles a leaf) fit in TABLE_VALUES (64 MB); the other trees
+# take TreeSHAP's recursion (``_shap.pyx``).
+TABLE_FEATURES = 12
+TABLE_VALUES = 1 << 23
 
 
 def row_blocks(X):
@@ -42,6 +49,15 @@ def expected_output(forest, n_outputs):
     return np.bincount(forest.tree_outputs, weights=per_tree, minlength=n_outputs)
 
 
+def split_forest(forest):
+    """``(tabled, walked)``: the indices of the trees whose contributions come
+    from tables and of those left to the recursion (see ``TABLE_FEATURES``)."""
+    widths, sizes = tree_widths(forest.nodes, forest.tree_starts)
+    fits = widths <= TABLE_FEATURES
+    fits &= np.cumsum(np.where(fits, sizes, 0)) <= TABLE_VALUES
+    return np.flatnonzero(fits), np.flatnonzero(~fits)
+
+
 def contributions(forest, X, n_outputs, n_threads=1):
     """TreeSHAP contributions of every feature to every output.
 
@@ -62,10 +78,18 @@ def contributions(forest, X, n_outputs, n_threads=1):
     """
     out = np.zeros((X.shape[0], n_outputs, X.shape[1] + 1))
     if forest.n_trees:
-        args = _forest_args(forest)
+        tabled, walked = split_forest(forest)
+        plan = plan_trees(forest.nodes, forest.tree_starts, tabled)
+        table_args = (forest.nodes, forest.tree_starts, forest.tree_outputs,
+                      forest.bitset_starts, forest.cat_bitsets, plan)
+        walk_args = (forest.nodes, forest.tree_starts[walked], forest.tree_outputs[walked],
+                     forest.bitset_starts[walked], forest.cat_bitsets,
+                     max_depth(forest.nodes, forest.tree_starts[walked]))
         flat = out.reshape(X.shape[0], -1)
         for start, stop, block in row_blocks(X):
-            shap_add(*args, block, flat[start:stop], X.shape[1] + 1, n_threads)
+            # each row: the tabled trees in order, then the others
+            table_shap_add(*table_args, block, flat[start:stop], X.shape[1] + 1, n_threads)
+            shap_add(*walk_args, block, flat[start:stop], X.shape[1] + 1, n_threads)
         out[:, :, -1] = expected_output(forest, n_outputs)
     return out
 
