@@ -1,6 +1,7 @@
-"""A forest's raw predictions explained: exact TreeSHAP contributions and
-interaction values (``_shap.pyx``), and the leaf each row reaches in each
-tree (``_apply.pyx``).
+"""A forest's raw predictions explained: exact TreeSHAP contributions
+(per-leaf tables, ``_shap_table.pyx``, for the trees they fit, the recursion
+of ``_shap.pyx`` for the others), interaction values (``_shap.pyx``), and the
+leaf each row reaches in each tree (``_apply.pyx``).
 
 Every function takes a :class:`~hgbt.tree.predictor.ForestPredictor` (the
 trees of all rounds, tree ``t`` adding to output ``tree_outputs[t]``) and raw
