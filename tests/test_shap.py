@@ -80,8 +80,14 @@ def forest_of(tree):
 
 
 # ------------------------------------------------------ kernel vs reference
+@pytest.fixture
+def tables_for_any_rows(monkeypatch):
+    """Tables however few rows are explained (the reference cases have few)."""
+    monkeypatch.setattr(contrib, "TABLE_ROW_SHARE", math.inf)
+
+
 @pytest.fixture(params=["tables", "recursion"])
-def kernel(request, monkeypatch):
+def kernel(request, monkeypatch, tables_for_any_rows):
     """Contributions from the per-leaf tables (``_shap_table.pyx``, every tree
     here fits) or from TreeSHAP's recursion (``_shap.pyx``, no tree fits)."""
     if request.param == "recursion":
@@ -89,10 +95,15 @@ def kernel(request, monkeypatch):
     return request.param
 
 
+def tabled_trees(forest, n_rows=1):
+    return contrib.split_forest(forest, n_rows)[0].size
+
+
 @pytest.mark.parametrize("case", range(9))
 def test_contributions_equal_brute_force_shapley(case, kernel):
     tree, X = tree_cases()[case]
     n_features = X.shape[1]
+    assert tabled_trees(forest_of(tree)) == (kernel == "tables")
     phi = contrib.contributions(forest_of(tree), X, 1)[:, 0]
     for x, row in zip(X, phi):
         np.testing.assert_allclose(row[:-1], brute_shapley(tree, x, n_features),
@@ -158,7 +169,7 @@ def deep_forest(seed, n_features=20, n_trees=3, depth=16):
 def recursion_only(forest, X, n_outputs, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(contrib, "TABLE_FEATURES", -1)
-        assert contrib.split_forest(forest)[0].size == 0
+        assert tabled_trees(forest) == 0
         return contrib.contributions(forest, X, n_outputs)
 
 
@@ -167,11 +178,12 @@ def widths(forest):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_tables_and_recursion_agree_on_a_mixed_forest(seed, monkeypatch):
+def test_tables_and_recursion_agree_on_a_mixed_forest(seed, monkeypatch,
+                                                      tables_for_any_rows):
     trees, X = deep_forest(seed)
     small, X_small = tree_cases()[seed]
     forest = ForestPredictor([[tree] for tree in trees + [small]])
-    tabled, walked = contrib.split_forest(forest)
+    tabled, walked = contrib.split_forest(forest, 1)
     # the deep trees take the recursion, the small one the tables
     assert walked.size and tabled.size
     assert (widths(forest)[walked] > contrib.TABLE_FEATURES).all()
@@ -180,7 +192,7 @@ def test_tables_and_recursion_agree_on_a_mixed_forest(seed, monkeypatch):
                                recursion_only(forest, X, 1, monkeypatch), rtol=0, atol=1e-12)
 
 
-def test_tables_agree_at_the_cap(monkeypatch):
+def test_tables_agree_at_the_cap(monkeypatch, tables_for_any_rows):
     # a tree right at the cap is tabled, one feature more is not; same values
     trees, X = deep_forest(7, n_trees=1, depth=12)
     forest = ForestPredictor([[tree] for tree in trees])
@@ -189,17 +201,17 @@ def test_tables_agree_at_the_cap(monkeypatch):
     expected = recursion_only(forest, X, 1, monkeypatch)
     for cap, tabled in [(width, 1), (width - 1, 0)]:
         monkeypatch.setattr(contrib, "TABLE_FEATURES", cap)
-        assert contrib.split_forest(forest)[0].size == tabled
+        assert tabled_trees(forest) == tabled
         np.testing.assert_allclose(contrib.contributions(forest, X, 1), expected,
                                    rtol=0, atol=1e-12)
 
 
-def test_table_budget_leaves_the_rest_to_the_recursion(monkeypatch):
+def test_table_budget_leaves_the_rest_to_the_recursion(monkeypatch, tables_for_any_rows):
     trees = [tree for tree, _ in tree_cases()]
     forest = ForestPredictor([[tree] for tree in trees])
     sizes = tree_widths(forest.nodes, forest.tree_starts)[1]
     monkeypatch.setattr(contrib, "TABLE_VALUES", int(sizes[:4].sum()))
-    tabled, walked = contrib.split_forest(forest)
+    tabled, walked = contrib.split_forest(forest, 1)
     assert tabled.tolist() == [0, 1, 2, 3]
     assert walked.tolist() == list(range(4, len(trees)))
 
@@ -211,23 +223,38 @@ def test_a_child_without_rows_is_not_tabled():
     nodes["count"][leaf] = 0  # a zero fraction: the tables' ratio (1 - z) / z is undefined
     forest = forest_of(TreePredictor(nodes, tree.cat_bitsets))
     assert widths(forest)[0] > contrib.TABLE_FEATURES
-    assert contrib.split_forest(forest)[0].size == 0
+    assert tabled_trees(forest, 10**9) == 0
+
+
+def test_few_rows_take_the_recursion():
+    # building a table costs about what a row's recursion does: not for one row
+    model, X = fitted("regressor")
+    forest = ForestPredictor(model._predictors)
+    _, sizes, slots = tree_widths(forest.nodes, forest.tree_starts)
+    assert tabled_trees(forest, 1) == 0
+    assert tabled_trees(forest, X.shape[0]) == forest.n_trees
+    # in between, the trees with the smaller tables per path feature
+    n_rows = int(np.median(sizes / slots / contrib.TABLE_ROW_SHARE))
+    tabled = contrib.split_forest(forest, n_rows)[0]
+    assert 0 < tabled.size < forest.n_trees
+    assert (sizes / slots)[tabled].max() < np.delete(sizes / slots, tabled).min()
 
 
 def test_tables_and_recursion_agree_on_multiclass_models(monkeypatch):
     model, X = fitted("multiclass")
     forest = ForestPredictor(model._predictors)
     n_outputs = model.classes_.size
-    assert contrib.split_forest(forest)[1].size == 0
+    assert tabled_trees(forest, X.shape[0]) == forest.n_trees
     np.testing.assert_allclose(contrib.contributions(forest, X, n_outputs),
                                recursion_only(forest, X, n_outputs, monkeypatch),
                                rtol=0, atol=1e-12)
 
 
-def test_mixed_forest_thread_count_does_not_change_a_bit():
+def test_mixed_forest_thread_count_does_not_change_a_bit(tables_for_any_rows):
     trees, X = deep_forest(1)
     forest = ForestPredictor([trees[:2], [trees[2], tree_cases()[0][0]]])
     X = np.tile(X, (3, 1))  # enough rows for a team of threads
+    assert 0 < tabled_trees(forest) < forest.n_trees
     one = contrib.contributions(forest, X, 2, n_threads=1)
     assert one.tobytes() == contrib.contributions(forest, X, 2, n_threads=2).tobytes()
 

@@ -147,11 +147,13 @@ cdef int _walk_leaves(const node_struct* nodes, unsigned int j, path_step* path,
 def tree_widths(const node_struct[::1] nodes, const long long[::1] tree_starts):
     """Per tree: the most distinct features on one root-to-leaf path
     (``MAX_PATH + 1`` for a path deeper than ``MAX_PATH`` or a child without
-    rows, which tables cannot hold), and the size of its tables (counting the
-    leaves of at most ``MAX_TABLE_WIDTH`` features)."""
+    rows, which tables cannot hold), the size of its tables (counting the
+    leaves of at most ``MAX_TABLE_WIDTH`` features) and its number of slots
+    (distinct features summed over the leaves)."""
     widths = np.empty(tree_starts.shape[0], dtype=np.int64)
     sizes = np.empty(tree_starts.shape[0], dtype=np.int64)
-    cdef long long[::1] width = widths, size = sizes
+    slots = np.empty(tree_starts.shape[0], dtype=np.int64)
+    cdef long long[::1] width = widths, size = sizes, slot = slots
     cdef leaf_sink sink
     cdef path_step path[MAX_PATH]
     cdef Py_ssize_t t
@@ -163,7 +165,8 @@ def tree_widths(const node_struct[::1] nodes, const long long[::1] tree_starts):
                 sink.widest = MAX_PATH + 1
             width[t] = sink.widest
             size[t] = sink.n_entries
-    return widths, sizes
+            slot[t] = sink.n_slots
+    return widths, sizes, slots
 
 
 cdef void _fill_table(double* table, const double* zero, int d, double value,

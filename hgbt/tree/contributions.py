@@ -19,10 +19,14 @@ from ._shap_table import plan_trees, table_shap_add, tree_widths
 BLOCK_VALUES = 1 << 22
 # Contributions come from per-leaf tables (``_shap_table.pyx``) for the trees
 # whose paths split on at most TABLE_FEATURES distinct features, while their
-# tables (2**d doubles a leaf) fit in TABLE_VALUES (64 MB); the other trees
-# take TreeSHAP's recursion (``_shap.pyx``).
+# tables (2**d doubles a leaf) fit in TABLE_VALUES (64 MB), and hold at most
+# TABLE_ROW_SHARE values per row explained and path feature (building a value
+# costs about what the recursion spends on a row's path feature: measured,
+# tables break even near 10 rows on 31-leaf trees); the other trees take
+# TreeSHAP's recursion (``_shap.pyx``).
 TABLE_FEATURES = 12
 TABLE_VALUES = 1 << 23
+TABLE_ROW_SHARE = 0.5
 
 
 def row_blocks(X):
@@ -50,11 +54,12 @@ def expected_output(forest, n_outputs):
     return np.bincount(forest.tree_outputs, weights=per_tree, minlength=n_outputs)
 
 
-def split_forest(forest):
-    """``(tabled, walked)``: the indices of the trees whose contributions come
-    from tables and of those left to the recursion (see ``TABLE_FEATURES``)."""
-    widths, sizes = tree_widths(forest.nodes, forest.tree_starts)
-    fits = widths <= TABLE_FEATURES
+def split_forest(forest, n_rows):
+    """``(tabled, walked)``: the indices of the trees whose contributions on
+    ``n_rows`` rows come from tables and of those left to the recursion (see
+    ``TABLE_FEATURES``)."""
+    widths, sizes, slots = tree_widths(forest.nodes, forest.tree_starts)
+    fits = (widths <= TABLE_FEATURES) & (sizes <= TABLE_ROW_SHARE * n_rows * slots)
     fits &= np.cumsum(np.where(fits, sizes, 0)) <= TABLE_VALUES
     return np.flatnonzero(fits), np.flatnonzero(~fits)
 
@@ -79,7 +84,7 @@ def contributions(forest, X, n_outputs, n_threads=1):
     """
     out = np.zeros((X.shape[0], n_outputs, X.shape[1] + 1))
     if forest.n_trees:
-        tabled, walked = split_forest(forest)
+        tabled, walked = split_forest(forest, X.shape[0])
         plan = plan_trees(forest.nodes, forest.tree_starts, tabled)
         table_args = (forest.nodes, forest.tree_starts, forest.tree_outputs,
                       forest.bitset_starts, forest.cat_bitsets, plan)
