@@ -1,6 +1,7 @@
-"""TreeSHAP contributions and interaction values (``_shap.pyx`` through
-``hgbt.tree.contributions``, and the estimators' ``predict_contributions`` /
-``predict_interactions``) against Shapley values computed by brute force."""
+"""TreeSHAP contributions and interaction values (``_shap_table.pyx`` and
+``_shap.pyx`` through ``hgbt.tree.contributions``, and the estimators'
+``predict_contributions`` / ``predict_interactions``) against Shapley values
+computed by brute force, and the two kernels against each other."""
 import itertools
 import math
 
@@ -10,7 +11,8 @@ import scipy.sparse as sp
 
 from hgbt import HistGBDTRegressor
 from hgbt.tree import contributions as contrib
-from hgbt.tree.predictor import ForestPredictor
+from hgbt.tree._shap_table import tree_widths
+from hgbt.tree.predictor import ForestPredictor, TreePredictor
 from reference_trees import conditional_value, data, fitted, random_rows, random_tree
 
 
@@ -78,10 +80,30 @@ def forest_of(tree):
 
 
 # ------------------------------------------------------ kernel vs reference
+@pytest.fixture
+def tables_for_any_rows(monkeypatch):
+    """Tables however few rows are explained (the reference cases have few)."""
+    monkeypatch.setattr(contrib, "TABLE_ROW_SHARE", math.inf)
+
+
+@pytest.fixture(params=["tables", "recursion"])
+def kernel(request, monkeypatch, tables_for_any_rows):
+    """Contributions from the per-leaf tables (``_shap_table.pyx``, every tree
+    here fits) or from TreeSHAP's recursion (``_shap.pyx``, no tree fits)."""
+    if request.param == "recursion":
+        monkeypatch.setattr(contrib, "TABLE_FEATURES", -1)
+    return request.param
+
+
+def tabled_trees(forest, n_rows=1):
+    return contrib.split_forest(forest, n_rows)[0].size
+
+
 @pytest.mark.parametrize("case", range(9))
-def test_contributions_equal_brute_force_shapley(case):
+def test_contributions_equal_brute_force_shapley(case, kernel):
     tree, X = tree_cases()[case]
     n_features = X.shape[1]
+    assert tabled_trees(forest_of(tree)) == (kernel == "tables")
     phi = contrib.contributions(forest_of(tree), X, 1)[:, 0]
     for x, row in zip(X, phi):
         np.testing.assert_allclose(row[:-1], brute_shapley(tree, x, n_features),
@@ -123,7 +145,7 @@ def test_interactions_equal_brute_force(case):
         assert matrix[:-1, -1].tolist() == [0.0] * n_features
 
 
-def test_forest_adds_trees_per_output():
+def test_forest_adds_trees_per_output(kernel):
     # two outputs: each sums its own trees
     trees = [tree for tree, _ in tree_cases()[:4]]
     X = random_rows(np.random.default_rng(1), 5, 3, np.array([True, False, False]))
@@ -132,6 +154,109 @@ def test_forest_adds_trees_per_output():
         expected = sum(contrib.contributions(forest_of(t), X, 1)[:, 0]
                        for t in trees[k::2])
         np.testing.assert_allclose(phi[:, k], expected, rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------- tables against recursion
+def deep_forest(seed, n_features=20, n_trees=3, depth=16):
+    """Random trees deep enough that some paths split on more than
+    ``TABLE_FEATURES`` distinct features, and rows for them."""
+    rng = np.random.default_rng(seed)
+    categorical = np.arange(n_features) % 4 == 0
+    trees = [random_tree(rng, n_features, categorical, depth=depth) for _ in range(n_trees)]
+    return trees, random_rows(rng, 70, n_features, categorical)
+
+
+def recursion_only(forest, X, n_outputs, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(contrib, "TABLE_FEATURES", -1)
+        assert tabled_trees(forest) == 0
+        return contrib.contributions(forest, X, n_outputs)
+
+
+def widths(forest):
+    return tree_widths(forest.nodes, forest.tree_starts)[0]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tables_and_recursion_agree_on_a_mixed_forest(seed, monkeypatch,
+                                                      tables_for_any_rows):
+    trees, X = deep_forest(seed)
+    small, X_small = tree_cases()[seed]
+    forest = ForestPredictor([[tree] for tree in trees + [small]])
+    tabled, walked = contrib.split_forest(forest, 1)
+    # the deep trees take the recursion, the small one the tables
+    assert walked.size and tabled.size
+    assert (widths(forest)[walked] > contrib.TABLE_FEATURES).all()
+    X = np.hstack([X_small, X[:X_small.shape[0], 3:]])
+    np.testing.assert_allclose(contrib.contributions(forest, X, 1),
+                               recursion_only(forest, X, 1, monkeypatch), rtol=0, atol=1e-12)
+
+
+def test_tables_agree_at_the_cap(monkeypatch, tables_for_any_rows):
+    # a tree right at the cap is tabled, one feature more is not; same values
+    trees, X = deep_forest(7, n_trees=1, depth=12)
+    forest = ForestPredictor([[tree] for tree in trees])
+    width = int(widths(forest)[0])
+    assert width >= 8
+    expected = recursion_only(forest, X, 1, monkeypatch)
+    for cap, tabled in [(width, 1), (width - 1, 0)]:
+        monkeypatch.setattr(contrib, "TABLE_FEATURES", cap)
+        assert tabled_trees(forest) == tabled
+        np.testing.assert_allclose(contrib.contributions(forest, X, 1), expected,
+                                   rtol=0, atol=1e-12)
+
+
+def test_table_budget_leaves_the_rest_to_the_recursion(monkeypatch, tables_for_any_rows):
+    trees = [tree for tree, _ in tree_cases()]
+    forest = ForestPredictor([[tree] for tree in trees])
+    sizes = tree_widths(forest.nodes, forest.tree_starts)[1]
+    monkeypatch.setattr(contrib, "TABLE_VALUES", int(sizes[:4].sum()))
+    tabled, walked = contrib.split_forest(forest, 1)
+    assert tabled.tolist() == [0, 1, 2, 3]
+    assert walked.tolist() == list(range(4, len(trees)))
+
+
+def test_a_child_without_rows_is_not_tabled():
+    tree, X = tree_cases()[0]
+    nodes = tree.nodes.copy()
+    leaf = int(np.flatnonzero(nodes["is_leaf"])[0])
+    nodes["count"][leaf] = 0  # a zero fraction: the tables' ratio (1 - z) / z is undefined
+    forest = forest_of(TreePredictor(nodes, tree.cat_bitsets))
+    assert widths(forest)[0] > contrib.TABLE_FEATURES
+    assert tabled_trees(forest, 10**9) == 0
+
+
+def test_few_rows_take_the_recursion():
+    # building a table costs about what a row's recursion does: not for one row
+    model, X = fitted("regressor")
+    forest = ForestPredictor(model._predictors)
+    _, sizes, slots = tree_widths(forest.nodes, forest.tree_starts)
+    assert tabled_trees(forest, 1) == 0
+    assert tabled_trees(forest, X.shape[0]) == forest.n_trees
+    # in between, the trees with the smaller tables per path feature
+    n_rows = int(np.median(sizes / slots / contrib.TABLE_ROW_SHARE))
+    tabled = contrib.split_forest(forest, n_rows)[0]
+    assert 0 < tabled.size < forest.n_trees
+    assert (sizes / slots)[tabled].max() < np.delete(sizes / slots, tabled).min()
+
+
+def test_tables_and_recursion_agree_on_multiclass_models(monkeypatch):
+    model, X = fitted("multiclass")
+    forest = ForestPredictor(model._predictors)
+    n_outputs = model.classes_.size
+    assert tabled_trees(forest, X.shape[0]) == forest.n_trees
+    np.testing.assert_allclose(contrib.contributions(forest, X, n_outputs),
+                               recursion_only(forest, X, n_outputs, monkeypatch),
+                               rtol=0, atol=1e-12)
+
+
+def test_mixed_forest_thread_count_does_not_change_a_bit(tables_for_any_rows):
+    trees, X = deep_forest(1)
+    forest = ForestPredictor([trees[:2], [trees[2], tree_cases()[0][0]]])
+    X = np.tile(X, (3, 1))  # enough rows for a team of threads
+    assert 0 < tabled_trees(forest) < forest.n_trees
+    one = contrib.contributions(forest, X, 2, n_threads=1)
+    assert one.tobytes() == contrib.contributions(forest, X, 2, n_threads=2).tobytes()
 
 
 # ------------------------------------------------------------ the estimators

@@ -1,6 +1,7 @@
-"""A forest's raw predictions explained: exact TreeSHAP contributions and
-interaction values (``_shap.pyx``), and the leaf each row reaches in each
-tree (``_apply.pyx``).
+"""A forest's raw predictions explained: exact TreeSHAP contributions
+(per-leaf tables, ``_shap_table.pyx``, for the trees they fit, the recursion
+of ``_shap.pyx`` for the others), interaction values (``_shap.pyx``), and the
+leaf each row reaches in each tree (``_apply.pyx``).
 
 Every function takes a :class:`~hgbt.tree.predictor.ForestPredictor` (the
 trees of all rounds, tree ``t`` adding to output ``tree_outputs[t]``) and raw
@@ -12,9 +13,20 @@ import scipy.sparse as sp
 
 from ._apply import apply_forest
 from ._shap import expected_values, max_depth, shap_add
+from ._shap_table import plan_trees, table_shap_add, tree_widths
 
 # Rows are read in blocks of at most this many float64 values (32 MB).
 BLOCK_VALUES = 1 << 22
+# Contributions come from per-leaf tables (``_shap_table.pyx``) for the trees
+# whose paths split on at most TABLE_FEATURES distinct features, while their
+# tables (2**d doubles a leaf) fit in TABLE_VALUES (64 MB), and hold at most
+# TABLE_ROW_SHARE values per row explained and path feature (building a value
+# costs about what the recursion spends on a row's path feature: measured,
+# tables break even near 10 rows on 31-leaf trees); the other trees take
+# TreeSHAP's recursion (``_shap.pyx``).
+TABLE_FEATURES = 12
+TABLE_VALUES = 1 << 23
+TABLE_ROW_SHARE = 0.5
 
 
 def row_blocks(X):
@@ -42,6 +54,16 @@ def expected_output(forest, n_outputs):
     return np.bincount(forest.tree_outputs, weights=per_tree, minlength=n_outputs)
 
 
+def split_forest(forest, n_rows):
+    """``(tabled, walked)``: the indices of the trees whose contributions on
+    ``n_rows`` rows come from tables and of those left to the recursion (see
+    ``TABLE_FEATURES``)."""
+    widths, sizes, slots = tree_widths(forest.nodes, forest.tree_starts)
+    fits = (widths <= TABLE_FEATURES) & (sizes <= TABLE_ROW_SHARE * n_rows * slots)
+    fits &= np.cumsum(np.where(fits, sizes, 0)) <= TABLE_VALUES
+    return np.flatnonzero(fits), np.flatnonzero(~fits)
+
+
 def contributions(forest, X, n_outputs, n_threads=1):
     """TreeSHAP contributions of every feature to every output.
 
@@ -62,10 +84,18 @@ def contributions(forest, X, n_outputs, n_threads=1):
     """
     out = np.zeros((X.shape[0], n_outputs, X.shape[1] + 1))
     if forest.n_trees:
-        args = _forest_args(forest)
+        tabled, walked = split_forest(forest, X.shape[0])
+        plan = plan_trees(forest.nodes, forest.tree_starts, tabled)
+        table_args = (forest.nodes, forest.tree_starts, forest.tree_outputs,
+                      forest.bitset_starts, forest.cat_bitsets, plan)
+        walk_args = (forest.nodes, forest.tree_starts[walked], forest.tree_outputs[walked],
+                     forest.bitset_starts[walked], forest.cat_bitsets,
+                     max_depth(forest.nodes, forest.tree_starts[walked]))
         flat = out.reshape(X.shape[0], -1)
         for start, stop, block in row_blocks(X):
-            shap_add(*args, block, flat[start:stop], X.shape[1] + 1, n_threads)
+            # each row: the tabled trees in order, then the others
+            table_shap_add(*table_args, block, flat[start:stop], X.shape[1] + 1, n_threads)
+            shap_add(*walk_args, block, flat[start:stop], X.shape[1] + 1, n_threads)
         out[:, :, -1] = expected_output(forest, n_outputs)
     return out
 
