@@ -358,13 +358,20 @@ def _trees(est):
     return [tree for trees in est._predictors for tree in trees]
 
 
+# The node fields the tree hash covers: the baseline's (saved with it; a
+# baseline without the list hashed the fields before ``sum_hessians``), so
+# that a node field added later leaves the hashes comparable.
+HASH_FIELDS = None  # None: every field (when saving)
+
+
 def tree_hash(est):
     """sha256 over every tree's node fields (by name, widened to 64 bits) and
     categorical bitsets; '' if the trees are no longer where they were."""
     try:
         h = hashlib.sha256()
         for tree in _trees(est):
-            for name in sorted(tree.nodes.dtype.names):
+            for name in sorted(n for n in tree.nodes.dtype.names
+                               if HASH_FIELDS is None or n in HASH_FIELDS):
                 col = tree.nodes[name]
                 h.update(name.encode() + col.astype(np.float64 if col.dtype.kind == "f"
                                                     else np.int64).tobytes())
@@ -581,7 +588,10 @@ def main(argv=None):
     print(f"hgbt {meta['hgbt_version']} from {meta['hgbt_file']}\n"
           f"  {meta['hgbt_source']}; checkout's hgbt/ at {meta['git_commit']}")
     start = time.perf_counter()
+    global HASH_FIELDS
     if args.save:
+        from hgbt.core._types import NODE_DTYPE
+        meta["tree_hash_fields"] = list(NODE_DTYPE.names)
         saved, problems = run(configs)
         meta["configs"] = {c.name: {"params": repr(c.params), "data": c.data,
                                     "threads": list(c.threads), "fit": c.fit}
@@ -599,6 +609,8 @@ def main(argv=None):
             baseline = dict(f)
         ref = json.loads(str(baseline["__meta__"]))
         baseline["__configs__"] = ref["configs"]
+        from hgbt.core._types import NODE_FIELDS_FIRST
+        HASH_FIELDS = set(ref.get("tree_hash_fields", NODE_FIELDS_FIRST))
         print(f"baseline: commit {ref['git_commit']} ({ref['hgbt_source']}), "
               f"saved {ref['saved']}")
         _, problems = run(configs, baseline)

@@ -86,7 +86,7 @@ def test_predict_add_matches_python_traversal(seed, dtype, order):
 
 def test_threshold_equality_goes_left_and_nan_follows_flag():
     nodes = np.zeros(3, dtype=NODE_DTYPE)
-    nodes[0] = (0.0, 10, 1, 0.5, 1, 1, 2, 1.0, 0, 0, 0, 0, 0)  # a numeric node
+    nodes[0] = (0.0, 10, 4.0, 1, 0.5, 1, 1, 2, 1.0, 0, 0, 0, 0, 0)  # a numeric node
     nodes[1]["value"], nodes[1]["is_leaf"] = -1.0, 1
     nodes[2]["value"], nodes[2]["is_leaf"] = 2.0, 1
     X = np.array([[9.0, 0.5], [9.0, np.nextafter(0.5, 1)], [9.0, np.nan],
@@ -688,6 +688,7 @@ def random_grown_tree(rng, n_features, n_splits):
     for name in ("value", "lower", "upper"):
         grown[name] = rng.standard_normal(grown.shape[0])
     grown["count"] = rng.integers(1, 1000, grown.shape[0])
+    grown["sum_hessians"] = rng.random(grown.shape[0]) * grown["count"]
     grown["depth"] = rng.integers(0, 20, grown.shape[0])
     for k in range(n_splits):
         node = rng.choice(np.flatnonzero(grown["left"][:2 * k + 1] < 0))
@@ -708,6 +709,7 @@ def reference_nodes_from_grown(grown, learning_rate, thresholds, known):
     nodes = np.zeros(grown.shape[0], dtype=NODE_DTYPE)
     nodes["value"] = learning_rate * grown["value"]
     nodes["count"], nodes["depth"] = grown["count"], grown["depth"]
+    nodes["sum_hessians"] = grown["sum_hessians"]
     nodes["is_leaf"] = grown["left"] < 0
     inner = np.flatnonzero(grown["left"] >= 0)
     split = grown["split"][inner]

@@ -46,8 +46,8 @@ def test_table_rows_are_the_nodes(which):
         assert (rows["round"] == r).all() and (rows["output"] == k).all()
         for j, row in enumerate(rows.itertuples(index=False)):
             node = tree.nodes[j]
-            assert (row.node, row.depth, row.count, row.value) == (
-                j, node["depth"], node["count"], node["value"])
+            assert (row.node, row.depth, row.count, row.sum_hessians, row.value) == (
+                j, node["depth"], node["count"], node["sum_hessians"], node["value"])
             assert row.is_leaf == bool(node["is_leaf"])
             if row.is_leaf:
                 assert (row.feature_idx, row.left, row.right) == (-1, -1, -1)
@@ -98,6 +98,8 @@ def test_text_dump_walks_every_node_depth_first():
             assert ("leaf value=" in line) == bool(tree.nodes["is_leaf"][j])
             count = int(re.search(r"count=(\d+)", line).group(1))
             assert count == tree.nodes["count"][j]
+            cover = float(re.search(r"sum_hessians=(\S+)", line).group(1))
+            assert cover == pytest.approx(tree.nodes["sum_hessians"][j], rel=1e-5)
     assert set(table["tree"]) == set(range(len(blocks)))
 
 
@@ -105,19 +107,23 @@ def test_importance_table():
     model = frame_model()
     imp = model.feature_importance_table()
     assert list(imp.index) == list(model.feature_names_in_)
-    split, gain, cover = np.zeros(3), np.zeros(3), np.zeros(3)
+    split, gain, cover, count = np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3)
     for _, _, tree in all_trees(model):
         inner = tree.nodes[tree.nodes["is_leaf"] == 0]
         for node in inner:
             f = node["feature_idx"]
             split[f] += 1
             gain[f] += node["gain"]
-            cover[f] += node["count"]
+            cover[f] += node["sum_hessians"]
+            count[f] += node["count"]
     np.testing.assert_array_equal(imp["split"], split)
     np.testing.assert_allclose(imp["total_gain"], gain, rtol=1e-12)
-    np.testing.assert_array_equal(imp["total_cover"], cover)
+    np.testing.assert_allclose(imp["total_cover"], cover, rtol=1e-12)
+    np.testing.assert_array_equal(imp["total_count"], count)
+    assert (imp["total_cover"] < imp["total_count"]).all()  # log loss: h = p(1-p) < 1
     with np.errstate(invalid="ignore"):
         np.testing.assert_allclose(imp["gain"], np.where(split > 0, gain / split, 0))
         np.testing.assert_allclose(imp["cover"], np.where(split > 0, cover / split, 0))
+        np.testing.assert_allclose(imp["count"], np.where(split > 0, count / split, 0))
     np.testing.assert_allclose(imp["total_gain"] / imp["total_gain"].sum(),
                                model.feature_importances_, rtol=1e-12)

@@ -17,6 +17,9 @@ cdef packed struct hist_struct:
 cdef packed struct node_struct:
     Y_DTYPE_C value
     unsigned int count
+    # Hessian sum of the rows that reached the node when it grew (XGBoost's
+    # cover), on the true scale; NaN in trees loaded from files without it.
+    double sum_hessians
     unsigned int feature_idx
     X_DTYPE_C num_threshold
     unsigned char missing_go_to_left

@@ -22,6 +22,7 @@ HISTOGRAM_DTYPE = np.dtype([
 NODE_DTYPE = np.dtype([
     ("value", np.float64),
     ("count", np.uint32),
+    ("sum_hessians", np.float64),
     ("feature_idx", np.uint32),
     ("num_threshold", np.float64),
     ("missing_go_to_left", np.uint8),
@@ -34,6 +35,34 @@ NODE_DTYPE = np.dtype([
     ("is_categorical", np.uint8),
     ("bitset_idx", np.uint32),
 ])
+
+# Node fields added after trees were first saved, with the value a tree saved
+# before them gets: its hessian sums were not recorded.
+NODE_FIELDS_ADDED = {"sum_hessians": np.nan}
+# The node fields of every tree saved before the additions.
+NODE_FIELDS_FIRST = tuple(name for name in NODE_DTYPE.names if name not in NODE_FIELDS_ADDED)
+
+
+def stored_node_dtype(names):
+    """The packed dtype of node records saved with the fields ``names`` (in
+    ``NODE_DTYPE``'s order). Only fields of ``NODE_FIELDS_ADDED`` may be
+    missing; ValueError for any other difference."""
+    names = tuple(names)
+    if (names != tuple(n for n in NODE_DTYPE.names if n in names)
+            or not set(NODE_FIELDS_FIRST) <= set(names)):
+        raise ValueError(f"node fields {list(names)} differ from this hgbt's "
+                         f"{list(NODE_DTYPE.names)}")
+    return np.dtype([(name, NODE_DTYPE.fields[name][0]) for name in names])
+
+
+def upgrade_nodes(stored):
+    """A ``NODE_DTYPE`` copy of node records with the fields of
+    :func:`stored_node_dtype` (the added fields missing get their default)."""
+    nodes = np.zeros(stored.shape[0], dtype=NODE_DTYPE)
+    for name in NODE_DTYPE.names:
+        nodes[name] = stored[name] if name in stored.dtype.names else NODE_FIELDS_ADDED[name]
+    return nodes
+
 
 SPLIT_INFO_DTYPE = np.dtype([
     ("gain", np.float64),

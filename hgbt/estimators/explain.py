@@ -130,9 +130,12 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             (categorical splits: the categories seen at fit that go left, as
             values for DataFrame categories, else as codes), ``missing_go_to_left``,
             ``left``, ``right`` (-1 for a leaf), ``gain``, ``count`` (training
-            rows: the cover), ``value`` (shrunk by the learning rate; a leaf's
-            is its output). Split fields are None or NaN on leaves. Hessian
-            sums are not stored in the model.
+            rows reaching the node), ``sum_hessians`` (their hessian sum, the
+            cover; NaN for a model saved before hessian sums were recorded),
+            ``value`` (shrunk by the learning rate; a leaf's is its output).
+            Split fields are None or NaN on leaves. Under row sampling the
+            rows are those the tree was grown on, with their sampling
+            weights.
         """
         check_is_fitted(self)
         return tables.trees_frame(self)
@@ -149,14 +152,18 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         return tables.dump_text(tables.trees_frame(self))
 
     def feature_importance_table(self):
-        """Importances per feature: number of splits, gain and cover (training
-        rows reaching the split), as totals and as means per split.
+        """Importances per feature: number of splits, gain, cover (hessian
+        sum of the training rows reaching the split, as XGBoost's) and row
+        count (as LightGBM's), as totals and as means per split.
 
         Returns
         -------
         importances : pandas.DataFrame
             Indexed by feature name; columns ``split``, ``gain`` (mean per
-            split), ``total_gain``, ``cover`` (mean per split), ``total_cover``.
+            split), ``total_gain``, ``cover`` (mean per split),
+            ``total_cover``, ``count`` (mean per split), ``total_count``.
+            The cover is NaN for a model saved before hessian sums were
+            recorded.
             ``feature_importances_`` is ``total_gain`` (or ``split``)
             normalised to sum to 1.
         """

@@ -1,10 +1,11 @@
 """A fitted model's trees as tables: one row per node (pandas), a text dump,
-and per-feature importances (split count, gain and cover, totals and means
-per split).
+and per-feature importances (split count, gain, cover and row count, totals
+and means per split).
 
-The cover of a node is its ``count``: the training rows that reached it (the
-rows the tree was grown on, under row sampling). Hessian sums are not kept in
-the node array, so they are not in the table.
+A node's ``count`` is the training rows that reached it and ``sum_hessians``
+their hessian sum (the rows the tree was grown on, under row sampling; NaN
+for trees saved before hessian sums were recorded). The cover is the hessian
+sum, as XGBoost's; the row count is LightGBM's ``internal_count``.
 """
 import numpy as np
 
@@ -12,7 +13,8 @@ from ..data.categorical import is_pooled
 
 NODE_COLUMNS = ["tree", "round", "output", "node", "depth", "is_leaf", "feature",
                 "feature_idx", "split_type", "threshold", "left_categories",
-                "missing_go_to_left", "left", "right", "gain", "count", "value"]
+                "missing_go_to_left", "left", "right", "gain", "count", "sum_hessians",
+                "value"]
 
 
 def feature_names(model):
@@ -65,6 +67,7 @@ def _tree_frame(model, pd, names, tree, index, round_, output):
         "right": np.where(leaf, -1, nodes["right"].astype(np.int64)),
         "gain": np.where(leaf, np.nan, nodes["gain"]),
         "count": nodes["count"].astype(np.int64),
+        "sum_hessians": nodes["sum_hessians"],
         "value": nodes["value"],
     }, columns=NODE_COLUMNS)
 
@@ -84,14 +87,15 @@ def trees_frame(model):
 
 
 def _describe(row):
+    sizes = f"count={row.count} sum_hessians={row.sum_hessians:.6g}"
     if row.is_leaf:
-        return f"leaf value={row.value:.6g} count={row.count}"
+        return f"leaf value={row.value:.6g} {sizes}"
     if row.split_type == "categorical":
         test = f"{row.feature} in {{{', '.join(map(str, row.left_categories))}}}"
     else:
         test = f"{row.feature} <= {row.threshold:.9g}"
     missing = "left" if row.missing_go_to_left else "right"
-    return f"{test} (missing: {missing}) gain={row.gain:.6g} count={row.count}"
+    return f"{test} (missing: {missing}) gain={row.gain:.6g} {sizes}"
 
 
 def dump_text(frame):
@@ -111,21 +115,25 @@ def dump_text(frame):
     return "\n".join(lines) + "\n"
 
 
+# importance column (a mean per split) -> the node column its total sums
+_TOTALS = {"gain": "gain", "cover": "sum_hessians", "count": "count"}
+
+
 def importance_frame(frame, names):
-    """Per feature: splits, total and mean gain, total and mean cover."""
+    """Per feature: splits, and the total and mean per split of the gain, the
+    cover (hessian sums) and the row count."""
     import pandas as pd
 
     inner = frame[~frame["is_leaf"]]
     grouped = inner.groupby("feature_idx")
-    out = pd.DataFrame({
-        "split": grouped.size(),
-        "total_gain": grouped["gain"].sum(),
-        "total_cover": grouped["count"].sum().astype(np.float64),
-    }).reindex(range(len(names)), fill_value=0)
+    # min_count=1: a NaN hessian sum (an old model's) gives NaN, not 0
+    out = pd.DataFrame({"split": grouped.size()} | {
+        f"total_{name}": grouped[column].sum(min_count=1).astype(np.float64)
+        for name, column in _TOTALS.items()}).reindex(range(len(names)), fill_value=0)
     splits = out["split"].to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["gain"] = np.where(splits > 0, out["total_gain"] / splits, 0.0)
-        out["cover"] = np.where(splits > 0, out["total_cover"] / splits, 0.0)
+        for name in _TOTALS:
+            out[name] = np.where(splits > 0, out[f"total_{name}"] / splits, 0.0)
     out.index = pd.Index(names, name="feature")
-    return out[["split", "gain", "total_gain", "cover", "total_cover"]]
+    return out[["split"] + [c for name in _TOTALS for c in (name, f"total_{name}")]]
 

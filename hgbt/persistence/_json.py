@@ -4,7 +4,8 @@ A documented, versioned JSON document holds everything ``predict`` and
 ``warm_start`` need. Floats are written with ``repr`` (exact for every
 finite double); ``nan`` / ``inf`` / ``-inf`` are written as those strings.
 Every field of the node array is written, whatever fields ``NODE_DTYPE``
-has. The document carries the SHA-256 of its content (``checksum``), so an
+has; files written before a field was added (``NODE_FIELDS_ADDED``) load
+with its default. The document carries the SHA-256 of its content (``checksum``), so an
 edited or damaged file is detected. Loading validates the file completely
 (structure, types, the checksum, then the estimator's state with
 :func:`._checks.check_state`) before any kernel sees it, and reports
@@ -18,7 +19,7 @@ import os
 
 import numpy as np
 
-from ..core._types import NODE_DTYPE
+from ..core._types import NODE_DTYPE, NODE_FIELDS_ADDED, stored_node_dtype, upgrade_nodes
 from ..data.binning import BinMapper
 from ..data.categorical import pooled_features
 from ..tree.predictor import TreePredictor
@@ -347,7 +348,8 @@ def _encode_tree(tree):
 
 
 def _check_node_dtype(description, where):
-    """The file's node fields must be this hgbt's ``NODE_DTYPE`` fields."""
+    """The file's node fields must be this hgbt's ``NODE_DTYPE`` fields, but
+    for fields added since (``NODE_FIELDS_ADDED``); returns their names."""
     description = _as_list(description, where)
     fields = {}
     for i, entry in enumerate(description):
@@ -357,7 +359,7 @@ def _check_node_dtype(description, where):
         kind_of = _decode_dtype(dtype, f"{where}[{i}]", kinds="biuf").kind
         fields[name] = (kind_of, tuple(_as_list(shape, f"{where}[{i}]")))
     ours = {name: (NODE_DTYPE.fields[name][0].base.kind, NODE_DTYPE.fields[name][0].shape)
-            for name in NODE_DTYPE.names}
+            for name in NODE_DTYPE.names if name in fields or name not in NODE_FIELDS_ADDED}
     if set(fields) != set(ours):
         missing, unknown = sorted(set(ours) - set(fields)), sorted(set(fields) - set(ours))
         _fail(where, f"node fields differ from this hgbt's (missing {missing}, unknown "
@@ -367,24 +369,25 @@ def _check_node_dtype(description, where):
                                                  and shape == ours[name][1]):
             _fail(where, f"node field {name!r} has kind {kind!r} and shape {shape}, this "
                          f"hgbt expects {ours[name]}")
+    return stored_node_dtype(name for name in NODE_DTYPE.names if name in fields)
 
 
-def _decode_tree(value, where):
+def _decode_tree(value, where, stored):
+    # stored: the file's node dtype (_check_node_dtype)
     value = _as_dict(value, where)
     n_nodes = _as_int(_get(value, "n_nodes", where), f"{where}.n_nodes", low=1,
                       high=np.iinfo(np.uint32).max)
     fields = _as_dict(_get(value, "nodes", where), f"{where}.nodes")
-    unknown = set(fields) - set(NODE_DTYPE.names)
+    unknown = set(fields) - set(stored.names)
     if unknown:
         _fail(f"{where}.nodes", f"unknown node fields {sorted(unknown)}")
-    columns = {}
-    for name in NODE_DTYPE.names:
-        field = NODE_DTYPE.fields[name][0]
-        columns[name] = _numeric_array(_get(fields, name, f"{where}.nodes"), field.base,
-                                       (n_nodes,) + field.shape, f"{where}.nodes.{name}")
-    nodes = np.zeros(n_nodes, dtype=NODE_DTYPE)
-    for name, column in columns.items():
-        nodes[name] = column
+    nodes = np.zeros(n_nodes, dtype=stored)
+    for name in stored.names:
+        field = stored.fields[name][0]
+        nodes[name] = _numeric_array(_get(fields, name, f"{where}.nodes"), field.base,
+                                     (n_nodes,) + field.shape, f"{where}.nodes.{name}")
+    if stored != NODE_DTYPE:
+        nodes = upgrade_nodes(nodes)
     attributes = {}
     if "attributes" in value:
         attributes = _decode_attributes(value["attributes"], TreePredictor, {"nodes"},
@@ -609,12 +612,12 @@ def _model_from_dict(document, verify_checksum):
                               (k_trees,), "fitted.baseline")
 
     bin_mapper = _decode_bin_mapper(_get(fitted, "bin_mapper", "fitted"), n_features)
-    _check_node_dtype(_get(fitted, "node_dtype", "fitted"), "fitted.node_dtype")
+    stored = _check_node_dtype(_get(fitted, "node_dtype", "fitted"), "fitted.node_dtype")
     trees = _as_list(_get(fitted, "trees", "fitted"), "fitted.trees", length=n_iter)
     predictors = []
     for i, round_trees in enumerate(trees):
         round_trees = _as_list(round_trees, f"fitted.trees[{i}]", length=k_trees)
-        predictors.append([_decode_tree(tree, f"fitted.trees[{i}][{k}]")
+        predictors.append([_decode_tree(tree, f"fitted.trees[{i}][{k}]", stored)
                            for k, tree in enumerate(round_trees)])
 
     attributes = _decode_attributes(

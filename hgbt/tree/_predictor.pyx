@@ -151,6 +151,9 @@ def nodes_from_grown(
     for i in range(n):
         nodes[i].value = learning_rate * grown[i].value
         nodes[i].count = grown[i].count
+        # the histograms' sum: true scale (quantized lanes are scaled back,
+        # a constant hessian is count x its value)
+        nodes[i].sum_hessians = grown[i].sum_hessians
         nodes[i].depth = grown[i].depth
         if grown[i].left < 0:
             nodes[i].is_leaf = 1

@@ -5,7 +5,8 @@ import scipy.sparse as sp
 from ._predictor import (pack_forest, predict_add, predict_binned_add, predict_csr_add,
                          predict_forest_add, predict_forest_csr_add,
                          predict_forest_packed_add)
-from ..core._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE, Y_DTYPE
+from ..core._types import (BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE, NODE_FIELDS_FIRST, Y_DTYPE,
+                           stored_node_dtype, upgrade_nodes)
 
 # Dense inputs of at least this many rows take the packed forest (blocks of rows
 # walk each tree in lockstep, branch-free); smaller ones are walked row by row,
@@ -60,6 +61,7 @@ class TreePredictor:
         # and a damaged one crashes on first use, before any check can run.
         state = dict(self.__dict__)
         state["nodes"] = self.nodes.tobytes()
+        state["node_fields"] = NODE_DTYPE.names  # pickles before it: NODE_FIELDS_FIRST
         state["cat_bitsets"] = self.cat_bitsets.tobytes()
         return state
 
@@ -68,10 +70,15 @@ class TreePredictor:
         are taken as they are); ``hgbt.tree.validation.check_tree`` checks them."""
         state = dict(state)
         nodes, bitsets = state.get("nodes"), state.get("cat_bitsets")
+        fields = state.pop("node_fields", NODE_FIELDS_FIRST)
         if isinstance(nodes, bytes):
-            if len(nodes) % NODE_DTYPE.itemsize:
+            if not (isinstance(fields, tuple) and all(isinstance(n, str) for n in fields)):
+                raise ValueError("Pickled tree node fields are not a tuple of names.")
+            dtype = stored_node_dtype(fields)
+            if len(nodes) % dtype.itemsize:
                 raise ValueError("Pickled tree nodes are not a whole number of nodes.")
-            state["nodes"] = np.frombuffer(nodes, dtype=NODE_DTYPE).copy()
+            nodes = np.frombuffer(nodes, dtype=dtype)
+            state["nodes"] = nodes.copy() if dtype == NODE_DTYPE else upgrade_nodes(nodes)
         if isinstance(bitsets, bytes):
             row = BITSET_WORDS * np.dtype(BITSET_DTYPE).itemsize
             if len(bitsets) % row:
