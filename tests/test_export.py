@@ -9,6 +9,7 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor
 
 # CI installs both (the 'test' extra); the guard only keeps a bare install's
 # test run going.
+onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 skl2onnx = pytest.importorskip("skl2onnx")
 treelite = pytest.importorskip("treelite")
@@ -48,6 +49,7 @@ def fit(estimator, y_map=lambda y: y):
 
 def onnx_run(model, X, dtype=np.float32, **kwargs):
     onx = to_onnx(model, dtype=dtype, **kwargs)
+    onnx.checker.check_model(onx, full_check=True)
     session = ort.InferenceSession(onx.SerializeToString(),
                                    providers=["CPUExecutionProvider"])
     return session.run(None, {"X": X.astype(dtype)})
