@@ -214,6 +214,30 @@ def test_skl2onnx_to_onnx_works_after_import():
     assert np.array_equal(label[clear], classifier.predict(X32)[clear])
 
 
+@pytest.mark.parametrize("estimator, y_map", [
+    (HistGBDTRegressor(), lambda y: y),
+    (HistGBDTClassifier(), lambda y: (y > 0).astype(int)),
+])
+def test_model_cut_to_no_round(estimator, y_map):
+    # the validation target is the training one reversed: the first round
+    # scores worse there, truncate_at_best leaves no tree, and the exported
+    # models predict the baseline
+    rng = np.random.default_rng(0)
+    X, X_val = rng.normal(size=(200, 2)), rng.normal(size=(200, 2))
+    y, y_val = y_map(X[:, 0]), y_map(-X_val[:, 0])
+    model = estimator.set_params(max_iter=5, truncate_at_best=True, n_iter_no_change=1,
+                                 min_samples_leaf=2, random_state=0)
+    model.fit(X, y, X_val=X_val, y_val=y_val)
+    assert model.n_iter_ == 0
+    method = model.predict_proba if hasattr(model, "classes_") else model.predict
+    got = onnx_run(model, X)[-1]
+    close(got.reshape(method(X).shape), method(X))
+    got = treelite.gtil.predict(to_treelite(model), X)
+    binary = len(getattr(model, "classes_", ())) == 2  # treelite: P(positive class)
+    expected = method(X)[:, 1] if binary else method(X)
+    close(got.reshape(expected.shape), expected, rtol=1e-9)
+
+
 def test_model_with_pooled_categories_is_refused():
     rng = np.random.default_rng(0)
     X = rng.integers(0, 400, size=(2000, 1)).astype(float)  # codes >= 255: pooled

@@ -144,6 +144,13 @@ def _walk(predictor, output):
                 right=children[:, 1], value=np.array(value, dtype=np.float64))
 
 
+def _leaf(output):
+    """A tree of one leaf of value 0 adding to raw score ``output``."""
+    return Tree(output=output, feature=np.array([-1]), threshold=np.array([np.nan]),
+                categories=(None,), missing_left=np.array([False]), left=np.array([-1]),
+                right=np.array([-1]), value=np.array([0.0]))
+
+
 def describe(model):
     """The :class:`Forest` of a fitted hgbt estimator.
 
@@ -172,6 +179,8 @@ def describe(model):
             "into fewer than 255 before fitting.")
     link = _link(model)
     trees = [_walk(tree, k) for trees in model._predictors for k, tree in enumerate(trees)]
+    if not trees:  # cut to no round (truncate_at_best): the formats want a tree
+        trees = [_leaf(k) for k in range(len(model._baseline_prediction))]
     return Forest(n_features=int(model.n_features_in_),
                   n_outputs=len(model._baseline_prediction),
                   baseline=np.array(model._baseline_prediction, dtype=np.float64),
