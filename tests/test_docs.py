@@ -47,8 +47,17 @@ def _has_sklearn_callbacks():
     return importlib.util.find_spec("sklearn.callback") is not None  # scikit-learn >= 1.9
 
 
+def _installed(*modules):
+    # the optional packages of an extra (pyproject.toml); CI installs them
+    import importlib.util
+
+    return lambda: all(importlib.util.find_spec(m) is not None for m in modules)
+
+
 REQUIREMENTS = {"save_model": _has_save_model, "categorical": _has_categorical,
-                "sklearn_callbacks": _has_sklearn_callbacks}
+                "sklearn_callbacks": _has_sklearn_callbacks,
+                "onnx": _installed("skl2onnx", "onnx", "onnxruntime"),
+                "treelite": _installed("treelite")}
 
 
 def _blocks(docs=(DOC,)):

@@ -1,0 +1,24 @@
+"""Export fitted hgbt models to ONNX and Treelite.
+
+- :func:`to_onnx`: an ONNX model (``ai.onnx.ml`` tree ensembles), run with
+  onnxruntime or any ONNX runtime; needs the ``onnx`` extra
+  (``pip install "hgbt[onnx]"``: skl2onnx, onnx, onnxruntime).
+- :func:`to_treelite`: a ``treelite.Model``; needs the ``treelite`` extra.
+- :func:`numeric_input`: the float matrix both read (categorical columns as
+  codes), from anything ``predict`` accepts.
+
+Importing this package registers hgbt's converters with skl2onnx when
+skl2onnx is installed, so that ``skl2onnx.to_onnx(model, X)`` works too
+(:func:`register_onnx` does it explicitly). See ``doc/explain.md``,
+"Exporting a model".
+"""
+from ._forest import numeric_input
+from .onnx import register as register_onnx, to_onnx
+from .treelite import to_treelite
+
+__all__ = ["numeric_input", "register_onnx", "to_onnx", "to_treelite"]
+
+try:
+    register_onnx()
+except ImportError:  # skl2onnx not installed: to_onnx says so when called
+    pass
