@@ -1,6 +1,6 @@
 """The package layout: subpackages in layers, imports only downwards, no cycles.
 
-core → data → tree → engine → persistence → estimators → dask: a module
+core → data → tree → engine → persistence → estimators → dask, export: a module
 may import from its own layer and the layers below it. (The model format
 sits below the estimators: they register their classes with it.) Python imports are read
 with ``ast``; Cython ``import`` / ``cimport`` lines with a regular
@@ -24,6 +24,7 @@ LAYERS = {
     "persistence": 4,
     "estimators": 5,
     "dask": 6,
+    "export": 6,
     "__init__": 7,
     "callbacks": 7,
     "__main__": 7,
