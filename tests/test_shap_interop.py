@@ -91,6 +91,19 @@ def test_tree_explainer_matches_interactions(kind):
     np.testing.assert_allclose(values, ours, rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_description_holds_the_expected_values(kind):
+    # inner nodes carry the count-weighted mean of their leaves (shap would
+    # recompute them): the roots add up to hgbt's expected value
+    model, X = numeric_model(kind)
+    description = shap_model(model)
+    roots = sum(tree["values"][0] for tree in description["trees"])
+    expected = model.predict_contributions(X[:1])[0, ..., -1]
+    np.testing.assert_allclose(description["base_offset"] + roots, np.ravel(expected),
+                               rtol=0, atol=1e-12)
+    assert len(description["trees"]) == model.n_iter_ * len(description["base_offset"])
+
+
 def brute_interventional(model, x, background):
     """Mean over the background rows ``r`` of the Shapley values of the game
     v(S) = raw score of the row taking ``x`` on S and ``r`` elsewhere."""
