@@ -5,6 +5,7 @@ Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
 skipped while the feature NAME is missing (see REQUIREMENTS), and only then.
 """
+import importlib
 import re
 import warnings
 from pathlib import Path
@@ -41,12 +42,6 @@ def _has_categorical():
     return True
 
 
-def _has_sklearn_callbacks():
-    import importlib.util
-
-    return importlib.util.find_spec("sklearn.callback") is not None  # scikit-learn >= 1.9
-
-
 def _installed(*modules):
     # the optional packages of an extra (pyproject.toml); CI installs them
     import importlib.util
@@ -55,9 +50,13 @@ def _installed(*modules):
 
 
 REQUIREMENTS = {"save_model": _has_save_model, "categorical": _has_categorical,
-                "sklearn_callbacks": _has_sklearn_callbacks,
+                "sklearn_callbacks": _installed("sklearn.callback"),  # scikit-learn >= 1.9
                 "onnx": _installed("skl2onnx", "onnx", "onnxruntime"),
-                "treelite": _installed("treelite")}
+                "treelite": _installed("treelite"),
+                "shap": _installed("shap")}
+# Libraries imported before warnings become errors: shap's import warns under
+# newer matplotlib, which is no fault of an example.
+IMPORTED_FIRST = {"shap"}
 
 
 def _blocks(docs=(DOC,)):
@@ -100,7 +99,11 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
     for group in _requirements(code):
         for name in (n.strip() for n in group.split(",")):
             if not REQUIREMENTS[name]():
-                pytest.skip(f"needs {name}, which hgbt does not have yet")
+                pytest.skip(f"needs {name}, which is missing here")
+            if name in IMPORTED_FIRST:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    importlib.import_module(name)
     monkeypatch.chdir(tmp_path)  # examples may write files (model.joblib, ...)
     with warnings.catch_warnings():
         # A warning in an example is a bug in it (e.g. a search whose fits
