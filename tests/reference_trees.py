@@ -106,6 +106,17 @@ def data(n=600, seed=0):
     return X, score
 
 
+def plan_frame(n=500, seed=0):
+    """A DataFrame with a numeric 'age' and a string-categorical 'plan', and
+    a binary target depending on both."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"age": rng.normal(40, 10, n),
+                      "plan": pd.Categorical(rng.choice(["basic", "pro", "team"], n))})
+    return X, (X["age"] > 45) ^ (X["plan"] == "pro")
+
+
 def fitted(kind, n_threads=2):
     """A small fitted regressor, binary or multiclass classifier, and its X."""
     X, score = data()
