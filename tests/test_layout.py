@@ -24,6 +24,8 @@ LAYERS = {
     "persistence": 4,
     "estimators": 5,
     "dask": 6,
+    "inspection": 6,
+    "plotting": 6,
     "__init__": 7,
     "callbacks": 7,
     "__main__": 7,

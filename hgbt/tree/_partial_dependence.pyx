@@ -5,16 +5,17 @@ at a split on a target feature the point's value chooses the branch (the
 routing of ``_routing.pxd``, so categories and missing values go where
 prediction sends them); at any other split both branches are taken, each
 weighted by its share of the node's training rows (``count``). The weighted
-sum of the leaves reached is the tree's mean output over the training rows
-with the target features set to ``z``, exactly so when no other split on
-the path depends on the rows that were set (trees of one split each, for
-example), and the usual recursion approximation otherwise.
+sum of the leaves reached approximates the tree's mean output over the
+training rows with the target features set to ``z``: exactly for trees of
+one split each; otherwise the shares below a split on a target feature are
+those of the rows that reached it in training, not of all rows.
 
 Grid points are split between threads (``prange``, static); each point's
 result is computed by one thread, the trees in order, so it does not depend
 on the number of threads.
 """
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
+from libc.stdlib cimport free, malloc
 
 from ..core._types cimport node_struct, BITSET_WORD_C, Y_DTYPE_C
 from ._routing cimport goes_left
@@ -24,23 +25,43 @@ DEF MIN_PARALLEL_WORK = 1 << 16
 
 
 cdef double _tree_value(const node_struct* nodes, const BITSET_WORD_C* bitsets,
-                        unsigned int j, const double* point, const int* features,
-                        Py_ssize_t n_targets) noexcept nogil:
-    """The weighted mean output of the subtree at node ``j`` for one grid point
-    (``point[k]``: the value of feature ``features[k]``)."""
-    cdef const node_struct* node = &nodes[j]
-    cdef Py_ssize_t k
-    if node.is_leaf:
-        return node.value
-    for k in range(n_targets):
-        if <unsigned int> features[k] == node.feature_idx:
-            if goes_left(node, bitsets, point[k]):
-                return _tree_value(nodes, bitsets, node.left, point, features, n_targets)
-            return _tree_value(nodes, bitsets, node.right, point, features, n_targets)
-    return (<double> nodes[node.left].count / node.count
-            * _tree_value(nodes, bitsets, node.left, point, features, n_targets)
-            + <double> nodes[node.right].count / node.count
-            * _tree_value(nodes, bitsets, node.right, point, features, n_targets))
+                        const double* point, const int* features, Py_ssize_t n_targets,
+                        unsigned int* stack, double* weights) noexcept nogil:
+    """The tree's weighted mean output for one grid point (``point[k]``: the
+    value of feature ``features[k]``). Depth first with an explicit stack of
+    (node, product of the branch shares above it); a node pushes at most two
+    children and pops itself, so the stack never holds more than depth + 1."""
+    cdef const node_struct* node
+    cdef Py_ssize_t size = 1, k
+    cdef unsigned int j
+    cdef double w, total = 0.0
+    cdef bint target
+    stack[0] = 0
+    weights[0] = 1.0
+    while size:
+        size -= 1
+        j = stack[size]
+        w = weights[size]
+        node = &nodes[j]
+        if node.is_leaf:
+            total += w * node.value
+            continue
+        target = False
+        for k in range(n_targets):
+            if <unsigned int> features[k] == node.feature_idx:
+                target = True
+                stack[size] = node.left if goes_left(node, bitsets, point[k]) else node.right
+                weights[size] = w
+                size += 1
+                break
+        if not target:
+            w = w / node.count
+            stack[size] = node.right
+            weights[size] = w * nodes[node.right].count
+            stack[size + 1] = node.left
+            weights[size + 1] = w * nodes[node.left].count
+            size += 2
+    return total
 
 
 def partial_dependence_add(
@@ -52,6 +73,7 @@ def partial_dependence_add(
     const double[:, ::1] grid,
     const int[::1] features,
     Y_DTYPE_C[:, ::1] out,
+    int max_depth,
     int n_threads,
 ):
     """Add every tree's partial dependence at every grid point to ``out``.
@@ -60,10 +82,13 @@ def partial_dependence_add(
     ``tree_starts[t]``, its bitsets from row ``bitset_starts[t]``, adding to
     output ``tree_outputs[t]``). ``grid[p, k]``: the value of feature
     ``features[k]`` at point ``p``; ``out[o, p]`` receives the trees of output
-    ``o``.
+    ``o``. ``max_depth``: at least the deepest leaf's depth (it sizes the
+    walks' stacks).
     """
     cdef Py_ssize_t n_points = grid.shape[0], n_trees = tree_starts.shape[0]
     cdef Py_ssize_t n_targets = features.shape[0], p, t
+    cdef unsigned int* stack
+    cdef double* weights
     if tree_outputs.shape[0] != n_trees or bitset_starts.shape[0] != n_trees:
         raise ValueError("tree_starts, tree_outputs and bitset_starts must have one "
                          "entry per tree.")
@@ -82,10 +107,17 @@ def partial_dependence_add(
             raise ValueError(f"Target feature {features[t]} is negative.")
     if n_points == 0 or n_trees == 0:
         return
+    if max_depth < 0:
+        raise ValueError(f"max_depth must be >= 0, got {max_depth}.")
     if n_points * nodes.shape[0] < MIN_PARALLEL_WORK or n_threads < 1:
         n_threads = 1
-    for p in prange(n_points, nogil=True, schedule='static', num_threads=n_threads):
-        for t in range(n_trees):
-            out[tree_outputs[t], p] += _tree_value(
-                &nodes[tree_starts[t]], &cat_bitsets[0, 0] + 8 * bitset_starts[t], 0,
-                &grid[p, 0], &features[0], n_targets)
+    with nogil, parallel(num_threads=n_threads):
+        stack = <unsigned int*> malloc((max_depth + 1) * sizeof(unsigned int))
+        weights = <double*> malloc((max_depth + 1) * sizeof(double))
+        for p in prange(n_points, schedule='static'):
+            for t in range(n_trees):
+                out[tree_outputs[t], p] += _tree_value(
+                    &nodes[tree_starts[t]], &cat_bitsets[0, 0] + 8 * bitset_starts[t],
+                    &grid[p, 0], &features[0], n_targets, stack, weights)
+        free(weights)
+        free(stack)

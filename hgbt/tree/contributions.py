@@ -147,5 +147,6 @@ def partial_dependence(forest, grid, features, n_outputs, n_threads=1):
     if forest.n_trees:
         partial_dependence_add(forest.nodes, forest.tree_starts, forest.tree_outputs,
                                forest.bitset_starts, forest.cat_bitsets, grid,
-                               np.asarray(features, dtype=np.int32), out, n_threads)
+                               np.asarray(features, dtype=np.int32), out,
+                               max_depth(forest.nodes, forest.tree_starts), n_threads)
     return out
