@@ -24,8 +24,6 @@ model (``enable_sklearn_recursion``), which must give the same values.
 Prints one table; writes nothing.
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
@@ -35,15 +33,7 @@ from threadpoolctl import threadpool_limits
 import hgbt
 from hgbt.datasets import make_regression_task
 from hgbt.inspection import enable_sklearn_recursion
-
-
-def timed(call, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from shap_bench import timed  # median of repeats; benchmarks/ is the script's path
 
 
 def main():
@@ -86,11 +76,10 @@ def main():
             via_sklearn = sk_partial_dependence(ours, X_pd, [f], grid_resolution=args.grid,
                                                 method="recursion")
             np.testing.assert_array_equal(result.average, via_sklearn.average)
-        rows = [("hgbt recursion", timed(hgbt_recursion, args.repeats)),
-                ("scikit-learn HGB recursion", timed(sklearn_recursion, args.repeats))]
+        rows = [("hgbt recursion", timed(hgbt_recursion, args.repeats)[0]),
+                ("scikit-learn HGB recursion", timed(sklearn_recursion, args.repeats)[0])]
         if not args.skip_brute:
-            rows.append(("hgbt brute (sklearn method='brute')",
-                         timed(hgbt_brute, 1)))
+            rows.append(("hgbt brute (sklearn method='brute')", timed(hgbt_brute, 1)[0]))
     print(f"{args.n_train:,} training rows x {X.shape[1]} features, {args.trees} trees "
           f"of 31 leaves; {args.features} features x {args.grid} grid points over "
           f"{args.n_pd:,} rows; {args.threads} threads")

@@ -1,7 +1,8 @@
 """References for the kernels that walk trees on raw values (``_shap.pyx``,
-``_apply.pyx``): the routing rule in Python, the conditional expectation of
-TreeSHAP's game, and random trees with categorical, missing and repeated
-splits."""
+``_apply.pyx``, ``_partial_dependence.pyx``): the routing rule in Python, the
+conditional expectation of TreeSHAP's game (also the recursion method's
+partial dependence), and random trees with categorical, missing and
+repeated splits."""
 import math
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""The python examples of doc/sklearn.md, doc/sparse.md, doc/training.md and
-doc/explain.md run.
+"""The python examples of doc/sklearn.md, doc/sparse.md, doc/training.md,
+doc/explain.md and doc/plots.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
 DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md",
-        ROOT / "doc" / "explain.md")
+        ROOT / "doc" / "explain.md", ROOT / "doc" / "plots.md")
 
 
 def _has_save_model():
@@ -86,6 +86,15 @@ def test_explain_doc_has_examples():
     assert len(_blocks((DOCS[3],))) >= 4
 
 
+def test_plots_doc_has_examples_and_images():
+    text = DOCS[4].read_text()
+    assert len(_blocks((DOCS[4],))) >= 3
+    images = re.findall(r"\]\((images/[\w.]+\.png)\)", text)
+    assert len(images) == 4
+    for image in images:  # committed, small
+        assert 0 < (ROOT / "doc" / image).stat().st_size < 120_000
+
+
 @pytest.mark.parametrize("code", _blocks(DOCS))
 def test_doc_example_runs(code, tmp_path, monkeypatch):
     for group in _requirements(code):
@@ -98,3 +107,7 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
         # failed and scored NaN).
         warnings.simplefilter("error")
         exec(compile(code, str(DOC), "exec"), {"__name__": "__doc_example__"})
+    if "matplotlib" in code:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
