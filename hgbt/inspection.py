@@ -73,7 +73,8 @@ def _axis(model, f, column, grid_resolution, percentiles):
     return axis, axis
 
 
-def _check_grid_settings(grid_resolution, percentiles):
+def check_grid_settings(grid_resolution, percentiles):
+    """``(low, high)`` percentiles, once both settings are checked."""
     if not isinstance(grid_resolution, Integral) or grid_resolution <= 1:
         raise ValueError(f"grid_resolution must be an integer > 1, got {grid_resolution!r}.")
     try:
@@ -144,7 +145,7 @@ def partial_dependence(model, X, features, *, grid_resolution=100,
     (1, 10, 10)
     """
     check_is_fitted(model)
-    low_high = _check_grid_settings(grid_resolution, percentiles)
+    low_high = check_grid_settings(grid_resolution, percentiles)
     targets = [features] if isinstance(features, (str, Integral)) else list(features)
     if not targets:
         raise ValueError("features must name at least one feature.")

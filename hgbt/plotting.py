@@ -15,7 +15,7 @@ from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from .estimators import tables
-from .inspection import (_check_grid_settings, feature_index, is_categorical,
+from .inspection import (check_grid_settings, feature_index, is_categorical,
                          partial_dependence)
 
 IMPORTANCE_TYPES = ("split", "gain", "total_gain", "cover", "total_cover")
@@ -272,7 +272,7 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
     _pyplot()
     from sklearn.inspection import PartialDependenceDisplay
 
-    _check_grid_settings(grid_resolution, percentiles)
+    check_grid_settings(grid_resolution, percentiles)
     items = [features] if isinstance(features, (str, Integral)) else list(features)
     if not items:
         raise ValueError("features must name at least one feature or pair.")
