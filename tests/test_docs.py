@@ -6,6 +6,8 @@ working directory. A block with a line ``# requires: NAME`` is
 skipped while the feature NAME is missing (see REQUIREMENTS), and only then.
 """
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -101,6 +103,14 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
         for name in (n.strip() for n in group.split(",")):
             if not REQUIREMENTS[name]():
                 pytest.skip(f"needs {name}, which hgbt does not have yet")
+    if "enable_sklearn_recursion()" in code:
+        # it changes scikit-learn for the whole process: a fresh interpreter
+        prelude = ("import warnings\nimport hgbt, sklearn.inspection\n"
+                   "warnings.simplefilter('error')\n")
+        result = subprocess.run([sys.executable, "-c", prelude + code], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return
     monkeypatch.chdir(tmp_path)  # examples may write files (model.joblib, ...)
     with warnings.catch_warnings():
         # A warning in an example is a bug in it (e.g. a search whose fits

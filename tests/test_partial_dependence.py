@@ -1,6 +1,11 @@
 """Partial dependence by the recursion method (``_partial_dependence.pyx``,
 ``hgbt.inspection``) against a Python walk of the node arrays and, for trees
 of one split, against the brute-force average over the training rows."""
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +14,6 @@ from sklearn.exceptions import NotFittedError
 
 import hgbt
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt.inspection import enable_sklearn_recursion
 from hgbt.tree import contributions as contrib
 from hgbt.tree.predictor import ForestPredictor
 from reference_trees import (conditional_value, data, fitted, plan_frame, random_rows,
@@ -127,34 +131,64 @@ def test_percentile_grid_and_sparse_input():
     np.testing.assert_array_equal(sparse.average, dense.average)
 
 
-def test_sklearn_recursion_once_enabled():
-    from sklearn.inspection import partial_dependence as sk_partial_dependence
+def run_in_fresh_process(code):
+    """Run ``code`` in a new interpreter: ``enable_sklearn_recursion`` changes
+    scikit-learn for the whole process (``method='auto'`` would then choose
+    the recursion for hgbt models in every later test)."""
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                            cwd=Path(__file__).parent, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
 
-    model, X = fitted("multiclass")
-    X = X[:, :3]  # sklearn's grid of a column with NaN holds NaN
-    model = HistGBDTClassifier(max_iter=10, random_state=0).fit(
-        X, np.digitize(np.nansum(X, axis=1), [-1, 1]))
-    X = np.nan_to_num(X)
-    enable_sklearn_recursion()  # for the process; only sklearn's PDP code looks
-    ours = hgbt.partial_dependence(model, X, [0, 2], grid_resolution=9)
-    for method in ("recursion", "auto"):
-        theirs = sk_partial_dependence(model, X, [0, 2], grid_resolution=9, method=method)
-        for a, b in zip(theirs.grid_values, ours.grid_values):
-            np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(theirs.average, ours.average)
+
+def test_sklearn_recursion_once_enabled():
+    run_in_fresh_process("""
+        import numpy as np
+        from sklearn.inspection import partial_dependence as sk_partial_dependence
+        import hgbt
+        from hgbt import HistGBDTClassifier
+        from hgbt.inspection import enable_sklearn_recursion
+        from reference_trees import data
+
+        X, score = data()
+        X = np.nan_to_num(X[:, :3])  # sklearn's grid of a column with NaN holds NaN
+        model = HistGBDTClassifier(max_iter=10, random_state=0).fit(
+            X, np.digitize(score, [-0.5, 0.5, 1.5]))
+        try:
+            sk_partial_dependence(model, X, [0], method="recursion")
+        except ValueError as exc:
+            assert "support the 'recursion'" in str(exc)
+        else:
+            raise AssertionError("sklearn took the recursion before registration")
+        enable_sklearn_recursion()
+        ours = hgbt.partial_dependence(model, X, [0, 2], grid_resolution=9)
+        for method in ("recursion", "auto"):
+            theirs = sk_partial_dependence(model, X, [0, 2], grid_resolution=9,
+                                           method=method)
+            for a, b in zip(theirs.grid_values, ours.grid_values):
+                np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(theirs.average, ours.average)
+    """)
 
 
 def test_sklearn_recursion_maps_categories_by_value():
-    from sklearn.inspection import partial_dependence as sk_partial_dependence
+    run_in_fresh_process("""
+        import numpy as np
+        from sklearn.inspection import partial_dependence as sk_partial_dependence
+        import hgbt
+        from hgbt import HistGBDTClassifier
+        from hgbt.inspection import enable_sklearn_recursion
+        from reference_trees import plan_frame
 
-    X, y = plan_frame(seed=2)
-    model = HistGBDTClassifier(max_iter=8, random_state=0).fit(X, y)
-    enable_sklearn_recursion()
-    theirs = sk_partial_dependence(model, X, ["plan"], categorical_features=["plan"],
-                                   method="recursion")
-    ours = hgbt.partial_dependence(model, X, "plan")
-    assert list(theirs.grid_values[0]) == list(ours.grid_values[0])
-    np.testing.assert_array_equal(theirs.average, ours.average)
+        X, y = plan_frame(seed=2)
+        model = HistGBDTClassifier(max_iter=8, random_state=0).fit(X, y)
+        enable_sklearn_recursion()
+        theirs = sk_partial_dependence(model, X, ["plan"], categorical_features=["plan"],
+                                       method="recursion")
+        ours = hgbt.partial_dependence(model, X, "plan")
+        assert list(theirs.grid_values[0]) == list(ours.grid_values[0])
+        np.testing.assert_array_equal(theirs.average, ours.average)
+    """)
 
 
 def test_bad_arguments():
