@@ -2,7 +2,8 @@
 from .core.version import __version__
 from .estimators.classifier import HistGBDTClassifier
 from .estimators.regressor import HistGBDTRegressor
+from .inspection import partial_dependence
 from .persistence import InconsistentVersionWarning, load_model
 
 __all__ = ["HistGBDTClassifier", "HistGBDTRegressor", "InconsistentVersionWarning",
-           "load_model", "__version__"]
+           "load_model", "partial_dependence", "__version__"]

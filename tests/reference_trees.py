@@ -1,7 +1,8 @@
 """References for the kernels that walk trees on raw values (``_shap.pyx``,
-``_apply.pyx``): the routing rule in Python, the conditional expectation of
-TreeSHAP's game, and random trees with categorical, missing and repeated
-splits."""
+``_apply.pyx``, ``_partial_dependence.pyx``): the routing rule in Python, the
+conditional expectation of TreeSHAP's game (also the recursion method's
+partial dependence), and random trees with categorical, missing and
+repeated splits."""
 import math
 
 import numpy as np
@@ -104,6 +105,17 @@ def data(n=600, seed=0):
     X[rng.random(X.shape) < 0.1] = np.nan
     score = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) + (X[:, 3] == 2)
     return X, score
+
+
+def plan_frame(n=500, seed=0):
+    """A DataFrame with a numeric 'age' and a string-categorical 'plan', and
+    a binary target depending on both."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"age": rng.normal(40, 10, n),
+                      "plan": pd.Categorical(rng.choice(["basic", "pro", "team"], n))})
+    return X, (X["age"] > 45) ^ (X["plan"] == "pro")
 
 
 def fitted(kind, n_threads=2):

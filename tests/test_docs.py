@@ -1,5 +1,5 @@
-"""The python examples of doc/sklearn.md, doc/sparse.md, doc/training.md and
-doc/explain.md run.
+"""The python examples of doc/sklearn.md, doc/sparse.md, doc/training.md,
+doc/explain.md and doc/plots.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -7,6 +7,8 @@ skipped while the feature NAME is missing (see REQUIREMENTS), and only then.
 """
 import importlib
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
 DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md",
-        ROOT / "doc" / "explain.md")
+        ROOT / "doc" / "explain.md", ROOT / "doc" / "plots.md")
 
 
 def _has_save_model():
@@ -94,6 +96,15 @@ def test_explain_doc_has_examples():
     assert len(_blocks((DOCS[3],))) >= 4
 
 
+def test_plots_doc_has_examples_and_images():
+    text = DOCS[4].read_text()
+    assert len(_blocks((DOCS[4],))) >= 3
+    images = re.findall(r"\]\((images/[\w.]+\.png)\)", text)
+    assert len(images) == 4
+    for image in images:  # committed, small
+        assert 0 < (ROOT / "doc" / image).stat().st_size < 120_000
+
+
 @pytest.mark.parametrize("code", _blocks(DOCS))
 def test_doc_example_runs(code, tmp_path, monkeypatch):
     for group in _requirements(code):
@@ -104,9 +115,21 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     importlib.import_module(name)
+    if "enable_sklearn_recursion()" in code:
+        # it changes scikit-learn for the whole process: a fresh interpreter
+        prelude = ("import warnings\nimport hgbt, sklearn.inspection\n"
+                   "warnings.simplefilter('error')\n")
+        result = subprocess.run([sys.executable, "-c", prelude + code], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return
     monkeypatch.chdir(tmp_path)  # examples may write files (model.joblib, ...)
     with warnings.catch_warnings():
         # A warning in an example is a bug in it (e.g. a search whose fits
         # failed and scored NaN).
         warnings.simplefilter("error")
         exec(compile(code, str(DOC), "exec"), {"__name__": "__doc_example__"})
+    if "matplotlib" in code:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")

@@ -25,6 +25,8 @@ LAYERS = {
     "estimators": 5,
     "dask": 6,
     "export": 6,
+    "inspection": 6,
+    "plotting": 6,
     "__init__": 7,
     "callbacks": 7,
     "__main__": 7,

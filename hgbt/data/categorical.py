@@ -377,6 +377,25 @@ def _pooled_bins(values, categories, by_value):
     return np.where(known[i] == values, np.minimum(order[i], POOLED_BIN), np.nan)
 
 
+def codes_of_values(estimator, feature, values):
+    """The float codes (bins, for a pooled feature) that prediction sees for
+    ``values`` of categorical ``feature``, as ``validate_X`` turns a column
+    into them: a category mapped by value becomes its position (unknown
+    values NaN), an integer code stays itself. ``values`` is not modified."""
+    categories = estimator.categorical_categories_[feature]
+    by_value = bool(estimator._categorical_by_value[feature])
+    values = np.asarray(values, dtype=object if by_value else np.float64)
+    if by_value:
+        position = {category: float(p) for p, category in enumerate(categories)}
+        codes = np.array([position.get(v, np.nan) for v in values.ravel()],
+                         dtype=np.float64).reshape(values.shape)
+    else:
+        codes = values.copy()
+    if is_pooled(categories, by_value):
+        codes = _pooled_bins(codes, categories, by_value)
+    return codes
+
+
 def validate_X(estimator, X, reset, **check_params):
     """``validate_data`` for X with categorical features turned into codes.
 

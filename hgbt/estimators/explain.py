@@ -19,6 +19,7 @@ from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
+from ..data.categorical import codes_of_values
 from ..tree import contributions as _contrib
 from . import tables
 
@@ -113,6 +114,62 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         leaves = _contrib.apply(forest, X, n_threads)
         leaves = leaves.reshape(X.shape[0], len(self._predictors), n_outputs)
         return leaves if is_classifier(self) else leaves[:, :, 0]
+
+    def _partial_dependence_codes(self, grid, target_features):
+        """Partial dependence on the raw score at ``grid`` (categorical
+        features as the codes prediction sees), by the recursion method:
+        shape (n_outputs, n_points), the baseline included."""
+        check_is_fitted(self)
+        features = np.asarray(target_features, dtype=np.intp).ravel()
+        if features.size == 0 or np.any((features < 0) | (features >= self.n_features_in_)):
+            raise ValueError(f"target_features must be feature indices in "
+                             f"[0, {self.n_features_in_ - 1}], got {features.tolist()}.")
+        grid = np.asarray(grid, dtype=np.float64)
+        if grid.ndim != 2 or grid.shape[1] != features.size:
+            raise ValueError(f"grid must have shape (n_points, {features.size}), got "
+                             f"{grid.shape}.")
+        out = _contrib.partial_dependence(self._forest(check_trees=True), grid, features,
+                                          len(self._baseline_prediction),
+                                          effective_n_threads(self.n_threads))
+        return out + self._baseline_prediction[:, None]
+
+    def _compute_partial_dependence_recursion(self, grid, target_features):
+        """Partial dependence by the recursion method, scikit-learn's protocol.
+
+        Each tree is walked once per grid point: a split on a target feature
+        follows the point's value, any other split averages its two branches
+        weighted by their training-row counts (the node ``count``; under row
+        sampling, the rows the tree was grown on; sample weights are not
+        counted). See :func:`hgbt.inspection.partial_dependence`.
+
+        Parameters
+        ----------
+        grid : array-like of shape (n_points, n_target_features)
+            Values of the target features, as in the user's ``X``:
+            categories of features mapped by value (DataFrame categories)
+            are given as the categories themselves.
+        target_features : array-like of int of shape (n_target_features,)
+
+        Returns
+        -------
+        averaged_predictions : ndarray of shape (n_trees_per_iteration, n_points)
+            On the raw score (``decision_function`` scale), the baseline
+            included: with trees of one split each it equals the brute-force
+            average of the raw score over the training rows.
+        """
+        check_is_fitted(self)
+        grid = np.asarray(grid)
+        features = np.asarray(target_features, dtype=np.intp).ravel()
+        if grid.ndim == 2 and grid.shape[1] == features.size:
+            mask = getattr(self, "is_categorical_", None)
+            codes = np.empty(grid.shape, dtype=np.float64)
+            for k, f in enumerate(features):
+                if mask is not None and 0 <= f < len(mask) and mask[f]:
+                    codes[:, k] = codes_of_values(self, f, grid[:, k])
+                else:
+                    codes[:, k] = grid[:, k]
+            grid = codes
+        return self._partial_dependence_codes(grid, features)
 
     def trees_to_dataframe(self):
         """Every node of every tree as a pandas DataFrame, one row per node.

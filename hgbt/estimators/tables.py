@@ -86,16 +86,40 @@ def trees_frame(model):
     return pd.concat(frames, ignore_index=True)
 
 
+def tree_frame(model, tree_index):
+    """The nodes of one tree (``tree`` as in :func:`trees_frame`: position over
+    all trees, round by round) as a pandas DataFrame."""
+    import pandas as pd
+
+    k_trees = len(model._baseline_prediction)
+    n_trees = len(model._predictors) * k_trees
+    if not (isinstance(tree_index, (int, np.integer)) and not isinstance(tree_index, bool)
+            and 0 <= tree_index < n_trees):
+        raise ValueError(f"tree_index must be an integer in [0, {n_trees - 1}] (the model "
+                         f"has {n_trees} trees), got {tree_index!r}.")
+    round_, output = divmod(int(tree_index), k_trees)
+    return _tree_frame(model, pd, feature_names(model), model._predictors[round_][output],
+                       int(tree_index), round_, output)
+
+
+def split_test(row, precision=9, max_categories=None):
+    """An inner node's test as text, true for the rows going left:
+    ``feature <= threshold`` or ``feature in {categories}`` (at most
+    ``max_categories`` of them shown, then "...")."""
+    if row.split_type == "categorical":
+        shown = [str(c) for c in row.left_categories]
+        if max_categories is not None and len(shown) > max_categories:
+            shown = shown[:max_categories] + ["..."]
+        return f"{row.feature} in {{{', '.join(shown)}}}"
+    return f"{row.feature} <= {row.threshold:.{precision}g}"
+
+
 def _describe(row):
     sizes = f"count={row.count} sum_hessians={row.sum_hessians:.6g}"
     if row.is_leaf:
         return f"leaf value={row.value:.6g} {sizes}"
-    if row.split_type == "categorical":
-        test = f"{row.feature} in {{{', '.join(map(str, row.left_categories))}}}"
-    else:
-        test = f"{row.feature} <= {row.threshold:.9g}"
     missing = "left" if row.missing_go_to_left else "right"
-    return f"{test} (missing: {missing}) gain={row.gain:.6g} {sizes}"
+    return f"{split_test(row)} (missing: {missing}) gain={row.gain:.6g} {sizes}"
 
 
 def dump_text(frame):

@@ -1,7 +1,8 @@
 """A forest's raw predictions explained: exact TreeSHAP contributions
 (per-leaf tables, ``_shap_table.pyx``, for the trees they fit, the recursion
-of ``_shap.pyx`` for the others), interaction values (``_shap.pyx``), and the
-leaf each row reaches in each tree (``_apply.pyx``).
+of ``_shap.pyx`` for the others), interaction values (``_shap.pyx``), the
+leaf each row reaches in each tree (``_apply.pyx``), and partial dependence
+by the recursion method (``_partial_dependence.pyx``).
 
 Every function takes a :class:`~hgbt.tree.predictor.ForestPredictor` (the
 trees of all rounds, tree ``t`` adding to output ``tree_outputs[t]``) and raw
@@ -12,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._apply import apply_forest
+from ._partial_dependence import partial_dependence_add
 from ._shap import expected_values, max_depth, shap_add
 from ._shap_table import plan_trees, table_shap_add, tree_widths
 
@@ -146,4 +148,35 @@ def apply(forest, X, n_threads=1):
         for start, stop, block in row_blocks(X):
             apply_forest(forest.nodes, forest.tree_starts, forest.bitset_starts,
                          forest.cat_bitsets, block, out[start:stop], n_threads)
+    return out
+
+
+def partial_dependence(forest, grid, features, n_outputs, n_threads=1):
+    """Partial dependence of every output on the target ``features`` at each
+    grid point, by the recursion method (each tree walked once per point,
+    splits on other features averaged by their children's training-row
+    counts).
+
+    Parameters
+    ----------
+    forest : ForestPredictor
+    grid : ndarray of shape (n_points, n_targets)
+        ``grid[p, k]``: the raw value (category code) of ``features[k]``.
+    features : sequence of int of length n_targets
+    n_outputs : int
+    n_threads : int, default=1
+
+    Returns
+    -------
+    averages : ndarray of shape (n_outputs, n_points)
+        The sum over the trees of each output (no baseline); the same bits for
+        any ``n_threads``.
+    """
+    grid = np.ascontiguousarray(grid, dtype=np.float64)
+    out = np.zeros((n_outputs, grid.shape[0]))
+    if forest.n_trees:
+        partial_dependence_add(forest.nodes, forest.tree_starts, forest.tree_outputs,
+                               forest.bitset_starts, forest.cat_bitsets, grid,
+                               np.asarray(features, dtype=np.int32), out,
+                               max_depth(forest.nodes, forest.tree_starts), n_threads)
     return out
