@@ -276,3 +276,27 @@ def test_training_rows_past_the_cap_are_scored_on_the_seeded_subsample():
                                        rtol=1e-9)
     # the subsample is a real one: its loss is not the full set's
     assert model.evals_result_["train"]["loss"][-1] != model.evals_result_["all"]["loss"][-1]
+
+
+def test_contributions_interactions_and_leaves_of_an_iteration_range():
+    X, y = make_classification(n_samples=600, n_features=5, n_informative=4,
+                               n_redundant=0, n_classes=3, random_state=1)
+    params = dict(learning_rate=0.3, early_stopping=False, random_state=0)
+    model = HistGBDTClassifier(max_iter=10, **params).fit(X, y)
+    first4 = HistGBDTClassifier(max_iter=4, **params).fit(X, y)
+    # the rounds (0, 4) are the model of 4 rounds: the same values, bit for bit
+    np.testing.assert_array_equal(model.predict_contributions(X, iteration_range=(0, 4)),
+                                  first4.predict_contributions(X))
+    np.testing.assert_array_equal(model.predict_interactions(X[:20], iteration_range=(0, 4)),
+                                  first4.predict_interactions(X[:20]))
+    for begin, end in [(2, 7), (3, 3), (0, 10)]:
+        phi = model.predict_contributions(X, iteration_range=(begin, end))
+        np.testing.assert_allclose(phi.sum(axis=-1), model.decision_function(
+            X, iteration_range=(begin, end)), rtol=1e-10, atol=1e-10)
+        inter = model.predict_interactions(X[:20], iteration_range=(begin, end))
+        np.testing.assert_allclose(inter.sum(axis=-1), phi[:20], rtol=1e-10, atol=1e-10)
+        np.testing.assert_array_equal(model.apply(X, iteration_range=(begin, end)),
+                                      model.apply(X)[:, begin:end])
+    for method in ("predict_contributions", "predict_interactions", "apply"):
+        with pytest.raises(ValueError, match="iteration_range"):
+            getattr(model, method)(X[:5], iteration_range=(4, 2))

@@ -21,21 +21,27 @@ from sklearn.utils.validation import check_is_fitted
 from ..core._openmp import effective_n_threads
 from ..data.categorical import codes_of_values
 from ..tree import contributions as _contrib
+from ..tree.predictor import ForestPredictor
 from . import tables
+from .monitoring import check_iteration_range
 
 
 class ExplainMixin:
     """Contributions, interaction values and leaf indices of a fitted
     :class:`~hgbt.estimators.gradient_boosting.BaseHistGBDT`."""
 
-    def _explain_inputs(self, X):
+    def _explain_inputs(self, X, iteration_range=None):
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        forest = self._forest(check_trees=True)
+        if iteration_range is None:
+            forest = self._forest(check_trees=True)
+        else:
+            begin, end = check_iteration_range(iteration_range, len(self._predictors))
+            forest = ForestPredictor(self._predictors[begin:end])
         return X, forest, len(self._baseline_prediction), effective_n_threads(
             self.n_threads)
 
-    def predict_contributions(self, X):
+    def predict_contributions(self, X, iteration_range=None):
         """Exact TreeSHAP contributions of each feature to the raw score.
 
         The raw score is the model's output before the inverse link:
@@ -53,6 +59,10 @@ class ExplainMixin:
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
             Sparse input is densified one block of rows at a time; the result
             is that of the dense input.
+        iteration_range : (begin, end) or None, default=None
+            Explain the model of the rounds ``begin <= round < end`` only (the
+            baseline included), as ``predict(X, iteration_range=...)``
+            predicts; e.g. ``(0, best_iteration_)``. None: every round.
 
         Returns
         -------
@@ -63,12 +73,12 @@ class ExplainMixin:
             score. Multiclass classifiers have one block per class. The
             result does not depend on ``n_threads``.
         """
-        X, forest, n_outputs, n_threads = self._explain_inputs(X)
+        X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
         out = _contrib.contributions(forest, X, n_outputs, n_threads)
         out[:, :, -1] += self._baseline_prediction
         return out[:, 0] if n_outputs == 1 else out
 
-    def predict_interactions(self, X):
+    def predict_interactions(self, X, iteration_range=None):
         """SHAP interaction values of each pair of features on the raw score.
 
         ``[i, f, g]`` (``f != g``) is half the Shapley interaction index of
@@ -80,6 +90,10 @@ class ExplainMixin:
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        iteration_range : (begin, end) or None, default=None
+            Explain the model of the rounds ``begin <= round < end`` only (the
+            baseline included), as ``predict(X, iteration_range=...)``
+            predicts; e.g. ``(0, best_iteration_)``. None: every round.
 
         Returns
         -------
@@ -88,17 +102,21 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             The last row and column are zero but for ``[..., -1, -1]``, the
             expected value. Multiclass classifiers have one matrix per class.
         """
-        X, forest, n_outputs, n_threads = self._explain_inputs(X)
+        X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
         out = _contrib.interactions(forest, X, n_outputs, n_threads)
         out[:, :, -1, -1] += self._baseline_prediction
         return out[:, 0] if n_outputs == 1 else out
 
-    def apply(self, X):
+    def apply(self, X, iteration_range=None):
         """The leaf each row reaches in each tree.
 
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        iteration_range : (begin, end) or None, default=None
+            The leaves of the trees of rounds ``begin <= round < end`` only
+            (None: every round); the second axis then has ``end - begin``
+            entries, round ``begin`` first.
 
         Returns
         -------
@@ -110,9 +128,9 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             round: last axis of length 1); ``[i, r, k]`` is class ``k``'s tree
             of round ``r``.
         """
-        X, forest, n_outputs, n_threads = self._explain_inputs(X)
+        X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
         leaves = _contrib.apply(forest, X, n_threads)
-        leaves = leaves.reshape(X.shape[0], len(self._predictors), n_outputs)
+        leaves = leaves.reshape(X.shape[0], forest.n_trees // n_outputs, n_outputs)
         return leaves if is_classifier(self) else leaves[:, :, 0]
 
     def _partial_dependence_codes(self, grid, target_features):
