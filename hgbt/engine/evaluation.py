@@ -77,9 +77,8 @@ class ScoredRows:
         self.X, self.y, self.sample_weight, self.rows = X, y, sample_weight, rows
 
     @classmethod
-    def training(cls, X, y, sample_weight, seed):
-        """The training rows of :func:`training_score_rows`."""
-        rows = training_score_rows(X.shape[0], seed)
+    def training(cls, X, y, sample_weight, rows):
+        """The training rows ``rows`` (of :func:`training_score_rows`; None: all)."""
         if rows is None:
             return cls(X, y, sample_weight)
         return cls(X[rows], y[rows], None if sample_weight is None else sample_weight[rows],

@@ -21,9 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..core._openmp import effective_n_threads
 from ..data.categorical import codes_of_values
 from ..tree import contributions as _contrib
-from ..tree.predictor import ForestPredictor
 from . import tables
-from .monitoring import check_iteration_range
 
 
 class ExplainMixin:
@@ -33,11 +31,7 @@ class ExplainMixin:
     def _explain_inputs(self, X, iteration_range=None):
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        if iteration_range is None:
-            forest = self._forest(check_trees=True)
-        else:
-            begin, end = check_iteration_range(iteration_range, len(self._predictors))
-            forest = ForestPredictor(self._predictors[begin:end])
+        forest = self._forest(check_trees=True, iteration_range=iteration_range)
         return X, forest, len(self._baseline_prediction), effective_n_threads(
             self.n_threads)
 

@@ -428,13 +428,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                    X_binned=binned.X_dense if binned.is_plain else None,
                                    X=X, n_threads=n_threads)
         settings = self._boost_settings(n_threads)
+        score_rows = training_score_rows(n_samples, self._seed)  # the loss's and scorers'
         rows = RowState(loss, y, sample_weight, raw, settings.full_hessian,
                         [ValidationRows(X_v, y_v, w_v,
                                         self._raw_predict_validated(X_v, n_threads))
-                         for X_v, y_v, w_v in validation],
-                        training_score_rows(n_samples, self._seed))
+                         for X_v, y_v, w_v in validation], score_rows)
         evaluator = monitor.evaluator(self, scored_rows(
-            self._seed, (X, self._decode(y), sample_weight),
+            score_rows, (X, self._decode(y), sample_weight),
             [(X_v, self._decode(y_v), w_v) for X_v, y_v, w_v in validation]
         ) if monitor.needs_predictions else None, self._round_view)
 
@@ -535,9 +535,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         self._forest_cache = (self._predictors, len(self._predictors),
                               ForestPredictor(self._predictors))
 
-    def _forest(self, check_trees=False):
+    def _forest(self, check_trees=False, iteration_range=None):
         """Every tree in one ForestPredictor (packed anew if the trees changed;
-        with ``check_trees``, also if a round holds other tree objects)."""
+        with ``check_trees``, also if a round holds other tree objects), or
+        the trees of the rounds ``begin <= round < end`` of ``iteration_range``."""
+        if iteration_range is not None:
+            begin, end = check_iteration_range(iteration_range, len(self._predictors))
+            return ForestPredictor(self._predictors[begin:end])
         cache = getattr(self, "_forest_cache", None)
         # the list itself (not its id) is kept, so a new list is always noticed
         if (cache is None or cache[0] is not self._predictors
@@ -555,10 +559,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         n_threads = effective_n_threads(self.n_threads)
         if iteration_range is None:
             return self._raw_predict_validated(X, n_threads)
-        begin, end = check_iteration_range(iteration_range, len(self._predictors))
+        forest = self._forest(iteration_range=iteration_range)
         out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
         out[:] = self._baseline_prediction[:, None]
-        return ForestPredictor(self._predictors[begin:end]).predict_add(X, out, n_threads)
+        return forest.predict_add(X, out, n_threads)
 
     def _is_plain_array(self, X):
         """X needs no validation: a 2-D float array of the fitted width, fitted on

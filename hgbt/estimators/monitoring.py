@@ -219,11 +219,13 @@ class Monitor:
         return CallbackRunner(self.callbacks, estimator, sync)
 
 
-def scored_rows(seed, train, validation):
-    """Per set, the rows scorers read: the training rows of
-    :func:`~hgbt.engine.evaluation.training_score_rows`, every validation row. ``train`` and each of
+def scored_rows(train_rows, train, validation):
+    """Per set, the rows scorers read: the training rows ``train_rows``
+    (:func:`~hgbt.engine.evaluation.training_score_rows`; None: all), every
+    validation row. ``train`` and each of
     ``validation`` are ``(X, y as the user's labels, sample_weight)``."""
-    return [ScoredRows.training(*train, seed)] + [ScoredRows(*rows) for rows in validation]
+    return [ScoredRows.training(*train, train_rows)] + [ScoredRows(*rows)
+                                                        for rows in validation]
 
 
 def history_attributes(history, n_rounds, early_stopping, has_validation):
