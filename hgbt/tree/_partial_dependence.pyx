@@ -70,10 +70,10 @@ def partial_dependence_add(
     const int[::1] tree_outputs,
     const long long[::1] bitset_starts,
     const BITSET_WORD_C[:, ::1] cat_bitsets,
+    int max_depth,
     const double[:, ::1] grid,
     const int[::1] features,
     Y_DTYPE_C[:, ::1] out,
-    int max_depth,
     int n_threads,
 ):
     """Add every tree's partial dependence at every grid point to ``out``.

@@ -317,7 +317,8 @@ def shap_add(
         n_threads = 1
     with nogil, parallel(num_threads=n_threads):
         paths = <path_elem*> malloc(_path_size(max_depth, X.shape[1] + 1) * sizeof(path_elem))
-        scratch = <double*> calloc(3 * width, sizeof(double))
+        # contributions need no scratch row
+        scratch = <double*> calloc(3 * width, sizeof(double)) if interactions else NULL
         for i in prange(n, schedule='static'):
             if interactions:
                 _row_interactions(paths, scratch, &nodes[0], &tree_starts[0],

@@ -44,9 +44,13 @@ def row_blocks(X):
         yield start, min(n, start + step), np.ascontiguousarray(block, dtype=np.float64)
 
 
-def _forest_args(forest):
-    return (forest.nodes, forest.tree_starts, forest.tree_outputs, forest.bitset_starts,
-            forest.cat_bitsets, max_depth(forest.nodes, forest.tree_starts))
+def _forest_args(forest, trees=None):
+    """The forest's arrays as the kernels take them (of the trees ``trees``
+    only, in that order; None: all), then the depth of its deepest leaf."""
+    pick = slice(None) if trees is None else trees
+    starts = forest.tree_starts[pick]
+    return (forest.nodes, starts, forest.tree_outputs[pick], forest.bitset_starts[pick],
+            forest.cat_bitsets, max_depth(forest.nodes, starts))
 
 
 def expected_output(forest, n_outputs):
@@ -90,9 +94,7 @@ def contributions(forest, X, n_outputs, n_threads=1):
         plan = plan_trees(forest.nodes, forest.tree_starts, tabled)
         table_args = (forest.nodes, forest.tree_starts, forest.tree_outputs,
                       forest.bitset_starts, forest.cat_bitsets, plan)
-        walk_args = (forest.nodes, forest.tree_starts[walked], forest.tree_outputs[walked],
-                     forest.bitset_starts[walked], forest.cat_bitsets,
-                     max_depth(forest.nodes, forest.tree_starts[walked]))
+        walk_args = _forest_args(forest, walked)
         flat = out.reshape(X.shape[0], -1)
         for start, stop, block in row_blocks(X):
             # each row: the tabled trees in order, then the others
@@ -175,8 +177,6 @@ def partial_dependence(forest, grid, features, n_outputs, n_threads=1):
     grid = np.ascontiguousarray(grid, dtype=np.float64)
     out = np.zeros((n_outputs, grid.shape[0]))
     if forest.n_trees:
-        partial_dependence_add(forest.nodes, forest.tree_starts, forest.tree_outputs,
-                               forest.bitset_starts, forest.cat_bitsets, grid,
-                               np.asarray(features, dtype=np.int32), out,
-                               max_depth(forest.nodes, forest.tree_starts), n_threads)
+        partial_dependence_add(*_forest_args(forest), grid,
+                               np.asarray(features, dtype=np.int32), out, n_threads)
     return out
