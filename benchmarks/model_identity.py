@@ -609,8 +609,10 @@ def main(argv=None):
             baseline = dict(f)
         ref = json.loads(str(baseline["__meta__"]))
         baseline["__configs__"] = ref["configs"]
-        from hgbt.core._types import NODE_FIELDS_FIRST
-        HASH_FIELDS = set(ref.get("tree_hash_fields", NODE_FIELDS_FIRST))
+        fields = ref.get("tree_hash_fields")
+        if fields is None:  # a baseline from before the list: the fields of then
+            from hgbt.core._types import NODE_FIELDS_FIRST as fields
+        HASH_FIELDS = set(fields)
         print(f"baseline: commit {ref['git_commit']} ({ref['hgbt_source']}), "
               f"saved {ref['saved']}")
         _, problems = run(configs, baseline)

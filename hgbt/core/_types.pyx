@@ -56,9 +56,12 @@ def stored_node_dtype(names):
 
 
 def upgrade_nodes(stored):
-    """A ``NODE_DTYPE`` copy of node records with the fields of
-    :func:`stored_node_dtype` (the added fields missing get their default)."""
-    nodes = np.zeros(stored.shape[0], dtype=NODE_DTYPE)
+    """Node records with the fields of :func:`stored_node_dtype` as
+    ``NODE_DTYPE`` records: ``stored`` itself when they are already, else a
+    copy in which the added fields missing get their default."""
+    if stored.dtype == NODE_DTYPE:
+        return stored
+    nodes = np.empty(stored.shape[0], dtype=NODE_DTYPE)  # every field set below
     for name in NODE_DTYPE.names:
         nodes[name] = stored[name] if name in stored.dtype.names else NODE_FIELDS_ADDED[name]
     return nodes

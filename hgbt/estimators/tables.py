@@ -9,6 +9,7 @@ sum, as XGBoost's; the row count is LightGBM's ``internal_count``.
 """
 import numpy as np
 
+from ..data.binning import bitset_to_codes
 from ..data.categorical import is_pooled
 
 NODE_COLUMNS = ["tree", "round", "output", "node", "depth", "is_leaf", "feature",
@@ -29,8 +30,7 @@ def _left_categories(model, feature, bitset):
     category values for features mapped by value, else the codes (for a
     pooled feature, its bins: ``doc/categorical.md``)."""
     known = model._bin_mapper.known_cat_bitsets_[feature]
-    words = (np.asarray(bitset) & known).astype("<u4")
-    codes = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+    codes = bitset_to_codes(np.asarray(bitset) & known)
     categories = model.categorical_categories_[feature]
     by_value = model._categorical_by_value[feature]
     if by_value and not is_pooled(categories, by_value):

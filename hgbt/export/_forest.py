@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ..core._types import BITSET_DTYPE
+from ..data.binning import bitset_to_codes
 from ..data.categorical import pooled_features
 from ..engine.losses import (AbsoluteError, BinaryLogLoss, CustomLoss, HuberLoss,
                              MultinomialLogLoss, QuantileLoss, SquaredError, _LogLinkLoss)
@@ -96,12 +96,6 @@ def _link(model):
                      "(how raw scores become predictions) has no known equivalent.")
 
 
-def _codes(bitset):
-    """Codes 0..255 whose bit is set in a categorical node's bitset."""
-    words = np.ascontiguousarray(bitset, dtype=BITSET_DTYPE).astype("<u4")
-    return np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
-
-
 def _walk(predictor, output):
     """``predictor`` (a TreePredictor) as a :class:`Tree`."""
     nodes, bitsets = predictor.nodes, predictor.cat_bitsets
@@ -112,11 +106,10 @@ def _walk(predictor, output):
         node = nodes[j]
         categories = None
         while not node["is_leaf"] and node["is_categorical"]:
-            left_codes = _codes(bitsets[node["bitset_idx"]])
-            if node["missing_go_to_left"]:  # the codes not in the bitset go right
-                categories = np.setdiff1d(np.arange(256), left_codes)
-            else:
-                categories = left_codes
+            bitset = bitsets[node["bitset_idx"]]
+            # the codes going opposite to missing values: with missing values
+            # left, those not in the bitset
+            categories = bitset_to_codes(~bitset if node["missing_go_to_left"] else bitset)
             if categories.size:
                 break
             # every value goes the missing way: the node is its missing child

@@ -74,9 +74,10 @@ def _tree_nodes(tree, tree_id, attrs, leaf_weight):
         attrs["nodes_falsenodeids"].append(false_id)
         attrs["nodes_missing_value_tracks_true"].append(missing_true)
 
+    is_leaf = tree.is_leaf  # a property: computed once, not per node
     for j in range(tree.n_nodes):
         node_id = int(first[j])
-        if tree.is_leaf[j]:
+        if is_leaf[j]:
             add(node_id, "LEAF", 0, 0.0, 0, 0, 0)
             leaf_weight(node_id, float(tree.value[j]))
             continue

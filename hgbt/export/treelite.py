@@ -23,9 +23,10 @@ _POSTPROCESSOR = {"identity": "identity", "exp": "exponential", "logistic": "sig
 
 def _build_tree(builder, tree):
     builder.start_tree()
+    is_leaf = tree.is_leaf  # a property: computed once, not per node
     for j in range(tree.n_nodes):
         builder.start_node(j)
-        if tree.is_leaf[j]:
+        if is_leaf[j]:
             builder.leaf(float(tree.value[j]))
         elif tree.categories[j] is None:
             builder.numerical_test(

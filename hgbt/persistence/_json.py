@@ -386,8 +386,7 @@ def _decode_tree(value, where, stored):
         field = stored.fields[name][0]
         nodes[name] = _numeric_array(_get(fields, name, f"{where}.nodes"), field.base,
                                      (n_nodes,) + field.shape, f"{where}.nodes.{name}")
-    if stored != NODE_DTYPE:
-        nodes = upgrade_nodes(nodes)
+    nodes = upgrade_nodes(nodes)
     attributes = {}
     if "attributes" in value:
         attributes = _decode_attributes(value["attributes"], TreePredictor, {"nodes"},

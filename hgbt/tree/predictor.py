@@ -78,7 +78,7 @@ class TreePredictor:
             if len(nodes) % dtype.itemsize:
                 raise ValueError("Pickled tree nodes are not a whole number of nodes.")
             nodes = np.frombuffer(nodes, dtype=dtype)
-            state["nodes"] = nodes.copy() if dtype == NODE_DTYPE else upgrade_nodes(nodes)
+            state["nodes"] = upgrade_nodes(nodes.copy())
         if isinstance(bitsets, bytes):
             row = BITSET_WORDS * np.dtype(BITSET_DTYPE).itemsize
             if len(bitsets) % row:
