@@ -237,5 +237,4 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             normalised to sum to 1.
         """
         check_is_fitted(self)
-        return tables.importance_frame(tables.trees_frame(self),
-                                       tables.feature_names(self))
+        return tables.importance_frame(self, tables.feature_names(self))

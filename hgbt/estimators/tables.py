@@ -9,6 +9,7 @@ sum, as XGBoost's; the row count is LightGBM's ``internal_count``.
 """
 import numpy as np
 
+from ..core._types import NODE_DTYPE
 from ..data.binning import bitset_to_codes
 from ..data.categorical import is_pooled
 
@@ -143,12 +144,18 @@ def dump_text(frame):
 _TOTALS = {"gain": "gain", "cover": "sum_hessians", "count": "count"}
 
 
-def importance_frame(frame, names):
+def importance_frame(model, names):
     """Per feature: splits, and the total and mean per split of the gain, the
     cover (hessian sums) and the row count."""
     import pandas as pd
 
-    inner = frame[~frame["is_leaf"]]
+    # the inner nodes' importance fields only, trees in the order of trees_frame
+    nodes = [tree.nodes[tree.nodes["is_leaf"] == 0]
+             for trees in model._predictors for tree in trees]
+    nodes = np.concatenate(nodes) if nodes else np.zeros(0, dtype=NODE_DTYPE)
+    inner = pd.DataFrame({"feature_idx": nodes["feature_idx"].astype(np.int64),
+                          "gain": nodes["gain"], "count": nodes["count"].astype(np.int64),
+                          "sum_hessians": nodes["sum_hessians"]})
     grouped = inner.groupby("feature_idx")
     # min_count=1: a NaN hessian sum (an old model's) gives NaN, not 0
     out = pd.DataFrame({"split": grouped.size()} | {
