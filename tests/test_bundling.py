@@ -337,6 +337,24 @@ def test_sparse_histogram_matches_brute_force(constant_hessian, n_threads):
             assert np.all(out["count"].sum(axis=1) == rows.size)
 
 
+@pytest.mark.parametrize("n_cols", [3, 70])
+def test_sparse_histogram_split_by_rows_or_columns(n_cols):
+    # Two threads split a large node by rows (private histograms added up) when
+    # it has many rows per bin (3 columns), else by columns (70 columns of 256
+    # bins): both give the brute-force sums, bit for bit.
+    rng = np.random.default_rng(21)
+    n_rows, n_bins = 12000, 256
+    density = rng.uniform(0.0, 0.3, n_cols)
+    codes, default = random_codes(rng, n_rows, density, n_bins)
+    csr = row_wise_csr(codes, default)
+    g, h = grid_gradients(rng, n_rows)
+    for rows in (np.arange(n_rows), rng.permutation(n_rows)[:7000]):
+        expected = reference_histogram(codes, rows, g, h, n_bins)
+        for bounds in ([0, n_cols], [0, n_cols // 2, n_cols]):
+            out = sparse_histogram(csr, rows, g, h, default, bounds, n_bins, 2)
+            assert_hist_equal(out, expected)
+
+
 def test_sparse_histogram_without_any_entry():
     # every row at its column's default code: all of a node in one bin
     rng = np.random.default_rng(2)

@@ -6,6 +6,7 @@ result does not depend on the number of threads.
 from cython.parallel cimport prange
 from libc.math cimport ldexp
 from libc.stdint cimport int64_t
+from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
 from ._csr cimport first_at_least
@@ -626,6 +627,85 @@ cdef inline void _subtract_row(
 
 
 
+# A node's sparse histograms are split by rows (private histograms added up
+# after) rather than by columns (every thread reads every row's entries) once
+# it has this many rows per private bin to fill and add: a row costs each
+# thread of a column split about what two added bins do.
+DEF ROWS_PER_PRIVATE_BIN = 2
+
+
+cdef inline int _private_width(const unsigned short* column_width, int c,
+                               int n_bins) noexcept nogil:
+    # Value bins of sparse column c that hold entries (the first: all of them)
+    return n_bins - 1 if c == 0 else min(column_width[c], n_bins - 1)
+
+
+cdef Py_ssize_t _private_bins(const unsigned short* column_width, int n_cols,
+                              int n_bins) noexcept nogil:
+    # Bins of one private histogram set: each column's value bins and missing bin
+    cdef Py_ssize_t total = 0
+    cdef int c
+    for c in range(n_cols):
+        total += _private_width(column_width, c, n_bins) + 1
+    return total
+
+
+cdef bint _sparse_row_chunks(
+    const long long* indptr, const unsigned int* columns,
+    const X_BINNED_DTYPE_C* codes, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* g, const G_H_DTYPE_C* h, bint constant_hessian,
+    const unsigned short* column_width, hist_struct* out, int n_cols, int n_bins,
+    int n_threads,
+) noexcept nogil:
+    # Thread t sums the entries of its share of the rows into a private, packed
+    # histogram set (column c at offset[c]: its value bins, then its missing
+    # bin); the sets are then added into out's bins. Every sum is on the
+    # gradient grid, so the result is that of one thread. False: out of memory.
+    cdef int t, c, j, width
+    cdef SIZE_C i, r, chunk = (n + n_threads - 1) // n_threads
+    cdef long long k
+    cdef Py_ssize_t n_private
+    cdef Py_ssize_t* offset = <Py_ssize_t*>calloc(n_cols + 1, sizeof(Py_ssize_t))
+    cdef hist_struct* private
+    cdef hist_struct* acc
+    cdef hist_struct* b
+    cdef const hist_struct* src
+    if offset == NULL:
+        return False
+    for c in range(n_cols):
+        offset[c + 1] = offset[c] + _private_width(column_width, c, n_bins) + 1
+    n_private = offset[n_cols]
+    private = <hist_struct*>calloc(n_threads * n_private, sizeof(hist_struct))
+    if private == NULL:
+        free(offset)
+        return False
+    for t in prange(n_threads, schedule='static', num_threads=n_threads):
+        acc = private + t * n_private
+        for i in range(t * chunk, min(n, (t + 1) * chunk)):
+            r = rows[i]
+            for k in range(indptr[r], indptr[r + 1]):
+                c = columns[k]
+                # codes below the width, or the missing bin: packed at width
+                b = &acc[offset[c] + min(<int>codes[k], _private_width(column_width, c,
+                                                                      n_bins))]
+                b.sum_gradients = b.sum_gradients + g[r]
+                if not constant_hessian:
+                    b.sum_hessians = b.sum_hessians + h[r]
+                b.count = b.count + 1
+    for c in prange(n_cols, schedule='static', num_threads=n_threads):
+        width = _private_width(column_width, c, n_bins)
+        for j in range(width + 1):
+            b = &out[<Py_ssize_t>c * n_bins + (j if j < width else n_bins - 1)]
+            for t in range(n_threads):
+                src = &private[t * n_private + offset[c] + j]
+                b.sum_gradients = b.sum_gradients + src.sum_gradients
+                b.sum_hessians = b.sum_hessians + src.sum_hessians
+                b.count = b.count + src.count
+    free(private)
+    free(offset)
+    return True
+
+
 cdef void _sparse_columns(
     const long long* indptr, const unsigned int* columns,
     const X_BINNED_DTYPE_C* codes, const SIZE_C* rows, SIZE_C n,
@@ -669,9 +749,11 @@ def build_histogram_sparse(
     The columns are a row-wise CSR (``indptr``, ``columns``, ``codes``) of
     the entries whose code is not the column's ``default_codes`` entry. Only
     those entries are visited; each default bin is the node total minus the
-    column's other bins (exact, as every sum is on the gradient grid). Thread
-    ``t`` fills columns ``column_bounds[t]:column_bounds[t + 1]`` (ranges of
-    balanced entry counts), each bin in row order. Column ``c`` only has
+    column's other bins (exact, as every sum is on the gradient grid). Two or
+    more threads split a node with many rows per bin by rows (each into
+    private histograms, added up after); else thread ``t`` fills columns
+    ``column_bounds[t]:column_bounds[t + 1]`` (ranges of balanced entry
+    counts). On the grid, the sums do not depend on the split. Column ``c`` only has
     codes below ``column_width[c]`` and the last bin (missing), so only those
     are summed for its default bin.
     """
@@ -713,9 +795,15 @@ cdef void histogram_sparse(
         g_total += gradients[rows[i]]
         if not constant_hessian:
             h_total += hessians[rows[i]]
-    if <Py_ssize_t>n * 8 < MIN_PARALLEL_WORK or n_threads == 1 or n_chunks == 1:
+    if <Py_ssize_t>n * 8 < MIN_PARALLEL_WORK or n_threads == 1:
         _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
                         constant_hessian, 0, n_cols, out, n_bins)
+    elif (n_chunks == 1 or n >= ROWS_PER_PRIVATE_BIN * _private_bins(column_width, n_cols, n_bins)):
+        if not _sparse_row_chunks(indptr, columns, codes, rows, n, gradients, hessians,
+                                  constant_hessian, column_width, out, n_cols, n_bins,
+                                  n_threads):
+            _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
+                            constant_hessian, 0, n_cols, out, n_bins)
     else:
         for t in prange(n_chunks, schedule='static', num_threads=n_threads):
             _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
