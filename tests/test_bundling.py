@@ -23,10 +23,22 @@ from hgbt.data.bundling import (MAX_BUNDLE_CODES, DenseSource, FeatureLayout, Sp
 from hgbt.core.exact import grid_exponent
 from hgbt.data.sparse import bin_stored_entries
 from hgbt.tree.training_data import LocalTrainingData
+import hgbt.data.bundling
 from test_histogram import garbage_histogram, row_subsets  # shared kernel-test helpers
 
 MISSING_BIN = 255
 N_BINS = MISSING_BIN + 1
+MIN_SPARSE_SAVING = hgbt.data.bundling.MIN_SPARSE_SAVING  # the library's rule
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sparse_storage_at_any_saving():
+    """These tests' tables have a few sparse columns, too few for sparse
+    storage to pay: they are stored sparse anyway, to test that storage
+    (the rule itself: test_sparse_storage_only_where_it_saves)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hgbt.data.bundling, "MIN_SPARSE_SAVING", 0.0)
+        yield
 
 
 # ----------------------------------------------------------------- helpers
@@ -769,6 +781,38 @@ def test_conflicting_pair_bundled_only_within_the_budget():
         expected = X[:, 1].copy()
         expected[shared] = 0
         np.testing.assert_array_equal(seen, expected)
+
+
+def test_sparse_storage_only_where_it_saves(monkeypatch):
+    # Columns at most SPARSE_MAX_DENSITY off their default bin are stored sparse
+    # only when together they save MIN_SPARSE_SAVING dense passes, each
+    # counting 1 - density / SPARSE_MAX_DENSITY.
+    monkeypatch.setattr(hgbt.data.bundling, "MIN_SPARSE_SAVING", MIN_SPARSE_SAVING)
+    max_density = hgbt.data.bundling.SPARSE_MAX_DENSITY
+    rng = np.random.default_rng(31)
+    n_rows = 4000
+
+    def layout_of(densities):
+        n_cols = len(densities)
+        X = np.zeros((n_rows, n_cols), dtype=np.uint8, order="F")
+        for c, d in enumerate(densities):  # exactly round(d * n_rows) entries
+            X[rng.permutation(n_rows)[:round(d * n_rows)], c] = 1
+        source = DenseSource(X, np.zeros(n_cols, np.uint8), MISSING_BIN)
+        return build_layout(source, None, np.full(n_cols, 2, np.uint32), MISSING_BIN,
+                            enable_bundle=False)
+
+    # a few 5-15% columns (the real tables' genre and flag columns): dense
+    assert layout_of([0.06, 0.08, 0.1, 0.12, 0.14]).is_plain
+    # a column above the density limit never counts, however many
+    assert layout_of([1.01 * max_density] * 100).is_plain
+    # just short of the saving, and just past it
+    d = max_density / 2  # each column saves 1/2
+    n_short = int(np.ceil(2 * MIN_SPARSE_SAVING)) - 1
+    assert layout_of([d] * n_short).is_plain
+    layout = layout_of([d] * (n_short + 1) + [0.9])
+    assert layout.n_dense == 1 and layout.n_columns == n_short + 2
+    # many rare columns (one-hot levels, word counts): sparse
+    assert layout_of([0.01] * 40).n_dense == 0
 
 
 def test_dense_features_give_the_plain_layout():

@@ -8,6 +8,7 @@ from hgbt.data.bundling import FeatureLayout
 from hgbt.tree.grower import TreeGrower
 from hgbt.tree.training_data import LocalTrainingData
 from reference_grower import PythonLoopGrower
+from test_bundling import sparse_storage_at_any_saving  # noqa: F401 (autouse)
 
 
 # ---------------------------------------------------------------------------

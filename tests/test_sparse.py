@@ -14,6 +14,7 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.data.binning import BinMapper
 from hgbt.data.sparse import as_csr
 from hgbt.data.thresholds import column_thresholds, find_thresholds
+from test_bundling import sparse_storage_at_any_saving  # noqa: F401 (autouse)
 
 N_FEATURES = 16
 ONEHOT = list(range(2, 12))   # columns of the one-hot block

@@ -8,9 +8,10 @@ first), a feature joins the first recent bundle whose rows it does not share
 its non-default bins; code 0 of a bundle means "every member at its default
 bin". The binned *columns* are bundles and unbundled features. A column is
 stored as a dense uint8 column, or, when at most ``SPARSE_MAX_DENSITY`` of
-its rows are off its default code, only by its other entries in one
-row-wise CSR shared by all sparse columns (its default bin is then the node
-total minus its other bins).
+its rows are off its default code and there are enough such columns to pay
+(``MIN_SPARSE_SAVING``), only by its other entries in one row-wise CSR
+shared by all sparse columns (its default bin is then the node total minus
+its other bins).
 
 Trees never see this: splits are searched and stored per original feature
 (``_splitting`` unpacks a bundled feature's bins from its column), and on the
@@ -25,9 +26,16 @@ import scipy.sparse as sp
 from ._bundling import column_entries, column_stats, first_fit_bundles
 from ..core._types import SIZE_DTYPE, X_BINNED_DTYPE
 
-# A column is stored sparse when at most this share of its rows is off its
-# default code (LightGBM's sparse_threshold of 0.8, seen from the other side).
-SPARSE_MAX_DENSITY = 0.2
+# Sparse storage saves a column's dense pass over a node's rows but costs
+# every thread a pass over the node's row pointers and about 1/0.15 dense
+# passes per unit of density (the entries' scattered adds): so a column is a
+# candidate when at most this share of its rows is off its default code, and
+# the candidates are stored sparse only when they save at least
+# MIN_SPARSE_SAVING dense passes, counting 1 - density / SPARSE_MAX_DENSITY
+# each (measured on real tables: a handful of 5-15% columns is faster dense;
+# benchmarks/RESULTS.md).
+SPARSE_MAX_DENSITY = 0.15
+MIN_SPARSE_SAVING = 8.0
 # Features off their default bin on more rows than this are never bundled.
 BUNDLE_MAX_DENSITY = 0.5
 # Codes 1..254 of a bundle hold its members' bins (0: all default, 255 unused
@@ -248,6 +256,8 @@ def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
     density = np.array([nnz[g].sum() for g in groups]) / max(n_rows, 1)
     sparse = np.array([density[i] <= SPARSE_MAX_DENSITY and not is_categorical[g].any()
                        for i, g in enumerate(groups)], dtype=bool)
+    if np.sum(1.0 - density[sparse] / SPARSE_MAX_DENSITY) < MIN_SPARSE_SAVING:
+        sparse[:] = False
     if not sparse.any() and all(len(g) == 1 for g in groups):
         return FeatureLayout.plain(source.dense_matrix(), n_bins_non_missing,
                                    source.default_bin)
