@@ -178,3 +178,29 @@ def test_early_stopping_after_an_unscored_warm_start_compares_scored_rounds(data
     # the 5 unscored rounds are NaN, not a reference that nothing beats
     losses = model.evals_result_["train"]["loss"]
     assert np.isnan(losses[:6]).all() and model.n_iter_ == 30
+
+
+def test_the_estimator_is_synced_only_for_an_after_round_hook():
+    # The per-round sync (the estimator as a model of the rounds so far) runs
+    # only when some callback has its own after_round; the base class's no-op
+    # and before_round alone (as the shutdown callback every fit carries) skip it.
+    from types import SimpleNamespace
+    from hgbt.engine.callbacks import CallbackRunner
+
+    class BeforeOnly(Callback):
+        def before_round(self, iteration, history, estimator):
+            return None
+
+    class After(Callback):
+        def after_round(self, iteration, history, estimator):
+            return None
+
+    plain = SimpleNamespace(after_round=lambda iteration, history, estimator: None)
+    for callbacks, expected in (([BeforeOnly()], 0), ([Callback()], 0),
+                                ([BeforeOnly(), After()], 1), ([plain], 1)):
+        synced = []
+        runner = CallbackRunner(callbacks, estimator=None, sync=synced.append)
+        runner.after_round(0, "history")
+        assert len(synced) == expected, callbacks
+        runner.end("history")  # the end always syncs
+        assert len(synced) == expected + 1
