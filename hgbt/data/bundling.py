@@ -57,10 +57,15 @@ class DenseSource:
         self.default_bin = np.ascontiguousarray(default_bin, dtype=X_BINNED_DTYPE)
         self.nnz, self.has_missing = column_stats(self.X_binned, self.default_bin,
                                                   missing_bin, n_threads)
+        self._entries = {}  # the bundle search and the assembly read them alike
 
     def entries(self, f):
         """Rows off the default bin (sorted, uint32) and their bins."""
-        return column_entries(self.X_binned, f, self.default_bin[f], self.nnz[f])
+        found = self._entries.get(f)
+        if found is None:
+            found = self._entries[f] = column_entries(self.X_binned, f,
+                                                      self.default_bin[f], self.nnz[f])
+        return found
 
     def dense_column(self, f):
         return self.X_binned[:, f]
