@@ -155,7 +155,7 @@ def test_leaf_sums_match_numpy():
 
 # ------------------------------------------------------ packed histogram kernel
 def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=256,
-                     row_wise=None, block_rows=None, layout=LAYOUT):
+                     row_wise=None, block_rows=None, layout=LAYOUT, column_width=None):
     n, n_features = X.shape
     acc = np.full((3, n_features * 256), 77, np.int64)  # garbage: must be reset
     sums = np.full((3, n_features * 768), 5, np.int64)
@@ -164,8 +164,42 @@ def packed_histogram(X, rows, packed, g_exp, h_exp, constant, n_threads, n_bins=
     build_histogram_packed(X, rows, packed, g_exp, h_exp,
                            h_shift, g_shift, block_rows or rows_per_block, constant, acc,
                            sums, out, n_threads,
-                           None if row_wise is None else row_wise(X))
+                           None if row_wise is None else row_wise(X), column_width)
     return out
+
+
+@pytest.mark.parametrize("n_rows", [700, 20_000, None])
+def test_packed_histogram_of_narrow_columns(n_rows):
+    # Column f > 0 only has codes below width[f] and the missing bin: those bins
+    # equal the float kernel's bit for bit, the others are left as they were
+    # (column 0 is always whole: the grower reads node totals there).
+    rng = np.random.default_rng(8)
+    n, n_bins = 30_000, 256
+    width = np.array([3, 1, 40, 7, 255, 2], dtype=np.uint16)
+    X = np.empty((n, width.size), dtype=np.uint8, order="F")
+    for f, w in enumerate(width):
+        X[:, f] = rng.integers(0, w, n)
+        X[rng.random(n) < 0.1, f] = n_bins - 1  # missing
+    g, h = gradients(n)
+    gq, hq, packed = quantize(g, h, 3, 4)
+    rows = (None if n_rows is None
+            else np.sort(rng.choice(n, n_rows, replace=False)).astype(SIZE_DTYPE))
+    ref = np.empty((width.size, n_bins), dtype=HISTOGRAM_DTYPE)
+    if rows is None:
+        build_histogram_root(X, gq, hq, ref, 1)
+    else:
+        build_histogram(X, rows, gq, hq, np.empty(n, G_H_DTYPE), np.empty(n, G_H_DTYPE),
+                        ref, 1)
+    used = np.zeros((width.size, n_bins), dtype=bool)
+    for f, w in enumerate(width):
+        used[f, :n_bins - 1 if f == 0 else w] = True
+        used[f, n_bins - 1] = True
+    for n_threads in (1, 2):
+        for block_rows in (None, 97):
+            out = packed_histogram(X, rows, packed, 3, 4, 0.0, n_threads,
+                                   block_rows=block_rows, column_width=width)
+            assert out[used].tobytes() == ref[used].tobytes()
+            assert np.all(out["count"][~used] == 9)  # not written
 
 
 @pytest.mark.parametrize("constant_hessian", [False, True])

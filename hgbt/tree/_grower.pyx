@@ -763,7 +763,8 @@ cdef class TreeKernel:
             histogram_packed(src.X, src.n_samples, src.n_dense, src.X_rows,
                              src.row_stride, not all_rows, src.rows + node.start, n,
                              src.packed, &src.q, src.acc, src.sums,
-                             src.part_stride, src.max_parts, out, src.n_bins, n_threads)
+                             src.part_stride, src.max_parts, out, src.n_bins,
+                             src.column_width, n_threads)
         elif all_rows:
             histogram_root(src.X, src.n_samples, src.n_dense, src.gradients,
                            src.hessians, src.constant_hessian, out, src.n_bins,

@@ -35,7 +35,7 @@ cdef void histogram_packed(
     const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, bint has_rows,
     const SIZE_C* rows, SIZE_C n, const int64_t* packed, const packed_params* q,
     int64_t* acc, int64_t* sums, Py_ssize_t part_stride, int max_parts,
-    hist_struct* out, int n_bins, int n_threads,
+    hist_struct* out, int n_bins, const unsigned short* column_width, int n_threads,
 ) noexcept nogil
 
 cdef void subtract(

@@ -412,36 +412,64 @@ cdef inline void _store(
         out.sum_hessians = lanes[1] * h_scale
 
 
-cdef void _unpack_feature(
-    const int64_t* acc, const int64_t* sums, const bint* flushed, bint merge,
-    Py_ssize_t part_stride, int n_parts, int n_bins, int h_shift, int g_shift,
+cdef inline void _unpack_merged(
+    const int64_t* acc, Py_ssize_t part_stride, int n_parts, int b, int h_shift,
+    int g_shift, double g_scale, double h_scale, double constant_hessian,
+    hist_struct* out,
+) noexcept nogil:
+    # bin b of a node of at most a block of rows: add the packed parts, decode once
+    cdef int t
+    cdef int64_t v = acc[b]
+    cdef int64_t lanes[3]
+    for t in range(1, n_parts):
+        v = v + acc[t * part_stride + b]
+    lanes[0] = lanes[1] = lanes[2] = 0
+    _decode(v, h_shift, g_shift, lanes)
+    _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
+
+
+cdef inline void _unpack_flushed(
+    const int64_t* acc, const int64_t* sums, const bint* flushed,
+    Py_ssize_t part_stride, int n_parts, int b, int h_shift, int g_shift,
     double g_scale, double h_scale, double constant_hessian, hist_struct* out,
 ) noexcept nogil:
-    # Sum the threads' integer parts (exact, so in any order) and decode.
+    # bin b of a larger node: each part's block sums, or its packed value
+    cdef int t, k
+    cdef int64_t lanes[3]
+    lanes[0] = lanes[1] = lanes[2] = 0
+    for t in range(n_parts):
+        if flushed[t]:
+            for k in range(3):
+                lanes[k] += sums[3 * (t * part_stride + b) + k]
+        else:
+            _decode(acc[t * part_stride + b], h_shift, g_shift, lanes)
+    _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
+
+
+cdef void _unpack_feature(
+    const int64_t* acc, const int64_t* sums, const bint* flushed, bint merge,
+    Py_ssize_t part_stride, int n_parts, int n_bins, int width, int h_shift,
+    int g_shift, double g_scale, double h_scale, double constant_hessian,
+    hist_struct* out,
+) noexcept nogil:
+    # Sum the threads' integer parts (exact, so in any order) and decode the
+    # bins below ``width`` and the missing bin (the only ones a column uses).
     # ``merge``: the node has at most a block of rows, so the packed parts
     # can be added before decoding, once per bin (the common, cheaper case;
     # a loop of its own, as a per-bin test cost 15% of a small node).
-    cdef int b, t, k
-    cdef int64_t lanes[3]
-    cdef int64_t v
+    cdef int b
     if merge:
-        for b in range(n_bins):
-            v = acc[b]
-            for t in range(1, n_parts):
-                v = v + acc[t * part_stride + b]
-            lanes[0] = lanes[1] = lanes[2] = 0
-            _decode(v, h_shift, g_shift, lanes)
-            _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
+        for b in range(width):
+            _unpack_merged(acc, part_stride, n_parts, b, h_shift, g_shift, g_scale,
+                           h_scale, constant_hessian, out)
+        _unpack_merged(acc, part_stride, n_parts, n_bins - 1, h_shift, g_shift, g_scale,
+                       h_scale, constant_hessian, out)
         return
-    for b in range(n_bins):
-        lanes[0] = lanes[1] = lanes[2] = 0
-        for t in range(n_parts):
-            if flushed[t]:
-                for k in range(3):
-                    lanes[k] += sums[3 * (t * part_stride + b) + k]
-            else:
-                _decode(acc[t * part_stride + b], h_shift, g_shift, lanes)
-        _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
+    for b in range(width):
+        _unpack_flushed(acc, sums, flushed, part_stride, n_parts, b, h_shift, g_shift,
+                        g_scale, h_scale, constant_hessian, out)
+    _unpack_flushed(acc, sums, flushed, part_stride, n_parts, n_bins - 1, h_shift,
+                    g_shift, g_scale, h_scale, constant_hessian, out)
 
 
 def build_histogram_packed(
@@ -459,6 +487,7 @@ def build_histogram_packed(
     hist_struct[:, ::1] out,
     int n_threads,
     const X_BINNED_DTYPE_C[:, ::1] X_rows=None,
+    const unsigned short[::1] column_width=None,
 ):
     """Histograms from packed quantized gradients (``_quantize``).
 
@@ -500,6 +529,7 @@ def build_histogram_packed(
         raise ValueError("Invalid packed layout.")
     if n_features == 0:
         return
+    cdef const unsigned short* widths = _widths(column_width, n_features)
     if rows is not None:
         if n > 0:
             row_ptr = &rows[0]
@@ -509,7 +539,7 @@ def build_histogram_packed(
     with nogil:
         histogram_packed(&X_binned[0, 0], X_binned.shape[0], n_features, x_rows,
                          row_stride, rows is not None, row_ptr, n, &packed[0], &q, &acc[0, 0], &sums[0, 0], acc.shape[1], <int>acc.shape[0],
-                         &out[0, 0], out.shape[1], n_threads)
+                         &out[0, 0], out.shape[1], widths, n_threads)
 
 
 cdef void histogram_packed(
@@ -517,10 +547,12 @@ cdef void histogram_packed(
     const X_BINNED_DTYPE_C* X_rows, Py_ssize_t row_stride, bint has_rows,
     const SIZE_C* rows, SIZE_C n, const int64_t* packed, const packed_params* q,
     int64_t* acc, int64_t* sums, Py_ssize_t part_stride, int max_parts,
-    hist_struct* out, int n_bins, int n_threads,
+    hist_struct* out, int n_bins, const unsigned short* column_width, int n_threads,
 ) noexcept nogil:
     # X: ``stride`` rows x n_features, F-ordered. Without rows (has_rows
     # false) every row in order; X_rows (NULL: none) for nodes with few rows.
+    # column_width: NULL, or the used value bins of each column (only those
+    # and the missing bin are written).
     # acc / sums: max_parts rows of part_stride (x3) entries.
     cdef int f, t, n_parts
     cdef double g_scale = ldexp(1.0, -q.g_exponent), h_scale = ldexp(1.0, -q.h_exponent)
@@ -550,13 +582,15 @@ cdef void histogram_packed(
     if n_parts == 1 or n_features < 2:
         for f in range(n_features):
             _unpack_feature(acc + f * ACC_BINS, sums + 3 * f * ACC_BINS, flushed,
-                            n <= q.block_rows, part_stride, n_parts, n_bins, q.h_shift,
+                            n <= q.block_rows, part_stride, n_parts, n_bins,
+                            _used_width(column_width, f, n_bins), q.h_shift,
                             q.g_shift, g_scale, h_scale, q.constant_hessian,
                             out + f * n_bins)
     else:
         for f in prange(n_features, schedule='static', num_threads=n_parts):
             _unpack_feature(acc + f * ACC_BINS, sums + 3 * f * ACC_BINS, flushed,
-                            n <= q.block_rows, part_stride, n_parts, n_bins, q.h_shift,
+                            n <= q.block_rows, part_stride, n_parts, n_bins,
+                            _used_width(column_width, f, n_bins), q.h_shift,
                             q.g_shift, g_scale, h_scale, q.constant_hessian,
                             out + f * n_bins)
 

@@ -180,7 +180,7 @@ class LocalTrainingData:
             build_histogram_packed(self.X_binned, rows, self._packed,
                                    *self._exponents, *self._layout, self._constant_hessian,
                                    self._acc, self._sums, out[:n_dense], self.n_threads,
-                                   self._X_rows)
+                                   self._X_rows, self.layout.column_width[:n_dense])
         elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
             build_histogram_root(self.X_binned, self._hist_gradients, self._hist_hessians,
                                  out[:n_dense], self.n_threads)
