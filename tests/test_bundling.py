@@ -363,8 +363,9 @@ def test_sparse_histogram_split_by_rows_or_columns(n_cols):
     for rows in (np.arange(n_rows), rng.permutation(n_rows)[:7000]):
         expected = reference_histogram(codes, rows, g, h, n_bins)
         for bounds in ([0, n_cols], [0, n_cols // 2, n_cols]):
-            out = sparse_histogram(csr, rows, g, h, default, bounds, n_bins, 2)
-            assert_hist_equal(out, expected)
+            for n_threads in (2, 0):  # 0 (not a thread count): one thread
+                out = sparse_histogram(csr, rows, g, h, default, bounds, n_bins, n_threads)
+                assert_hist_equal(out, expected)
 
 
 def test_sparse_histogram_without_any_entry():

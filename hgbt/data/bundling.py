@@ -57,14 +57,21 @@ class DenseSource:
         self.default_bin = np.ascontiguousarray(default_bin, dtype=X_BINNED_DTYPE)
         self.nnz, self.has_missing = column_stats(self.X_binned, self.default_bin,
                                                   missing_bin, n_threads)
-        self._entries = {}  # the bundle search and the assembly read them alike
+        # The bundle search and the assembly read a sparse column's entries
+        # alike: kept once read (read-only) for the columns sparse enough that
+        # their entries take less room than the column (5 bytes an entry).
+        self._entries = {}
+        self._keep_entries = self.nnz <= SPARSE_MAX_DENSITY * self.n_rows
 
     def entries(self, f):
         """Rows off the default bin (sorted, uint32) and their bins."""
         found = self._entries.get(f)
         if found is None:
-            found = self._entries[f] = column_entries(self.X_binned, f,
-                                                      self.default_bin[f], self.nnz[f])
+            found = column_entries(self.X_binned, f, self.default_bin[f], self.nnz[f])
+            if self._keep_entries[f]:
+                for array in found:
+                    array.flags.writeable = False
+                self._entries[f] = found
         return found
 
     def dense_column(self, f):

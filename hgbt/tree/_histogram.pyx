@@ -666,6 +666,8 @@ cdef inline void _subtract_row(
 # it has this many rows per private bin to fill and add: a row costs each
 # thread of a column split about what two added bins do.
 DEF ROWS_PER_PRIVATE_BIN = 2
+# Private bins of all threads at most (24 MB): beyond, the column split.
+DEF MAX_PRIVATE_BINS = 1048576
 
 
 cdef inline int _private_width(const unsigned short* column_width, int c,
@@ -817,6 +819,8 @@ cdef void histogram_sparse(
     cdef int c, b, t, width
     cdef double g_total = 0.0, h_total = 0.0, g_rest, h_rest
     cdef unsigned int n_rest
+    cdef Py_ssize_t private_bins
+    cdef bint parallel
     cdef hist_struct* d
     cdef hist_struct* row
     # Only the bins a column uses are read later (the first column's all:
@@ -829,20 +833,27 @@ cdef void histogram_sparse(
         g_total += gradients[rows[i]]
         if not constant_hessian:
             h_total += hessians[rows[i]]
-    if <Py_ssize_t>n * 8 < MIN_PARALLEL_WORK or n_threads == 1:
+    parallel = <Py_ssize_t>n * 8 >= MIN_PARALLEL_WORK and n_threads > 1
+    if parallel:
+        # by rows where a node has enough of them per private bin to fill and
+        # add, and the threads' private bins stay small; else by columns
+        private_bins = _private_bins(column_width, n_cols, n_bins)
+        if (n >= ROWS_PER_PRIVATE_BIN * private_bins
+                and private_bins * n_threads <= MAX_PRIVATE_BINS
+                and _sparse_row_chunks(indptr, columns, codes, rows, n, gradients,
+                                       hessians, constant_hessian, column_width, out,
+                                       n_cols, n_bins, n_threads)):
+            pass
+        elif n_chunks > 1:
+            for t in prange(n_chunks, schedule='static', num_threads=n_threads):
+                _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
+                                constant_hessian, column_bounds[t], column_bounds[t + 1],
+                                out, n_bins)
+        else:
+            parallel = False
+    if not parallel:
         _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
                         constant_hessian, 0, n_cols, out, n_bins)
-    elif (n_chunks == 1 or n >= ROWS_PER_PRIVATE_BIN * _private_bins(column_width, n_cols, n_bins)):
-        if not _sparse_row_chunks(indptr, columns, codes, rows, n, gradients, hessians,
-                                  constant_hessian, column_width, out, n_cols, n_bins,
-                                  n_threads):
-            _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
-                            constant_hessian, 0, n_cols, out, n_bins)
-    else:
-        for t in prange(n_chunks, schedule='static', num_threads=n_threads):
-            _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
-                            constant_hessian, column_bounds[t], column_bounds[t + 1], out,
-                            n_bins)
     for c in range(n_cols):
         row = out + c * n_bins
         g_rest = g_total - row[n_bins - 1].sum_gradients
