@@ -20,8 +20,9 @@ import numpy as np
 
 from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
                             split_info_struct, grown_node_struct)
-from ._histogram cimport (histogram_root, histogram_rows, histogram_packed,
-                          histogram_sparse, subtract, packed_params)
+from ._histogram cimport (histogram_root, histogram_rows, histogram_packed, subtract,
+                          packed_params)
+from ._histogram_sparse cimport histogram_sparse
 from ._partition cimport partition, partition_stored
 from ._rules cimport (may_split, queued_before, child_of, bound_children,
                       goes_left_table, bundle_table)

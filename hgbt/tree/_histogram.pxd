@@ -1,6 +1,7 @@
 # The histogram kernels' C interface, for kernels that grow a tree without
 # Python between nodes (_grower.pyx).
 from libc.stdint cimport int64_t
+from libc.string cimport memset
 
 from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
 
@@ -43,11 +44,23 @@ cdef void subtract(
     int n_bins, const unsigned short* column_width, int n_threads,
 ) noexcept nogil
 
-cdef void histogram_sparse(
-    const long long* indptr, const unsigned int* columns,
-    const X_BINNED_DTYPE_C* codes, const SIZE_C* rows, SIZE_C n,
-    const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
-    const X_BINNED_DTYPE_C* default_codes, const unsigned short* column_width,
-    const unsigned int* column_bounds, int n_chunks, hist_struct* out, int n_cols,
-    int n_bins, int n_threads,
-) noexcept nogil
+
+# Shared with _histogram_sparse.pyx.
+
+# Below this many rows x features a node is built without an OpenMP region:
+# thread start-up would cost more than the work.
+cdef enum:
+    MIN_PARALLEL_WORK = 32768
+
+
+cdef inline void _zero(hist_struct* hist, int n_bins) noexcept nogil:
+    memset(hist, 0, n_bins * sizeof(hist_struct))
+
+
+cdef inline void _fill_constant_hessian(
+    hist_struct* hist, int n_bins, double hessian,
+) noexcept nogil:
+    # With a constant hessian only counts are accumulated.
+    cdef int b
+    for b in range(n_bins):
+        hist[b].sum_hessians = hist[b].count * hessian

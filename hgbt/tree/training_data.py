@@ -15,7 +15,8 @@ import numpy as np
 from ..core._exact import snap_to_grid
 from ._grower import TreeKernel
 from ._histogram import (build_histogram, build_histogram_packed, build_histogram_root,
-                         build_histogram_sparse, subtract_histograms)
+                         subtract_histograms)
+from ._histogram_sparse import build_histogram_sparse
 from ._partition import partition_rows, partition_rows_by_table, partition_rows_stored
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
