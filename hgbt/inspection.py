@@ -151,10 +151,21 @@ def partial_dependence(model, X, features, *, grid_resolution=100,
         raise ValueError("features must name at least one feature.")
     indices = [feature_index(model, f) for f in targets]
     Xv = model._validate_X(X, reset=False)  # codes as prediction sees them
+    return validated_partial_dependence(model, Xv, indices, grid_resolution, low_high)
+
+
+def column_values(Xv, f):
+    """Column ``f`` of validated input (dense or sparse) as float64."""
+    column = Xv[:, [f]].toarray().ravel() if sp.issparse(Xv) else Xv[:, f]
+    return np.asarray(column, dtype=np.float64)
+
+
+def validated_partial_dependence(model, Xv, indices, grid_resolution, low_high):
+    """:func:`partial_dependence` of the features ``indices`` on ``Xv``, the
+    input as ``model._validate_X`` returns it, with checked grid settings."""
     codes, labels = [], []
     for f in indices:
-        column = Xv[:, [f]].toarray().ravel() if sp.issparse(Xv) else np.asarray(Xv[:, f])
-        axis, label = _axis(model, f, column.astype(np.float64), grid_resolution, low_high)
+        axis, label = _axis(model, f, column_values(Xv, f), grid_resolution, low_high)
         codes.append(axis)
         labels.append(label)
     grid = np.stack([g.ravel() for g in np.meshgrid(*codes, indexing="ij")], axis=1)

@@ -9,14 +9,13 @@ imported only when a function draws.
 from numbers import Integral
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.stats.mstats import mquantiles
 from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from .estimators import tables
-from .inspection import (check_grid_settings, feature_index, is_categorical,
-                         partial_dependence)
+from .inspection import (check_grid_settings, column_values, feature_index, is_categorical,
+                         validated_partial_dependence)
 
 IMPORTANCE_TYPES = ("split", "gain", "total_gain", "cover", "total_cover")
 
@@ -48,8 +47,8 @@ def plot_importance(model, importance_type="total_gain", *, max_features=20, ax=
 default='total_gain'
         A column of ``model.feature_importance_table()``: the total split gain
         of the feature (what ``feature_importances_`` normalises), the mean
-        gain per split, the number of splits, or the training rows reaching
-        its splits in total or per split.
+        gain per split, the number of splits, or the cover (the hessian sum of
+        the training rows reaching its splits) in total or per split.
     max_features : int or None, default=20
         Bars for at most this many features, the largest on top; features
         never split on are left out. None: every feature split on.
@@ -272,7 +271,7 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
     _pyplot()
     from sklearn.inspection import PartialDependenceDisplay
 
-    check_grid_settings(grid_resolution, percentiles)
+    low_high = check_grid_settings(grid_resolution, percentiles)
     items = [features] if isinstance(features, (str, Integral)) else list(features)
     if not items:
         raise ValueError("features must name at least one feature or pair.")
@@ -292,12 +291,12 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
     deciles = {}
     for f in {f for group in plots for f in group}:
         if not is_categorical(model, f):
-            column = Xv[:, [f]].toarray().ravel() if sp.issparse(Xv) else Xv[:, f]
-            column = np.asarray(column, dtype=np.float64)
+            column = column_values(Xv, f)
             deciles[f] = mquantiles(column[np.isfinite(column)],
                                     prob=np.arange(0.1, 1.0, 0.1))
-    results = [partial_dependence(model, X, list(group), grid_resolution=grid_resolution,
-                                  percentiles=percentiles) for group in plots]
+    # X validated once for every plot
+    results = [validated_partial_dependence(model, Xv, list(group), grid_resolution,
+                                            low_high) for group in plots]
     display = PartialDependenceDisplay(
         results, features=plots, feature_names=tables.feature_names(model),
         target_idx=target_idx, deciles=deciles, kind="average",

@@ -208,10 +208,10 @@ class _DaskMixin:
                                            n_total, categories)
         # the training rows scored each round: the local fit's, found on the shards
         score_rows = training_score_rows(n_total, self._seed)
+        local_rows = ([None] * len(layout) if score_rows is None else
+                      [local for local, _ in _rows_on_shards(score_rows, layout, sizes)])
         statistics = shards.call("start", per_actor=[
-            (inputs, self._bin_mapper, self.n_threads,
-             None if score_rows is None else local)
-            for local, _ in _rows_on_shards(score_rows, layout, sizes)])
+            (inputs, self._bin_mapper, self.n_threads, local) for local in local_rows])
         loss = self._make_loss(None)
         self._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
         self._predictors = []

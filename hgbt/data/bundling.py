@@ -58,8 +58,8 @@ class DenseSource:
         self.nnz, self.has_missing = column_stats(self.X_binned, self.default_bin,
                                                   missing_bin, n_threads)
         # The bundle search and the assembly read a sparse column's entries
-        # alike: kept once read (read-only) for the columns sparse enough that
-        # their entries take less room than the column (5 bytes an entry).
+        # alike: kept once read (read-only) for the sparse-storage candidates,
+        # whose entries (5 bytes each) take less room than the column.
         self._entries = {}
         self._keep_entries = self.nnz <= SPARSE_MAX_DENSITY * self.n_rows
 

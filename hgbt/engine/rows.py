@@ -64,6 +64,10 @@ class RowState:
         self.raw = raw
         self.validation = list(validation)
         self.gradients, self.hessians = loss.allocate_buffers(y.shape[0], full_hessian)
+        # the scored rows' targets and weights, fixed for the fit
+        self._score_y = y if score_rows is None else y[score_rows]
+        self._score_weight = (sample_weight if score_rows is None or sample_weight is None
+                              else sample_weight[score_rows])
 
     def set_baseline(self, baseline):
         """Start every raw prediction at ``baseline`` (one value per tree of a round)."""
@@ -96,10 +100,10 @@ class RowState:
     def loss_statistics(self):
         """Mergeable loss statistics ``(train, [each validation set's])``, the
         training rows' of :attr:`score_rows` only."""
-        rows, weight = self.score_rows, self.sample_weight
+        rows = self.score_rows
         train = (self.loss.loss_statistics(self.y, self.raw) if rows is None else
-                 self.loss.reweighted(None if weight is None else weight[rows])
-                 .loss_statistics(self.y[rows], self.raw[:, rows]))
+                 self.loss.reweighted(self._score_weight)
+                 .loss_statistics(self._score_y, self.raw[:, rows]))
         # reweighted now, not once: it carries the loss's fitted state
         # (Huber's delta), which the rounds update
         return train, [self.loss.reweighted(rows.sample_weight).loss_statistics(

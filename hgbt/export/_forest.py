@@ -157,6 +157,20 @@ def describe(model):
         codes reach the trees only through a lookup table, or a loss without
         a known link.
     """
+    link = check_exportable(model)
+    trees = [_walk(tree, k) for trees in model._predictors for k, tree in enumerate(trees)]
+    if not trees:  # cut to no round (truncate_at_best): the formats want a tree
+        trees = [_leaf(k) for k in range(len(model._baseline_prediction))]
+    return Forest(n_features=int(model.n_features_in_),
+                  n_outputs=len(model._baseline_prediction),
+                  baseline=np.array(model._baseline_prediction, dtype=np.float64),
+                  link=link, trees=trees, classes=getattr(model, "classes_", None),
+                  feature_names=tuple(feature_names(model)))
+
+
+def check_exportable(model):
+    """The errors of :func:`describe` without walking the trees; returns the
+    model's link."""
     from ..estimators.gradient_boosting import BaseHistGBDT
 
     if not isinstance(model, BaseHistGBDT):
@@ -170,15 +184,7 @@ def describe(model):
             "categories (or codes >= 255), so its values reach the trees through a lookup "
             "table that the exported formats cannot hold. Group its rare categories "
             "into fewer than 255 before fitting.")
-    link = _link(model)
-    trees = [_walk(tree, k) for trees in model._predictors for k, tree in enumerate(trees)]
-    if not trees:  # cut to no round (truncate_at_best): the formats want a tree
-        trees = [_leaf(k) for k in range(len(model._baseline_prediction))]
-    return Forest(n_features=int(model.n_features_in_),
-                  n_outputs=len(model._baseline_prediction),
-                  baseline=np.array(model._baseline_prediction, dtype=np.float64),
-                  link=link, trees=trees, classes=getattr(model, "classes_", None),
-                  feature_names=tuple(feature_names(model)))
+    return _link(model)
 
 
 def numeric_input(model, X):

@@ -36,7 +36,7 @@ for ``HistGBDTRegressor`` and ``HistGBDTClassifier``.
 """
 import numpy as np
 
-from ._forest import describe
+from ._forest import check_exportable, describe
 
 # ai.onnx.ml opsets: TreeEnsemble* since 1; double tensors (*_as_tensor) since 3.
 ML_OPSET_FLOAT = 1
@@ -152,11 +152,11 @@ def _class_labels(classes):
 
 # ------------------------------------------------------------ skl2onnx glue
 
-def _check_link(forest):
-    if forest.classes is None and forest.link not in ("identity", "exp"):
-        raise ValueError(f"Cannot export a regressor with the {forest.link!r} link.")
-    if forest.classes is not None and forest.link not in ("logistic", "softmax"):
-        raise ValueError(f"Cannot export a classifier with the {forest.link!r} link.")
+def _check_link(link, classes):
+    if classes is None and link not in ("identity", "exp"):
+        raise ValueError(f"Cannot export a regressor with the {link!r} link.")
+    if classes is not None and link not in ("logistic", "softmax"):
+        raise ValueError(f"Cannot export a classifier with the {link!r} link.")
 
 
 def _shape_calculator(operator):
@@ -175,7 +175,7 @@ def _converter(scope, operator, container):
     from skl2onnx.common.data_types import DoubleTensorType
 
     forest = describe(operator.raw_operator)
-    _check_link(forest)
+    _check_link(forest.link, forest.classes)
     double = isinstance(operator.inputs[0].type, DoubleTensorType)
     attrs = ensemble_attributes(forest, double)
     version = ML_OPSET_DOUBLE if double else ML_OPSET_FLOAT
@@ -262,10 +262,12 @@ def to_onnx(model, *, dtype=np.float32, zipmap=False, target_opset=None,
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}.")
-    forest = describe(model)  # a clear error before skl2onnx sees the model
-    _check_link(forest)
+    # a clear error before skl2onnx sees the model (its converter walks the trees)
+    classes = getattr(model, "classes_", None)
+    _check_link(check_exportable(model), classes)
     register()
     tensor = FloatTensorType if dtype == np.float32 else DoubleTensorType
-    options = {id(model): {"zipmap": zipmap}} if forest.classes is not None else None
-    return skl2onnx_to_onnx(model, initial_types=[(input_name, tensor([None, forest.n_features]))],
+    options = {id(model): {"zipmap": zipmap}} if classes is not None else None
+    n_features = int(model.n_features_in_)
+    return skl2onnx_to_onnx(model, initial_types=[(input_name, tensor([None, n_features]))],
                             options=options, target_opset=target_opset)

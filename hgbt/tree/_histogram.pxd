@@ -57,6 +57,12 @@ cdef inline void _zero(hist_struct* hist, int n_bins) noexcept nogil:
     memset(hist, 0, n_bins * sizeof(hist_struct))
 
 
+cdef inline void _zero_used(hist_struct* hist, int n_bins, int width) noexcept nogil:
+    # bins [0, width) and the last (missing) one: a column's codes
+    _zero(hist, width)
+    _zero(hist + n_bins - 1, 1)
+
+
 cdef inline void _fill_constant_hessian(
     hist_struct* hist, int n_bins, double hessian,
 ) noexcept nogil:
@@ -64,3 +70,12 @@ cdef inline void _fill_constant_hessian(
     cdef int b
     for b in range(n_bins):
         hist[b].sum_hessians = hist[b].count * hessian
+
+
+cdef inline int _used_width(const unsigned short* column_width, int f,
+                            int n_bins) noexcept nogil:
+    # Value bins of column f that can hold rows (column_width NULL: all).
+    # Column 0 is always whole: the grower sums it for the root's totals.
+    if column_width == NULL or f == 0 or column_width[f] >= n_bins - 1:
+        return n_bins - 1
+    return column_width[f]

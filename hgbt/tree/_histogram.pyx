@@ -25,21 +25,6 @@ DEF INTERLEAVE_MIN_ROWS = 512
 DEF MAX_BINS = 256
 
 
-cdef inline void _zero_used(hist_struct* hist, int n_bins, int width) noexcept nogil:
-    # bins [0, width) and the last (missing) one: a column's codes
-    _zero(hist, width)
-    _zero(hist + n_bins - 1, 1)
-
-
-cdef inline int _used_width(const unsigned short* column_width, int f,
-                            int n_bins) noexcept nogil:
-    # Value bins of dense column f that can hold rows (column_width NULL: all).
-    # Column 0 is always whole: the grower sums it for the root's totals.
-    if column_width == NULL or f == 0 or column_width[f] >= n_bins - 1:
-        return n_bins - 1
-    return column_width[f]
-
-
 cdef inline void _add_lanes(
     hist_struct* lanes, hist_struct* hist, int n_bins, int width, bint with_hessians,
 ) noexcept nogil:

@@ -8,7 +8,8 @@ from cython.parallel cimport prange
 from libc.stdlib cimport calloc, free
 
 from ._csr cimport first_at_least
-from ._histogram cimport MIN_PARALLEL_WORK, _fill_constant_hessian, _zero
+from ._histogram cimport (MIN_PARALLEL_WORK, _fill_constant_hessian, _used_width, _zero,
+                          _zero_used)
 from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
 
 
@@ -21,19 +22,13 @@ DEF ROWS_PER_PRIVATE_BIN = 2
 DEF MAX_PRIVATE_BINS = 1048576
 
 
-cdef inline int _private_width(const unsigned short* column_width, int c,
-                               int n_bins) noexcept nogil:
-    # Value bins of sparse column c that hold entries (the first: all of them)
-    return n_bins - 1 if c == 0 else min(column_width[c], n_bins - 1)
-
-
 cdef Py_ssize_t _private_bins(const unsigned short* column_width, int n_cols,
                               int n_bins) noexcept nogil:
     # Bins of one private histogram set: each column's value bins and missing bin
     cdef Py_ssize_t total = 0
     cdef int c
     for c in range(n_cols):
-        total += _private_width(column_width, c, n_bins) + 1
+        total += _used_width(column_width, c, n_bins) + 1
     return total
 
 
@@ -60,7 +55,7 @@ cdef bint _sparse_row_chunks(
     if offset == NULL:
         return False
     for c in range(n_cols):
-        offset[c + 1] = offset[c] + _private_width(column_width, c, n_bins) + 1
+        offset[c + 1] = offset[c] + _used_width(column_width, c, n_bins) + 1
     n_private = offset[n_cols]
     private = <hist_struct*>calloc(n_threads * n_private, sizeof(hist_struct))
     if private == NULL:
@@ -73,14 +68,14 @@ cdef bint _sparse_row_chunks(
             for k in range(indptr[r], indptr[r + 1]):
                 c = columns[k]
                 # codes below the width, or the missing bin: packed at width
-                b = &acc[offset[c] + min(<int>codes[k], _private_width(column_width, c,
-                                                                      n_bins))]
+                # (the column's run of private bins holds width + 1)
+                b = &acc[offset[c] + min(<Py_ssize_t>codes[k], offset[c + 1] - offset[c] - 1)]
                 b.sum_gradients = b.sum_gradients + g[r]
                 if not constant_hessian:
                     b.sum_hessians = b.sum_hessians + h[r]
                 b.count = b.count + 1
     for c in prange(n_cols, schedule='static', num_threads=n_threads):
-        width = _private_width(column_width, c, n_bins)
+        width = _used_width(column_width, c, n_bins)
         for j in range(width + 1):
             b = &out[<Py_ssize_t>c * n_bins + (j if j < width else n_bins - 1)]
             for t in range(n_threads):
@@ -178,8 +173,7 @@ cdef void histogram_sparse(
     # the grower reads node totals there).
     _zero(out, n_bins)
     for c in range(1, n_cols):
-        _zero(out + c * n_bins, min(column_width[c], n_bins - 1))
-        _zero(out + c * n_bins + n_bins - 1, 1)
+        _zero_used(out + c * n_bins, n_bins, min(column_width[c], n_bins - 1))
     for i in range(n):
         g_total += gradients[rows[i]]
         if not constant_hessian:

@@ -9,6 +9,8 @@ trees of all rounds, tree ``t`` adding to output ``tree_outputs[t]``) and raw
 ``X``: a 2-D float array or a scipy.sparse CSR matrix, densified one block of
 rows at a time, so sparse input gives exactly the dense result.
 """
+import weakref
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -60,11 +62,19 @@ def expected_output(forest, n_outputs):
     return np.bincount(forest.tree_outputs, weights=per_tree, minlength=n_outputs)
 
 
+# tree_widths of each forest explained: a walk of every tree that does not
+# depend on the rows, so done once per forest, not on every call
+_WIDTHS = weakref.WeakKeyDictionary()
+
+
 def split_forest(forest, n_rows):
     """``(tabled, walked)``: the indices of the trees whose contributions on
     ``n_rows`` rows come from tables and of those left to the recursion (see
     ``TABLE_FEATURES``)."""
-    widths, sizes, slots = tree_widths(forest.nodes, forest.tree_starts)
+    found = _WIDTHS.get(forest)
+    if found is None:
+        found = _WIDTHS[forest] = tree_widths(forest.nodes, forest.tree_starts)
+    widths, sizes, slots = found
     fits = (widths <= TABLE_FEATURES) & (sizes <= TABLE_ROW_SHARE * n_rows * slots)
     fits &= np.cumsum(np.where(fits, sizes, 0)) <= TABLE_VALUES
     return np.flatnonzero(fits), np.flatnonzero(~fits)
