@@ -206,6 +206,8 @@ def _hgbt_kwargs(task, n_threads):
                 min_samples_leaf=p["min_samples_leaf"], min_child_weight=1e-3,
                 l2_regularization=p["l2"], max_bins=p["max_bins"],
                 grow_policy="lossguide", early_stopping=False, n_threads=n_threads,
+                # LightGBM's categorical defaults (hgbt's own are 50 and 8)
+                cat_smooth=10.0, max_cat_threshold=32,
                 random_state=0, categorical_features=list(task.categorical) or None)
 
 

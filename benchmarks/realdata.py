@@ -578,7 +578,8 @@ def render(results, args, command, elapsed_s):
         "it diverged on `birthdays`). `defaults` = each "
         "library's defaults apart from threads, seed, verbosity, the objective and "
         "categorical handling (hgbt and scikit-learn then stop early on a 10% "
-        "validation split above 10,000 rows; CatBoost fits 1,000 depth-6 symmetric "
+        "validation split, hgbt from 100 rows, scikit-learn above 10,000; CatBoost "
+        "fits 1,000 depth-6 symmetric "
         "trees with an automatic learning rate).",
         "- **Categoricals**: the `category` columns go in natively: hgbt and "
         "scikit-learn `categorical_features='from_dtype'`, LightGBM the pandas "

@@ -8,8 +8,9 @@ from sklearn.model_selection import train_test_split
 
 from hgbt import HistGBDTClassifier
 
+# scikit-learn's defaults, spelled out: the same settings in both libraries
 SETTINGS = dict(max_iter=100, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20,
-                max_bins=255, early_stopping=False, random_state=0)
+                l2_regularization=0.0, max_bins=255, early_stopping=False, random_state=0)
 
 
 def _ours_vs_sklearn(X, y, seed=0, **extra):

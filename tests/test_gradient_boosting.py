@@ -149,8 +149,8 @@ def test_quantile_coverage():
     X = rng.uniform(-2, 2, size=(30_000, 3))
     y = X[:, 0] + rng.normal(scale=np.exp(0.3 * X[:, 1]))  # heteroscedastic
     for q in (0.1, 0.5, 0.9):
-        m = HistGBDTRegressor(loss="quantile", quantile=q, max_iter=100,
-                              early_stopping=False, random_state=0).fit(X[:20_000], y[:20_000])
+        m = HistGBDTRegressor(loss="quantile", quantile=q,
+                              random_state=0).fit(X[:20_000], y[:20_000])
         coverage = np.mean(y[20_000:] <= m.predict(X[20_000:]))
         assert abs(coverage - q) < 0.02, (q, coverage)
 
@@ -173,8 +173,7 @@ def test_log_link_losses_beat_constant(loss):
     else:  # compound Poisson-gamma: zeros and positive amounts
         n = rng.poisson(mu)
         y = np.array([rng.gamma(2.0, 0.5, k).sum() for k in n])
-    m = HistGBDTRegressor(loss=loss, max_iter=100, early_stopping=False,
-                          random_state=0).fit(X[:8000], y[:8000])
+    m = HistGBDTRegressor(loss=loss, random_state=0).fit(X[:8000], y[:8000])
     pred = m.predict(X[8000:])
     assert np.all(pred > 0)
     constant = np.full(4000, np.average(y[:8000]))
@@ -357,3 +356,18 @@ def test_small_input_fast_path_equals_the_validated_path():
         warnings.simplefilter("always")
         named.predict(X[:1])
     assert any("feature names" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("n_rows", [99, 100])
+@pytest.mark.parametrize("classifier", [False, True])
+def test_auto_early_stopping_from_100_rows(n_rows, classifier):
+    # 'auto' holds out validation_fraction from 100 rows (scikit-learn: above
+    # 10,000); below, every round is fitted and nothing is scored.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n_rows, 3))
+    y = X[:, 0] + rng.normal(scale=0.5, size=n_rows)
+    cls = HistGBDTClassifier if classifier else HistGBDTRegressor
+    model = cls(random_state=0).fit(X, np.digitize(y, [-0.5, 0.5]) if classifier else y)
+    on = n_rows >= 100
+    assert (model.validation_score_.size > 0) == on
+    assert (model.n_iter_ < model.max_iter) == on

@@ -62,7 +62,7 @@ def test_every_metric_on_every_set_equals_scoring_the_staged_predictions(
 def test_classifier_metrics_on_sets_equal_the_staged_probabilities():
     X, y = make_classification(n_samples=1500, n_classes=3, n_informative=5,
                                random_state=1)
-    model = HistGBDTClassifier(max_iter=12, random_state=0,
+    model = HistGBDTClassifier(max_iter=12, random_state=0, early_stopping=False,
                                eval_metric=["neg_log_loss", "accuracy"])
     model.fit(X[:900], y[:900], eval_set=[(X[900:1200], y[900:1200]),
                                           (X[1200:], y[1200:])])
@@ -177,7 +177,7 @@ def test_warm_start_continues_the_history(regression):
 
 def test_no_scores_unless_asked(regression):
     X, y, *_ = regression
-    model = HistGBDTRegressor(max_iter=5).fit(X, y)
+    model = HistGBDTRegressor(max_iter=5, early_stopping=False).fit(X, y)
     assert model.evals_result_ == {} and model.best_iteration_ is None
     assert model.best_score_ is None and model.train_score_.size == 0
 

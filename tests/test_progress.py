@@ -41,7 +41,7 @@ def test_verbose_names_sets_metrics_pace_and_the_stop(data, capsys):
 def test_log_printer_to_a_file_every_period(data):
     X, y = data
     out = io.StringIO()
-    HistGBDTRegressor(max_iter=7, random_state=0).fit(
+    HistGBDTRegressor(max_iter=7, random_state=0, early_stopping=False).fit(
         X, y, callbacks=[LogPrinter(period=3, file=out)])
     lines = out.getvalue().splitlines()
     # nothing is scored: pace only; the last round is printed too

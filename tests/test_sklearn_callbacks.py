@@ -45,7 +45,8 @@ class TaskRecorder:
 def test_rounds_are_subtasks_and_fitted_estimator_is_the_rounds_so_far(data):
     X, y = data
     recorder = TaskRecorder()
-    model = HistGBDTRegressor(max_iter=3, random_state=0).set_callbacks(recorder)
+    model = HistGBDTRegressor(max_iter=3, random_state=0,
+                              early_stopping=False).set_callbacks(recorder)
     model.fit(X, y)
     assert recorder.events == ["setup", ("begin", "fit")] + [
         ("begin", "round"), ("end", "round")] * 3 + [("end", "fit"), "teardown"]
@@ -67,7 +68,7 @@ def test_a_true_from_a_sklearn_callback_stops_the_fit(data, tmp_path):
 def test_scoring_monitor_logs_each_round(data):
     X, y = data
     monitor = sk_callback.ScoringMonitor(scoring="r2")
-    model = HistGBDTRegressor(max_iter=5, random_state=0, eval_metric="r2")
+    model = HistGBDTRegressor(max_iter=5, random_state=0, eval_metric="r2", early_stopping=False)
     model.set_callbacks(monitor).fit(X, y)
     rows = [row for row in monitor.get_logs().data if row["task_name"] == "round"]
     assert [row["r2"] for row in rows] == pytest.approx(

@@ -145,8 +145,9 @@ class EarlyStopping(Callback):
 
     Parameters
     ----------
-    n_iter_no_change : int, default=10
-        Rounds without an improvement of more than ``tol`` before stopping.
+    n_iter_no_change : int, default=8
+        Rounds without an improvement of more than ``tol`` before stopping
+        (the estimators' default).
     tol : float, default=1e-7
         Improvement that counts (in the metric's units).
     set_name, metric : str or None, default=None
@@ -155,7 +156,7 @@ class EarlyStopping(Callback):
 
     needs_scores = True
 
-    def __init__(self, n_iter_no_change=10, tol=1e-7, set_name=None, metric=None):
+    def __init__(self, n_iter_no_change=8, tol=1e-7, set_name=None, metric=None):
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.set_name = set_name

@@ -2,9 +2,12 @@
 
 #: Parameters shared by both estimators (numpydoc), formatted into their docstrings.
 COMMON_PARAMETERS_DOC = """\
-    learning_rate : float, default=0.1
-        Shrinkage applied to every leaf value.
-    max_iter : int, default=100
+    learning_rate : float, default=0.15
+        Shrinkage applied to every leaf value. The defaults of this and of
+        ``max_iter``, ``l2_regularization``, ``early_stopping``,
+        ``n_iter_no_change``, ``cat_smooth`` and ``max_cat_threshold`` were
+        chosen together by measurement on real tables (``doc/training.md``).
+    max_iter : int, default=150
         Maximum number of boosting rounds (one tree each, or one per class
         for multiclass classification). Without column sampling, the fit
         also ends when no tree of a round can split (as LightGBM's does):
@@ -28,8 +31,9 @@ COMMON_PARAMETERS_DOC = """\
     l1_regularization : float, default=0.0
         L1 penalty α on leaf values: gradient sums are soft-thresholded by α
         in gains and leaf values.
-    l2_regularization : float, default=0.0
-        L2 penalty λ on leaf values.
+    l2_regularization : float, default=1.0
+        L2 penalty λ on leaf values (XGBoost's default; LightGBM's and
+        scikit-learn's is 0).
     max_bins : int, default=255
         Maximum value bins per feature (2 to 255); missing values get one more.
     enable_bundle : bool, default=True
@@ -64,8 +68,8 @@ COMMON_PARAMETERS_DOC = """\
     early_stopping : 'auto' or bool, default='auto'
         Stop when the watched score (``scoring`` on ``early_stopping_set``)
         has not improved by more than ``tol`` for ``n_iter_no_change``
-        rounds. 'auto' turns it on above 10,000 rows, or when ``X_val`` is
-        given to ``fit``.
+        rounds. 'auto' turns it on from 100 rows (scikit-learn's: above
+        10,000), or when ``X_val`` is given to ``fit``.
     scoring : str, callable or None, default='loss'
         Score used for early stopping and ``best_iteration_``: 'loss' (the
         loss; the smaller the better), or a scikit-learn scorer name or
@@ -95,7 +99,7 @@ COMMON_PARAMETERS_DOC = """\
     validation_fraction : float, int or None, default=0.1
         Share (or number) of training rows held out for early stopping
         (stratified for classifiers); None scores the training data.
-    n_iter_no_change : int, default=10
+    n_iter_no_change : int, default=8
         Rounds without improvement before stopping.
     tol : float, default=1e-7
         Minimum score improvement that counts.
@@ -129,19 +133,19 @@ COMMON_PARAMETERS_DOC = """\
         Categorical features with at most this many categories are split one
         category against the rest; others by a scan of categories sorted by
         gradient / (hessian + ``cat_smooth``).
-    cat_smooth : float, default=10.0
+    cat_smooth : float, default=50.0
         Smoothing added to the hessian when ordering categories; categories
         with fewer rows than this in a node stay on the right in the sorted
-        scan.
+        scan (LightGBM's default is 10).
     cat_l2 : float, default=10.0
         Extra L2 regularisation of the children of a sorted-scan categorical
         split, in its gain only (leaf values use ``l2_regularization``).
     min_data_per_group : int, default=100
         Sorted scan: rows the categories added to the left set must hold
         before the next candidate, and rows that must remain on the right.
-    max_cat_threshold : int, default=32
+    max_cat_threshold : int, default=8
         Sorted scan: most categories of a left set taken from either end of
-        the order (and at most half of them).
+        the order (and at most half of them; LightGBM's default is 32).
     monotonic_cst : array-like of int, dict or None, default=None
         Per feature -1 (decreasing), 0 (none) or 1 (increasing) constraint on
         the prediction; a dict maps feature indices or names to constraints.

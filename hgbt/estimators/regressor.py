@@ -71,19 +71,19 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     _stratify = False
 
     def __init__(self, loss="squared_error", *, quantile=None, huber_delta=None,
-                 tweedie_power=1.5, learning_rate=0.1, max_iter=100, max_leaf_nodes=31,
+                 tweedie_power=1.5, learning_rate=0.15, max_iter=150, max_leaf_nodes=31,
                  max_depth=None, min_samples_leaf=20, min_child_weight=1e-3,
-                 min_gain_to_split=0.0, l1_regularization=0.0, l2_regularization=0.0,
+                 min_gain_to_split=0.0, l1_regularization=0.0, l2_regularization=1.0,
                  max_bins=255, enable_bundle=True,
                  max_conflict_rate=0.0, use_quantized_grad=False,
                  num_grad_quant_bins=32, grow_policy="lossguide", early_stopping="auto",
                  scoring="loss", eval_metric=None, early_stopping_set=None,
-                 truncate_at_best=False, validation_fraction=0.1, n_iter_no_change=10, tol=1e-7,
+                 truncate_at_best=False, validation_fraction=0.1, n_iter_no_change=8, tol=1e-7,
                  warm_start=False, subsample=1.0, data_sample_strategy="bagging",
                  goss_top_rate=0.2, goss_other_rate=0.1, colsample_bytree=1.0,
                  colsample_bynode=1.0, categorical_features="from_dtype",
-                 max_cat_to_onehot=4, cat_smooth=10.0, cat_l2=10.0, min_data_per_group=100,
-                 max_cat_threshold=32, monotonic_cst=None,
+                 max_cat_to_onehot=4, cat_smooth=50.0, cat_l2=10.0, min_data_per_group=100,
+                 max_cat_threshold=8, monotonic_cst=None,
                  interaction_cst=None, importance_type="gain", n_threads=None,
                  random_state=None, verbose=0):
         self.loss = loss
