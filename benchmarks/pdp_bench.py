@@ -53,7 +53,7 @@ def main():
     # rows without NaN in the target features: scikit-learn's grid would hold NaN
     X_pd = X[~np.isnan(X[:, :args.features]).any(axis=1)][:args.n_pd]
     settings = dict(max_iter=args.trees, max_leaf_nodes=31, learning_rate=0.1,
-                    early_stopping=False, random_state=0)
+                    l2_regularization=0.0, early_stopping=False, random_state=0)
     ours = hgbt.HistGBDTRegressor(n_threads=args.threads, **settings).fit(X, y)
     theirs = HistGradientBoostingRegressor(**settings).fit(X, y)
     features = list(range(args.features))

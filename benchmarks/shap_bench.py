@@ -42,7 +42,7 @@ def fit_all(X, y, trees, threads):
     import xgboost
 
     hgbt = HistGBDTClassifier(max_iter=trees, max_leaf_nodes=31, learning_rate=0.1,
-                              early_stopping=False, n_threads=threads,
+                              l2_regularization=0.0, early_stopping=False, n_threads=threads,
                               random_state=0).fit(X, y)
     lgbm = lightgbm.LGBMClassifier(n_estimators=trees, num_leaves=31, learning_rate=0.1,
                                    n_jobs=threads, verbose=-1, random_state=0).fit(X, y)

@@ -675,7 +675,8 @@ def rmse(model, X, y):
     return float(np.sqrt(np.mean((model.predict(X) - y) ** 2)))
 
 
-PARAMS = dict(max_iter=60, learning_rate=0.1, early_stopping=False, random_state=0)
+PARAMS = dict(max_iter=60, learning_rate=0.1, l2_regularization=0.0, early_stopping=False,
+              random_state=0)
 
 
 def test_subset_signal_learned_like_sklearn():

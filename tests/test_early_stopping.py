@@ -32,3 +32,22 @@ def test_split_validation_is_stratified_and_seeded():
     for Xs, ys, ws in ((X_train, y_train, w_train), (X_val, y_val, w_val)):
         idx = [rows[tuple(r)] for r in Xs]
         assert np.array_equal(y[idx], ys) and np.array_equal(w[idx], ws)
+
+
+def test_can_stratify_matches_the_split():
+    # True exactly where the stratified split succeeds (scikit-learn's
+    # conditions: every class twice, as many rows as classes either side)
+    from hgbt.engine.early_stopping import can_stratify
+    rng = np.random.default_rng(0)
+    cases = [np.repeat(np.arange(15), 8),                # 120 rows, 15 classes: 12 held out
+             np.r_[np.zeros(150), 1.0],                  # a class of one row
+             np.repeat(np.arange(12), 10),               # 12 held out for 12 classes
+             np.repeat(np.arange(3), 40)]
+    for y, fraction in [(c, f) for c in cases for f in (0.1, 0.2, 30)]:
+        X = rng.normal(size=(y.shape[0], 2))
+        try:
+            split_validation(X, y, None, fraction, seed=0, stratify=True)
+            ok = True
+        except ValueError:
+            ok = False
+        assert can_stratify(y, fraction) == ok, (len(np.unique(y)), fraction)

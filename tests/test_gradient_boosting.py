@@ -27,7 +27,7 @@ def test_early_stopping_stops_on_noise():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(20_000, 5)), rng.normal(size=20_000)
     m = HistGBDTRegressor(max_iter=300, n_iter_no_change=5, random_state=0).fit(X, y)
-    assert m.n_iter_ < 40  # 'auto' is on above 10,000 rows
+    assert m.n_iter_ < 40  # 'auto' is on from 100 rows
     assert len(m.validation_score_) == m.n_iter_ + 1
     assert len(m.train_score_) == m.n_iter_ + 1
 
@@ -371,3 +371,15 @@ def test_auto_early_stopping_from_100_rows(n_rows, classifier):
     on = n_rows >= 100
     assert (model.validation_score_.size > 0) == on
     assert (model.n_iter_ < model.max_iter) == on
+
+
+def test_auto_early_stopping_off_where_no_stratified_hold_out():
+    # 120 rows of 15 classes (12 held out) and a class of one row: 'auto' fits
+    # every round instead of failing in the split; True still reports it
+    rng = np.random.default_rng(0)
+    for y in (np.repeat(np.arange(15), 8), np.r_[np.zeros(150), 1]):
+        X = rng.normal(size=(y.shape[0], 2))
+        model = HistGBDTClassifier(max_iter=5, random_state=0).fit(X, y)
+        assert model.n_iter_ == 5 and model.validation_score_.size == 0
+        with pytest.raises(ValueError, match="class"):
+            HistGBDTClassifier(max_iter=5, early_stopping=True, random_state=0).fit(X, y)

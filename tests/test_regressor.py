@@ -63,7 +63,7 @@ def test_rmse_matches_sklearn(seed):
     X_train, y_train, X_test, y_test = X[:20_000], y[:20_000], X[20_000:], y[20_000:]
     ours = HistGBDTRegressor(max_iter=100, learning_rate=0.1, max_leaf_nodes=31,
                              min_samples_leaf=20, max_bins=255, early_stopping=False,
-                             random_state=0)
+                             l2_regularization=0.0, random_state=0)
     theirs = HistGradientBoostingRegressor(
         max_iter=100, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20,
         max_bins=255, early_stopping=False, random_state=0)

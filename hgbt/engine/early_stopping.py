@@ -3,6 +3,9 @@
 The scores come from :mod:`hgbt.engine.evaluation`; the rule runs as the
 :class:`~hgbt.engine.callbacks.EarlyStopping` callback.
 """
+import math
+
+import numpy as np
 from sklearn.model_selection import train_test_split
 
 
@@ -17,6 +20,17 @@ def split_validation(X, y, sample_weight, validation_fraction, seed, stratify):
     X_train, X_val, y_train, y_val = parts[:4]
     w_train, w_val = (parts[4], parts[5]) if sample_weight is not None else (None, None)
     return X_train, X_val, y_train, y_val, w_train, w_val
+
+
+def can_stratify(y, validation_fraction):
+    """Whether :func:`split_validation` can hold out ``validation_fraction``
+    of ``y``'s rows stratified: every class twice or more, and as many
+    rows as classes on either side (scikit-learn's conditions)."""
+    n = y.shape[0]
+    n_val = (math.ceil(validation_fraction * n) if isinstance(validation_fraction, float)
+             else int(validation_fraction))
+    counts = np.unique(y, return_counts=True)[1]
+    return counts.min() >= 2 and min(n_val, n - n_val) >= counts.shape[0]
 
 
 def should_stop(scores, n_iter_no_change, tol):

@@ -69,7 +69,8 @@ COMMON_PARAMETERS_DOC = """\
         Stop when the watched score (``scoring`` on ``early_stopping_set``)
         has not improved by more than ``tol`` for ``n_iter_no_change``
         rounds. 'auto' turns it on from 100 rows (scikit-learn's: above
-        10,000), or when ``X_val`` is given to ``fit``.
+        10,000; not for a classifier with a class too rare for a stratified
+        hold-out), or when ``X_val`` is given to ``fit``.
     scoring : str, callable or None, default='loss'
         Score used for early stopping and ``best_iteration_``: 'loss' (the
         loss; the smaller the better), or a scikit-learn scorer name or

@@ -19,7 +19,7 @@ from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
-from ..engine.early_stopping import split_validation
+from ..engine.early_stopping import can_stratify, split_validation
 from ..engine.evaluation import TRAIN, training_score_rows
 from ..engine.interrupts import running_fit
 from ..engine.numeric_range import check_fit_range
@@ -291,7 +291,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError(f"max_iter={self.max_iter} must be >= n_iter_={self.n_iter_} "
                              "when warm_start=True.")
 
-        early_stopping = self._early_stopping_enabled(X.shape[0], X_val is not None)
+        early_stopping = self._early_stopping_enabled(y, X_val is not None)
         validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]")
                       for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
         X_train, y_train, w_train = X, y, sample_weight
@@ -398,13 +398,16 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError("monotonic_cst cannot constrain a categorical feature.")
         return out.astype(np.int8)
 
-    def _early_stopping_enabled(self, n_samples, has_val):
+    def _early_stopping_enabled(self, y, has_val):
         if self.early_stopping == "auto":
             if has_val:
                 return True
-            # A custom objective has no loss value to score.
-            return (n_samples >= AUTO_EARLY_STOPPING_ROWS
-                    and not (self._custom_loss() and self.scoring == "loss"))
+            # A custom objective has no loss value to score; a class too rare
+            # for a stratified hold-out keeps a small fit as it was.
+            return (y.shape[0] >= AUTO_EARLY_STOPPING_ROWS
+                    and not (self._custom_loss() and self.scoring == "loss")
+                    and not (self._stratify and self.validation_fraction is not None
+                             and not can_stratify(y, self.validation_fraction)))
         return bool(self.early_stopping)
 
     def _custom_loss(self):
