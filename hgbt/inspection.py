@@ -18,8 +18,7 @@ from scipy.stats.mstats import mquantiles
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
-from .data.categorical import is_pooled
-from .estimators.tables import feature_names
+from .estimators.tables import category_values, feature_names
 
 
 def feature_index(model, feature):
@@ -44,11 +43,9 @@ def is_categorical(model, f):
 
 
 def _category_labels(model, f, codes):
-    """How the grid of categorical feature ``f`` is reported: its categories
-    for features mapped by value, else the codes (bins, for a pooled feature)."""
-    categories = model.categorical_categories_[f]
-    by_value = model._categorical_by_value[f]
-    if by_value and not is_pooled(categories, by_value):
+    """How the grid of categorical feature ``f`` is reported (:func:`category_values`)."""
+    categories = category_values(model, f)
+    if categories is not None:
         return np.asarray([categories[int(c)] for c in codes], dtype=object)
     return codes
 

@@ -741,3 +741,17 @@ def test_get_loss(name, kwargs, cls, attrs):
 def test_get_loss_errors(args, kwargs, message):
     with pytest.raises(ValueError, match=message):
         get_loss(*args, **kwargs)
+
+
+@pytest.mark.parametrize("loss", [SquaredError(), AbsoluteError(), QuantileLoss(0.3),
+                                  HuberLoss(), PoissonLoss(), GammaLoss(), TweedieLoss(1.5),
+                                  BinaryLogLoss(), MultinomialLogLoss(3),
+                                  CustomLoss(lambda y, raw, w: (raw - y, np.ones_like(y)))])
+def test_link_names_what_inverse_link_computes(loss):
+    # the exporters read ``link``; predictions come from ``inverse_link``
+    raw = np.random.default_rng(0).normal(size=(loss.n_trees_per_iteration, 5))
+    expected = {"identity": lambda r: r[0], "exp": lambda r: np.exp(r[0]),
+                "logistic": lambda r: np.column_stack([1 / (1 + np.exp(r[0])),
+                                                       1 / (1 + np.exp(-r[0]))]),
+                "softmax": lambda r: (np.exp(r) / np.exp(r).sum(axis=0)).T}[loss.link](raw)
+    np.testing.assert_allclose(loss.inverse_link(raw), expected, rtol=1e-12)

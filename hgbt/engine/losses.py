@@ -73,6 +73,9 @@ class BaseLoss:
     needs_leaf_refit = False
     #: the hessian is the same for every row when unweighted
     hessian_is_constant_unweighted = False
+    #: how raw scores become predictions (:meth:`inverse_link`): 'identity',
+    #: 'exp', 'logistic' or 'softmax' (the exporters' names)
+    link = "identity"
 
     def __init__(self, sample_weight=None):
         self.sample_weight = sample_weight
@@ -156,12 +159,13 @@ class BaseLoss:
         return self.loss_statistics(y, raw_prediction).value()
 
     def inverse_link(self, raw_prediction):
-        """Predictions on the target's scale from 2-D raw predictions.
+        """Predictions on the target's scale from 2-D raw predictions
+        (``link``; identity here).
 
         Regression: shape (n_samples,). Classification: probabilities, shape
         (n_samples, n_classes).
         """
-        raise NotImplementedError
+        return raw_prediction[0]
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         """Loss-optimal raw update of one leaf from its rows (``needs_leaf_refit``).
@@ -192,8 +196,6 @@ class SquaredError(BaseLoss):
     def row_loss(self, y, raw_prediction):
         return 0.5 * (y - raw_prediction[0]) ** 2
 
-    def inverse_link(self, raw_prediction):
-        return raw_prediction[0]
 
 
 # ------------------------------------------------------------------ helpers
@@ -298,8 +300,6 @@ class AbsoluteError(BaseLoss):
     def row_loss(self, y, raw_prediction):
         return np.abs(y - raw_prediction[0])
 
-    def inverse_link(self, raw_prediction):
-        return raw_prediction[0]
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, 0.5)
@@ -341,8 +341,6 @@ class QuantileLoss(BaseLoss):
         q = self.quantile
         return np.where(diff >= 0, q * diff, (q - 1.0) * diff)
 
-    def inverse_link(self, raw_prediction):
-        return raw_prediction[0]
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, self.quantile)
@@ -402,8 +400,6 @@ class HuberLoss(BaseLoss):
         r = np.abs(y - raw_prediction[0])
         return np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta))
 
-    def inverse_link(self, raw_prediction):
-        return raw_prediction[0]
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         residuals = y - raw_prediction
@@ -437,6 +433,8 @@ def _tweedie_half_deviance(y, raw, power):
 
 class _LogLinkLoss(BaseLoss):
     """Shared parts of the losses with ``mu = exp(raw)``."""
+
+    link = "exp"
 
     def check_y_rows(self, y):
         self.check_y(y, totals=False)
@@ -552,6 +550,7 @@ class BinaryLogLoss(BaseLoss):
     """
 
     name = "log_loss"
+    link = "logistic"
 
     def check_y(self, y):
         _check_finite(y, self.name)
@@ -597,6 +596,7 @@ class MultinomialLogLoss(BaseLoss):
     """
 
     name = "log_loss"
+    link = "softmax"
 
     def __init__(self, n_classes, sample_weight=None):
         super().__init__(sample_weight)
@@ -703,8 +703,6 @@ class CustomLoss(BaseLoss):
         raise ValueError("scoring='loss' needs a built-in loss: a custom loss (a "
                          "callable) gives gradients and hessians, not loss values")
 
-    def inverse_link(self, raw_prediction):
-        return raw_prediction[0]
 
 
 # ------------------------------------------------------------------- factory

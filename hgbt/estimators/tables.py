@@ -26,15 +26,22 @@ def feature_names(model):
     return [str(name) for name in names]
 
 
-def _left_categories(model, feature, bitset):
-    """The categories known at fit that a categorical split sends left:
-    category values for features mapped by value, else the codes (for a
+def category_values(model, feature):
+    """The categories that categorical ``feature``'s codes index (features
+    mapped by value), or None where the codes stand for themselves (for a
     pooled feature, its bins: ``doc/categorical.md``)."""
-    known = model._bin_mapper.known_cat_bitsets_[feature]
-    codes = bitset_to_codes(np.asarray(bitset) & known)
     categories = model.categorical_categories_[feature]
     by_value = model._categorical_by_value[feature]
-    if by_value and not is_pooled(categories, by_value):
+    return categories if by_value and not is_pooled(categories, by_value) else None
+
+
+def _left_categories(model, feature, bitset):
+    """The categories known at fit that a categorical split sends left, as
+    :func:`category_values` reports them."""
+    known = model._bin_mapper.known_cat_bitsets_[feature]
+    codes = bitset_to_codes(np.asarray(bitset) & known)
+    categories = category_values(model, feature)
+    if categories is not None:
         return tuple(categories[c] for c in codes)
     return tuple(int(c) for c in codes)
 

@@ -29,15 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data.binning import bitset_to_codes
 from ..data.categorical import pooled_features
-from ..engine.losses import (AbsoluteError, BinaryLogLoss, CustomLoss, HuberLoss,
-                             MultinomialLogLoss, QuantileLoss, SquaredError, _LogLinkLoss)
 from ..estimators.tables import feature_names
-
-# How raw scores become predictions, per loss class (``inverse_link``).
-_LINKS = ((BinaryLogLoss, "logistic"), (MultinomialLogLoss, "softmax"),
-          (_LogLinkLoss, "exp"),
-          ((SquaredError, AbsoluteError, QuantileLoss, HuberLoss, CustomLoss), "identity"))
-
 
 @dataclass(frozen=True)
 class Tree:
@@ -88,12 +80,7 @@ class Forest:
 
 
 def _link(model):
-    loss = model._make_loss(None)
-    for kinds, link in _LINKS:
-        if isinstance(loss, kinds):
-            return link
-    raise ValueError(f"Cannot export a model with loss {type(loss).__name__!r}: its link "
-                     "(how raw scores become predictions) has no known equivalent.")
+    return model._make_loss(None).link
 
 
 def _walk(predictor, output):
@@ -168,14 +155,20 @@ def describe(model):
                   feature_names=tuple(feature_names(model)))
 
 
-def check_exportable(model):
-    """The errors of :func:`describe` without walking the trees; returns the
-    model's link."""
+def check_fitted_model(model, caller):
+    """TypeError unless ``model`` is an hgbt estimator, NotFittedError unless fitted."""
     from ..estimators.gradient_boosting import BaseHistGBDT
 
     if not isinstance(model, BaseHistGBDT):
-        raise TypeError(f"Expected a fitted hgbt estimator, got {type(model).__name__}.")
+        raise TypeError(f"{caller} takes a fitted hgbt estimator, got "
+                        f"{type(model).__name__}.")
     check_is_fitted(model)
+
+
+def check_exportable(model, caller="Export"):
+    """The errors of :func:`describe` without walking the trees; returns the
+    model's link."""
+    check_fitted_model(model, caller)
     pooled = pooled_features(model)
     if pooled:
         names = feature_names(model)

@@ -15,10 +15,9 @@ This module does not import shap: the description is plain NumPy.
 """
 import numpy as np
 from sklearn.base import is_classifier
-from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.gradient_boosting import BaseHistGBDT
 from ..estimators.tables import feature_names
+from ._forest import check_fitted_model
 
 # Description keys that let shap transform the raw score (its
 # model_output="probability" and "log_loss"), where hgbt's loss is the one
@@ -128,10 +127,7 @@ def shap_model(model):
     ``data`` overwrites ``node_sample_weight`` in the description with the
     background's counts, so build a fresh description for each explainer.
     """
-    if not isinstance(model, BaseHistGBDT):
-        raise TypeError(f"shap_model takes a fitted hgbt estimator, got "
-                        f"{type(model).__name__}.")
-    check_is_fitted(model)
+    check_fitted_model(model, "shap_model")
     n_outputs = len(model._baseline_prediction)
     trees = [(tree, k) for round_ in model._predictors for k, tree in enumerate(round_)]
     if not trees:
