@@ -197,7 +197,6 @@ class SquaredError(BaseLoss):
         return 0.5 * (y - raw_prediction[0]) ** 2
 
 
-
 # ------------------------------------------------------------------ helpers
 
 #: the classification baselines clip probabilities (and, binary, their
@@ -300,7 +299,6 @@ class AbsoluteError(BaseLoss):
     def row_loss(self, y, raw_prediction):
         return np.abs(y - raw_prediction[0])
 
-
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, 0.5)
 
@@ -340,7 +338,6 @@ class QuantileLoss(BaseLoss):
         diff = y - raw_prediction[0]
         q = self.quantile
         return np.where(diff >= 0, q * diff, (q - 1.0) * diff)
-
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, self.quantile)
@@ -399,7 +396,6 @@ class HuberLoss(BaseLoss):
             delta = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
         r = np.abs(y - raw_prediction[0])
         return np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta))
-
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         residuals = y - raw_prediction
@@ -702,7 +698,6 @@ class CustomLoss(BaseLoss):
     def row_loss(self, y, raw_prediction):
         raise ValueError("scoring='loss' needs a built-in loss: a custom loss (a "
                          "callable) gives gradients and hessians, not loss values")
-
 
 
 # ------------------------------------------------------------------- factory

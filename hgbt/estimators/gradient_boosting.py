@@ -35,8 +35,9 @@ from ..persistence import pickle_state, save_model, unpickle_state
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
 
 # early_stopping='auto' turns on from this many rows (scikit-learn's: above
-# 10,000). Measured on 20 real tables cut to 100-10,000 rows, the held-out
-# rounds beat fitting every round at every size (benchmarks/accuracy_study.md).
+# 10,000): on 20 real tables (506-10,000 rows, and cut to 250 and 125) the
+# defaults with a hold-out were within noise of the best library on 15-16 of
+# 20, the same settings fitting every round on 0-9 (benchmarks/accuracy_study.md).
 AUTO_EARLY_STOPPING_ROWS = 100
 # Prediction is one kernel call over all trees (ForestPredictor): dense inputs
 # below this many rows walk them row by row, larger ones through the packed
