@@ -14,6 +14,7 @@ from sklearn.metrics import mean_tweedie_deviance
 from hgbt.engine.losses import (
     LOSS_NAMES,
     AbsoluteError,
+    BaseLoss,
     BinaryLogLoss,
     CustomLoss,
     GammaLoss,
@@ -743,10 +744,22 @@ def test_get_loss_errors(args, kwargs, message):
         get_loss(*args, **kwargs)
 
 
-@pytest.mark.parametrize("loss", [SquaredError(), AbsoluteError(), QuantileLoss(0.3),
-                                  HuberLoss(), PoissonLoss(), GammaLoss(), TweedieLoss(1.5),
-                                  BinaryLogLoss(), MultinomialLogLoss(3),
-                                  CustomLoss(lambda y, raw, w: (raw - y, np.ones_like(y)))])
+_EVERY_LOSS = [SquaredError(), AbsoluteError(), QuantileLoss(0.3), HuberLoss(), PoissonLoss(),
+               GammaLoss(), TweedieLoss(1.5), BinaryLogLoss(), MultinomialLogLoss(3),
+               CustomLoss(lambda y, raw, w: (raw - y, np.ones_like(y)))]
+
+
+def test_every_loss_class_has_its_link_checked():
+    # a new loss with its own inverse_link must join the test below
+    def concrete(cls):
+        for sub in cls.__subclasses__():
+            yield from concrete(sub)
+            if not sub.__name__.startswith("_"):
+                yield sub
+    assert set(concrete(BaseLoss)) == {type(loss) for loss in _EVERY_LOSS}
+
+
+@pytest.mark.parametrize("loss", _EVERY_LOSS)
 def test_link_names_what_inverse_link_computes(loss):
     # the exporters read ``link``; predictions come from ``inverse_link``
     raw = np.random.default_rng(0).normal(size=(loss.n_trees_per_iteration, 5))

@@ -31,6 +31,7 @@ from ..data.binning import bitset_to_codes
 from ..data.categorical import pooled_features
 from ..estimators.tables import feature_names
 
+
 @dataclass(frozen=True)
 class Tree:
     """One tree in preorder (node 0 is the root).
@@ -141,8 +142,7 @@ def describe(model):
     ValueError
         If it holds something the description cannot state: a pooled
         categorical feature (more than 255 categories or codes >= 255), whose
-        codes reach the trees only through a lookup table, or a loss without
-        a known link.
+        codes reach the trees only through a lookup table.
     """
     link = check_exportable(model)
     trees = [_walk(tree, k) for trees in model._predictors for k, tree in enumerate(trees)]
@@ -155,20 +155,20 @@ def describe(model):
                   feature_names=tuple(feature_names(model)))
 
 
-def check_fitted_model(model, caller):
+def check_fitted_model(model, caller=None):
     """TypeError unless ``model`` is an hgbt estimator, NotFittedError unless fitted."""
     from ..estimators.gradient_boosting import BaseHistGBDT
 
     if not isinstance(model, BaseHistGBDT):
-        raise TypeError(f"{caller} takes a fitted hgbt estimator, got "
-                        f"{type(model).__name__}.")
+        wants = "Expected" if caller is None else f"{caller} takes"
+        raise TypeError(f"{wants} a fitted hgbt estimator, got {type(model).__name__}.")
     check_is_fitted(model)
 
 
-def check_exportable(model, caller="Export"):
+def check_exportable(model):
     """The errors of :func:`describe` without walking the trees; returns the
     model's link."""
-    check_fitted_model(model, caller)
+    check_fitted_model(model)
     pooled = pooled_features(model)
     if pooled:
         names = feature_names(model)
