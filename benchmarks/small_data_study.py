@@ -111,9 +111,8 @@ def cv_losses(make, X, y, task, n_splits, repeats):
 
 def _maker(lib, task, X, n_threads, params=None):
     cats = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
-    lib_name = "hgbt" if params is not None else lib
-    cls = realdata._import(realdata.estimator_class(lib_name, task))
-    kw = realdata.estimator_kwargs(lib_name, "defaults", task, n_threads, cats)
+    cls = realdata._import(realdata.estimator_class(lib, task))
+    kw = realdata.estimator_kwargs(lib, "defaults", task, n_threads, cats)
     kw.update(params or {})
     return lambda: cls(**kw)
 

@@ -48,7 +48,8 @@ cdef void subtract(
 # Shared with _histogram_sparse.pyx.
 
 # Below this many rows x features a node is built without an OpenMP region:
-# thread start-up would cost more than the work.
+# lower thresholds measured no gain (a region costs ~1 us; such nodes are a
+# small share of a fit: benchmarks/RESULTS.md, eleventh session).
 cdef enum:
     MIN_PARALLEL_WORK = 32768
 

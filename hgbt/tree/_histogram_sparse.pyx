@@ -5,7 +5,7 @@ On the gradient grid every sum is exact, so the result does not depend on
 how the rows or columns are split between threads.
 """
 from cython.parallel cimport prange
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, malloc
 
 from ._csr cimport first_at_least
 from ._histogram cimport (MIN_PARALLEL_WORK, _fill_constant_hessian, _used_width, _zero,
@@ -22,22 +22,12 @@ DEF ROWS_PER_PRIVATE_BIN = 2
 DEF MAX_PRIVATE_BINS = 1048576
 
 
-cdef Py_ssize_t _private_bins(const unsigned short* column_width, int n_cols,
-                              int n_bins) noexcept nogil:
-    # Bins of one private histogram set: each column's value bins and missing bin
-    cdef Py_ssize_t total = 0
-    cdef int c
-    for c in range(n_cols):
-        total += _used_width(column_width, c, n_bins) + 1
-    return total
-
-
 cdef bint _sparse_row_chunks(
     const long long* indptr, const unsigned int* columns,
     const X_BINNED_DTYPE_C* codes, const SIZE_C* rows, SIZE_C n,
     const G_H_DTYPE_C* g, const G_H_DTYPE_C* h, bint constant_hessian,
-    const unsigned short* column_width, hist_struct* out, int n_cols, int n_bins,
-    int n_threads,
+    const unsigned short* column_width, const Py_ssize_t* offset, hist_struct* out,
+    int n_cols, int n_bins, int n_threads,
 ) noexcept nogil:
     # Thread t sums the entries of its share of the rows into a private, packed
     # histogram set (column c at offset[c]: its value bins, then its missing
@@ -46,20 +36,13 @@ cdef bint _sparse_row_chunks(
     cdef int t, c, j, width
     cdef SIZE_C i, r, chunk = (n + n_threads - 1) // n_threads
     cdef long long k
-    cdef Py_ssize_t n_private
-    cdef Py_ssize_t* offset = <Py_ssize_t*>calloc(n_cols + 1, sizeof(Py_ssize_t))
+    cdef Py_ssize_t n_private = offset[n_cols]
     cdef hist_struct* private
     cdef hist_struct* acc
     cdef hist_struct* b
     cdef const hist_struct* src
-    if offset == NULL:
-        return False
-    for c in range(n_cols):
-        offset[c + 1] = offset[c] + _used_width(column_width, c, n_bins) + 1
-    n_private = offset[n_cols]
     private = <hist_struct*>calloc(n_threads * n_private, sizeof(hist_struct))
     if private == NULL:
-        free(offset)
         return False
     for t in prange(n_threads, schedule='static', num_threads=n_threads):
         acc = private + t * n_private
@@ -84,7 +67,6 @@ cdef bint _sparse_row_chunks(
                 b.sum_hessians = b.sum_hessians + src.sum_hessians
                 b.count = b.count + src.count
     free(private)
-    free(offset)
     return True
 
 
@@ -165,8 +147,8 @@ cdef void histogram_sparse(
     cdef int c, b, t, width
     cdef double g_total = 0.0, h_total = 0.0, g_rest, h_rest
     cdef unsigned int n_rest
-    cdef Py_ssize_t private_bins
-    cdef bint parallel
+    cdef Py_ssize_t* offset
+    cdef bint parallel, by_rows = False
     cdef hist_struct* d
     cdef hist_struct* row
     # Only the bins a column uses are read later (the first column's all:
@@ -181,20 +163,25 @@ cdef void histogram_sparse(
     parallel = <Py_ssize_t>n * 8 >= MIN_PARALLEL_WORK and n_threads > 1
     if parallel:
         # by rows where a node has enough of them per private bin to fill and
-        # add, and the threads' private bins stay small; else by columns
-        private_bins = _private_bins(column_width, n_cols, n_bins)
-        if (n >= ROWS_PER_PRIVATE_BIN * private_bins
-                and private_bins * n_threads <= MAX_PRIVATE_BINS
-                and _sparse_row_chunks(indptr, columns, codes, rows, n, gradients,
-                                       hessians, constant_hessian, column_width, out,
-                                       n_cols, n_bins, n_threads)):
-            pass
-        elif n_chunks > 1:
+        # add, and the threads' private bins (offset: each column's value bins
+        # and missing bin) stay small; else by columns
+        offset = <Py_ssize_t*>malloc((n_cols + 1) * sizeof(Py_ssize_t))
+        if offset != NULL:
+            offset[0] = 0
+            for c in range(n_cols):
+                offset[c + 1] = offset[c] + _used_width(column_width, c, n_bins) + 1
+            by_rows = (n >= ROWS_PER_PRIVATE_BIN * offset[n_cols]
+                       and offset[n_cols] * n_threads <= MAX_PRIVATE_BINS
+                       and _sparse_row_chunks(indptr, columns, codes, rows, n, gradients,
+                                              hessians, constant_hessian, column_width,
+                                              offset, out, n_cols, n_bins, n_threads))
+            free(offset)
+        if not by_rows and n_chunks > 1:
             for t in prange(n_chunks, schedule='static', num_threads=n_threads):
                 _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
                                 constant_hessian, column_bounds[t], column_bounds[t + 1],
                                 out, n_bins)
-        else:
+        elif not by_rows:
             parallel = False
     if not parallel:
         _sparse_columns(indptr, columns, codes, rows, n, gradients, hessians,
