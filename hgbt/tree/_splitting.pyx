@@ -385,6 +385,9 @@ cdef void _scan_feature(
         g += hist[b].sum_gradients
         h += hist[b].sum_hessians
         n += hist[b].count
+        if n_total - n < p.min_samples_leaf:
+            # every candidate from here leaves fewer rows on the right
+            break
         if b + 1 < n_bins_non_missing:
             _consider(best, f, b, 0, g, h, n, g_total, h_total, n_total, p, plain)
             if has_missing:
