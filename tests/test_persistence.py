@@ -544,8 +544,9 @@ def test_invalid_format_version(saved, tmp_path, version):
 def test_format_version_header(saved):
     _, _, document = saved
     assert document["format"] == "hgbt-model"
-    # version 2 only for pooled categorical features (test_high_cardinality.py)
-    assert document["format_version"] == 1 and FORMAT_VERSION == 2
+    # versions 2 and 3 only for pooled categorical features (test_high_cardinality.py,
+    # test_target_stats.py)
+    assert document["format_version"] == 1 and FORMAT_VERSION == 3
     assert document["hgbt_version"] == hgbt.__version__
     assert document["estimator"] == "HistGBDTClassifier"
     fitted = document["fitted"]

@@ -180,6 +180,18 @@ def test_categorical_splits_are_refused():
         shap_model(model)
 
 
+def test_target_statistics_are_refused():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 600, size=2000), rng.normal(size=2000)])
+    y = X[:, 1] + (X[:, 0] % 7)
+    # one split per tree on the statistic or x1: no categorical split to refuse
+    model = HistGBDTRegressor(max_iter=5, max_depth=1, categorical_features=[0],
+                              max_cat_to_onehot=1, random_state=0).fit(X, y)
+    assert model._target_stats is not None
+    with pytest.raises(ValueError, match="'x0' has more than 255 categories"):
+        shap_model(model)
+
+
 def test_unfitted_and_foreign_models_are_refused():
     with pytest.raises(NotFittedError):
         shap_model(HistGBDTRegressor())

@@ -363,25 +363,33 @@ def _integer_categories(values, name):
         return codes[_frequency_order(counts)].astype(np.intp)
 
 
-def _pooled_bins(values, categories, by_value):
-    """Bins of a pooled feature's values (positions for by-value features,
-    raw codes otherwise); NaN for missing, unknown and invalid values."""
+def pooled_positions(values, categories, by_value):
+    """Positions (in pooled order) of a pooled feature's values (positions
+    for by-value features, raw codes otherwise); NaN for missing, unknown
+    and invalid values."""
     values = np.asarray(values, dtype=np.float64)
     if by_value:
         with np.errstate(invalid="ignore"):
             valid = (values >= 0) & (values < len(categories)) & (values == np.floor(values))
-        return np.where(valid, np.minimum(values, POOLED_BIN), np.nan)
+        return np.where(valid, values, np.nan)
     order = np.argsort(categories, kind="stable")
     known = np.asarray(categories, dtype=np.float64)[order]
     i = np.minimum(np.searchsorted(known, values), known.size - 1)
-    return np.where(known[i] == values, np.minimum(order[i], POOLED_BIN), np.nan)
+    return np.where(known[i] == values, order[i], np.nan)
+
+
+def _pooled_bins(values, categories, by_value):
+    """Bins of a pooled feature's values (see :func:`pooled_positions`)."""
+    return np.minimum(pooled_positions(values, categories, by_value), POOLED_BIN)
 
 
 def codes_of_values(estimator, feature, values):
     """The float codes (bins, for a pooled feature) that prediction sees for
     ``values`` of categorical ``feature``, as ``validate_X`` turns a column
     into them: a category mapped by value becomes its position (unknown
-    values NaN), an integer code stays itself. ``values`` is not modified."""
+    values NaN), an integer code stays itself. ``values`` is not modified.
+    (A pooled category's own target statistic is lost in its bin: partial
+    dependence averages over the bin's categories.)"""
     categories = estimator.categorical_categories_[feature]
     by_value = bool(estimator._categorical_by_value[feature])
     values = np.asarray(values, dtype=object if by_value else np.float64)
@@ -396,7 +404,7 @@ def codes_of_values(estimator, feature, values):
     return codes
 
 
-def validate_X(estimator, X, reset, **check_params):
+def validate_X(estimator, X, reset, positions=False, **check_params):
     """``validate_data`` for X with categorical features turned into codes.
 
     With ``reset`` (fit), decides the categorical features from
@@ -404,8 +412,11 @@ def validate_X(estimator, X, reset, **check_params):
     mask, or None without categorical features), ``categorical_categories_``
     (per feature None, or its categories / codes seen) and
     ``_categorical_by_value``. Feature-name and feature-count checks are those
-    of ``validate_data`` on the user's ``X``.
+    of ``validate_data`` on the user's ``X``. A pooled feature's column holds
+    its bins, or with ``positions`` its categories' positions (the bin is
+    ``min(position, POOLED_BIN)``; ``target_stats.py`` reads the positions).
     """
+    to_codes = pooled_positions if positions else _pooled_bins
     X = normalize_frame(X)
     columns = _Columns(X)
     if not reset and getattr(estimator, "is_categorical_", None) is None:
@@ -450,7 +461,7 @@ def validate_X(estimator, X, reset, **check_params):
             if reset and len(categories[j]) > MAX_CATEGORIES:
                 categories[j], codes = _pool_by_frequency(categories[j], codes)
             if is_pooled(categories[j], True):
-                codes = _pooled_bins(codes, categories[j], True)
+                codes = to_codes(codes, categories[j], True)
             return codes
 
         out = _with_codes(columns, by_value, codes_of)
@@ -476,7 +487,7 @@ def validate_X(estimator, X, reset, **check_params):
                 "(call X.toarray()).")
         X = X.copy(order="K")
         for j in pooled:
-            X[:, j] = _pooled_bins(X[:, j], categories[j], by_value[j])
+            X[:, j] = to_codes(X[:, j], categories[j], by_value[j])
     return X
 
 

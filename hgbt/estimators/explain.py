@@ -19,6 +19,7 @@ from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
+from ..data import target_stats
 from ..data.categorical import codes_of_values
 from ..tree import contributions as _contrib
 from . import tables
@@ -68,7 +69,8 @@ class ExplainMixin:
             result does not depend on ``n_threads``.
         """
         X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
-        out = _contrib.contributions(forest, X, n_outputs, n_threads)
+        out = self._fold_internal(_contrib.contributions(forest, X, n_outputs, n_threads),
+                                  -1)  # a pooled feature's target statistic is its own
         out[:, :, -1] += self._baseline_prediction
         return out[:, 0] if n_outputs == 1 else out
 
@@ -98,6 +100,7 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         """
         X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
         out = _contrib.interactions(forest, X, n_outputs, n_threads)
+        out = self._fold_internal(self._fold_internal(out, -1), -2)
         out[:, :, -1, -1] += self._baseline_prediction
         return out[:, 0] if n_outputs == 1 else out
 
@@ -140,10 +143,46 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         if grid.ndim != 2 or grid.shape[1] != features.size:
             raise ValueError(f"grid must have shape (n_points, {features.size}), got "
                              f"{grid.shape}.")
+        grid, features, weights, point = self._with_target_stats(grid, features)
         out = _contrib.partial_dependence(self._forest(check_trees=True), grid, features,
                                           len(self._baseline_prediction),
                                           effective_n_threads(self.n_threads))
+        if weights is not None:  # the pooled bin: its categories' weighted mean
+            out = np.stack([np.bincount(point, weights=row * weights) for row in out])
         return out + self._baseline_prediction[:, None]
+
+    def _with_target_stats(self, grid, features):
+        """The grid with the target-statistic columns of its pooled target
+        features: ``(grid, features, weights, point)``. A kept category's bin
+        has one value; the shared bin stands for each pooled category's, so
+        its point is repeated once per distinct value, with the categories'
+        training weights (``weights`` and ``point``, the row's grid point,
+        are None when no point is repeated)."""
+        stats = getattr(self, "_target_stats", None)
+        pooled = [] if stats is None else [
+            (k, i) for k, f in enumerate(features)
+            for i, g in enumerate(stats["features"]) if f == g]
+        if not pooled:
+            return grid, features, None, None
+        n_out = stats["tables"][0].shape[1]
+        extra, weights, point = [], [], []
+        sets = [target_stats.value_sets(stats, i, grid[:, k]) for k, i in pooled]
+        for p in range(grid.shape[0]):
+            values, weight = [np.empty(0)], np.ones(1)
+            for per_bin in sets:  # every combination of the features' values
+                v, w = per_bin[p]
+                values = [np.concatenate([a, row]) for a in values for row in v]
+                weight = np.outer(weight, w).ravel()
+            extra.extend(values)
+            weights.append(weight)
+            point.extend([p] * len(values))
+        columns = [self.n_features_in_ + i * n_out + o for _, i in pooled for o in range(n_out)]
+        grid = np.concatenate([grid[point], np.asarray(extra)], axis=1)
+        features = np.concatenate([features, np.asarray(columns, dtype=features.dtype)])
+        weights = np.concatenate(weights)
+        if len(point) == len(set(point)):
+            return grid, features, None, None
+        return grid, features, weights, np.asarray(point)
 
     def _compute_partial_dependence_recursion(self, grid, target_features):
         """Partial dependence by the recursion method, scikit-learn's protocol.
@@ -194,8 +233,11 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             ``node`` (index in the tree, as :meth:`apply` gives), ``depth``,
             ``is_leaf``, ``feature`` (name; ``feature_names_in_`` or
             ``x0``, ``x1``, ...), ``feature_idx`` (-1 for a leaf),
-            ``split_type`` ('numeric' or 'categorical'), ``threshold``
-            (numeric splits send ``x <= threshold`` left), ``left_categories``
+            ``split_type`` ('numeric', 'categorical', or 'target_mean' for a
+            split on a pooled feature's target statistic, 'target_mean:<class>'
+            for a multiclass target's class share; ``doc/categorical.md``),
+            ``threshold`` (numeric and target-statistic splits send
+            ``x <= threshold`` left), ``left_categories``
             (categorical splits: the categories seen at fit that go left, as
             values for DataFrame categories, else as codes), ``missing_go_to_left``,
             ``left``, ``right`` (-1 for a leaf), ``gain``, ``count`` (training

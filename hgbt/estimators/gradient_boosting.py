@@ -17,7 +17,8 @@ from ..core._openmp import effective_n_threads
 from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
 from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
-from ..data.categorical import validate_X
+from ..data import target_stats
+from ..data.categorical import POOLED_BIN, pooled_features, validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import can_stratify, split_validation
 from ..engine.evaluation import TRAIN, training_score_rows
@@ -115,15 +116,65 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         return tags
 
     # ---------------------------------------------------------------- input
-    def _validate_X(self, X, reset):
+    def _validate_X(self, X, reset, positions=False):
         # ±inf are ordinary values and NaN is missing: no finiteness check on X.
         # Categorical columns become float codes (categorical.py). Sparse
-        # input stays sparse, as canonical CSR.
+        # input stays sparse, as canonical CSR. With `positions`, pooled
+        # features hold their categories' positions (the fit encodes them);
+        # else the matrix is what the trees read (_pooled_input).
         check_sparse_format(X)
-        X = validate_X(self, X, reset, dtype=[X_DTYPE, np.float32],
+        X = validate_X(self, X, reset, positions=True, dtype=[X_DTYPE, np.float32],
                        ensure_all_finite=False, accept_sparse=ACCEPTED_FORMATS,
                        accept_large_sparse=True)
-        return as_csr(X) if sp.issparse(X) else X
+        if sp.issparse(X):
+            return as_csr(X)
+        return X if positions else self._pooled_input(X)
+
+    def _pooled_input(self, X):
+        """Validated ``X`` (pooled features as positions) as the trees read
+        it: pooled features as their bins, followed by the target-statistic
+        columns (``data/target_stats.py``). Other input is returned as is."""
+        if not getattr(self, "_categorical_pooled", False):
+            return X
+        stats = getattr(self, "_target_stats", None)
+        if stats is None:  # a model saved before target statistics
+            X = np.array(X, dtype=np.float64)
+            for f in pooled_features(self):
+                X[:, f] = np.minimum(X[:, f], POOLED_BIN)
+            return X
+        return target_stats.with_columns(X, stats["features"],
+                                         target_stats.transform(stats, X))
+
+    def _n_internal(self):
+        """Features the trees index: the user's, then the target statistics."""
+        stats = getattr(self, "_target_stats", None)
+        return self.n_features_in_ + (0 if stats is None else target_stats.n_columns(stats))
+
+    def _fold_internal(self, values, axis):
+        """``values`` with the target-statistic entries along ``axis`` added
+        to their source features (as feature importances and contributions
+        are reported)."""
+        stats = getattr(self, "_target_stats", None)
+        if stats is None:
+            return values
+        return target_stats.fold(values, stats, self.n_features_in_, axis)
+
+    def _encode_pooled(self, X, y, sample_weight, warm):
+        """The training rows as the trees read them, their pooled features'
+        target statistics cross-fitted (fitted here, unless warm: a warm
+        start keeps the first fit's, and its folds are drawn alike)."""
+        pooled = pooled_features(self)
+        if not pooled:
+            self._target_stats = None
+            return X
+        y_cols = target_stats.target_columns(
+            y, len(self.classes_) if self._stratify else None)
+        stats, columns = target_stats.fit_transform(
+            X, pooled, [len(self.categorical_categories_[f]) for f in pooled], y_cols,
+            sample_weight, self._seed)
+        if not warm:
+            self._target_stats = stats
+        return target_stats.with_columns(X, pooled, columns)
 
     def _validate_weight(self, sample_weight, X):
         if sample_weight is None:
@@ -161,12 +212,14 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if self.importance_type not in ("gain", "split"):
             raise ValueError(f"importance_type must be 'gain' or 'split', got "
                              f"{self.importance_type!r}.")
-        totals = np.zeros(self.n_features_in_)
+        n_internal = self._n_internal()
+        totals = np.zeros(n_internal)
         for tree in itertools.chain.from_iterable(self._predictors):
             split = tree.nodes[tree.nodes["is_leaf"] == 0]
-            totals += np.bincount(split["feature_idx"], minlength=self.n_features_in_,
+            totals += np.bincount(split["feature_idx"], minlength=n_internal,
                                   weights=split["gain"] if self.importance_type == "gain"
                                   else None)
+        totals = self._fold_internal(totals, 0)  # a target statistic is its feature's
         total = totals.sum()
         return totals / total if total > 0 else totals
 
@@ -269,7 +322,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
              eval_names, eval_sample_weight, callbacks):
         warm = self.warm_start and self._is_fitted()
-        X = self._validate_X(X, reset=not warm)
+        X = self._validate_X(X, reset=not warm, positions=True)
         # check_X_y, not validate_data: X is an ndarray now, and a second
         # feature-name check would warn that it has none.
         X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False, accept_sparse=True,
@@ -283,8 +336,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError("sample_weight_val was given without X_val and y_val.")
         names, eval_rows = eval_sets(eval_set, eval_names, eval_sample_weight)
         n_threads = effective_n_threads(self.n_threads)
-        self._interaction_groups_ = interaction_groups(self.interaction_cst, X.shape[1])
-        self._monotonic_cst_ = self._check_monotonic_cst(X.shape[1])
+        interactions = interaction_groups(self.interaction_cst, X.shape[1])
+        monotonic = self._check_monotonic_cst(X.shape[1])
 
         if not warm:
             self._seed = self._new_seed()
@@ -313,10 +366,17 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             validation.insert(0, (X_hold, y_hold, w_hold))
             names.insert(0, VALIDATION)
 
+        X_user = X_train  # as a scikit-learn callback may pass it to predict
+        X_train = self._encode_pooled(X_train, y_train, w_train, warm)
+        validation = [(self._pooled_input(X_v), y_v, w_v) for X_v, y_v, w_v in validation]
+        self._set_internal_constraints(interactions, monotonic)
         if not warm:
+            is_categorical = self.is_categorical_
+            if is_categorical is not None:  # the statistics are numeric
+                is_categorical = np.concatenate([is_categorical, np.zeros(
+                    self._n_internal() - self.n_features_in_, dtype=bool)])
             self._bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
-                                         n_threads=n_threads,
-                                         is_categorical=self.is_categorical_)
+                                         n_threads=n_threads, is_categorical=is_categorical)
             self._bin_mapper.fit(X_train, sample_weight=w_train)
         binned = self._bin(X_train, n_threads)
         callbacks = list(callbacks or ())
@@ -325,16 +385,32 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             context = self._init_callback_context(
                 max_subtasks=self.max_iter - (self.n_iter_ if warm else 0))
             callbacks.append(SklearnRounds(
-                context, X_train, self._decode(y_train),
+                context, X_user, self._decode(y_train),
                 None if w_train is None else {"sample_weight": w_train}, _round_state))
         monitor = Monitor(self, [TRAIN] + names, early_stopping, not self._custom_loss(),
                           callbacks, getattr(self, "evals_result_", None) if warm else None)
         self._fit_rounds(X_train, binned, y_train, w_train, validation, monitor,
                          early_stopping, warm, n_threads)
 
+    def _set_internal_constraints(self, interactions, monotonic):
+        """Interaction groups and monotonic constraints over the trees'
+        features: a target statistic joins its source feature's groups and
+        is unconstrained (its source is categorical)."""
+        n_extra = self._n_internal() - self.n_features_in_
+        if n_extra and interactions is not None:
+            sources = target_stats.sources(self._target_stats)
+            extra = np.arange(self.n_features_in_, self.n_features_in_ + n_extra)
+            interactions = [group | {int(e) for e, s in zip(extra, sources) if s in group}
+                            for group in interactions]
+        if n_extra and monotonic is not None:
+            monotonic = np.concatenate([monotonic, np.zeros(n_extra, dtype=monotonic.dtype)])
+        self._interaction_groups_ = interactions
+        self._monotonic_cst_ = monotonic
+
     def _validation_set(self, X, y, sample_weight, name):
-        """A validation set's rows, encoded targets and weights, checked."""
-        X = self._validate_X(X, reset=False)
+        """A validation set's rows (pooled features as positions), encoded
+        targets and weights, checked."""
+        X = self._validate_X(X, reset=False, positions=True)
         # as check_X_y checks y: a NaN target would make every score NaN
         y = self._encode_y(check_array(
             y, ensure_2d=False, dtype="numeric" if not self._stratify else None,

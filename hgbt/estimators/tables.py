@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core._types import NODE_DTYPE
 from ..data.binning import bitset_to_codes
+from ..data import target_stats
 from ..data.categorical import is_pooled
 
 NODE_COLUMNS = ["tree", "round", "output", "node", "depth", "is_leaf", "feature",
@@ -24,6 +25,33 @@ def feature_names(model):
     if names is None:
         return [f"x{f}" for f in range(model.n_features_in_)]
     return [str(name) for name in names]
+
+
+def source_features(model, features):
+    """The user's feature of each tree feature index: a pooled feature's
+    target statistic (``data/target_stats.py``) stands for the feature."""
+    features = np.asarray(features, dtype=np.int64)
+    stats = getattr(model, "_target_stats", None)
+    if stats is None:
+        return features
+    n = model.n_features_in_
+    extra = features >= n
+    out = features.copy()
+    out[extra] = target_stats.sources(stats)[features[extra] - n]
+    return out
+
+
+def _split_type(model, feature, categorical):
+    """'numeric', 'categorical', or for a target statistic 'target_mean'
+    ('target_mean:<class>' for a multiclass target: the class's share)."""
+    if categorical:
+        return "categorical"
+    if feature < model.n_features_in_:
+        return "numeric"
+    n_out = model._target_stats["tables"][0].shape[1]
+    if n_out == 1:
+        return "target_mean"
+    return f"target_mean:{model.classes_[(feature - model.n_features_in_) % n_out]}"
 
 
 def category_values(model, feature):
@@ -51,7 +79,8 @@ def _tree_frame(model, pd, names, tree, index, round_, output):
     n = nodes.shape[0]
     leaf = nodes["is_leaf"] != 0
     categorical = (nodes["is_categorical"] != 0) & ~leaf
-    features = nodes["feature_idx"].astype(np.int64)
+    internal = nodes["feature_idx"].astype(np.int64)
+    features = source_features(model, internal)
     inner = np.where(~leaf)[0]
     column = np.full(n, None, dtype=object)
 
@@ -65,7 +94,7 @@ def _tree_frame(model, pd, names, tree, index, round_, output):
         "node": np.arange(n), "depth": nodes["depth"].astype(np.int64), "is_leaf": leaf,
         "feature": inner_only(lambda j: names[features[j]]),
         "feature_idx": np.where(leaf, -1, features),
-        "split_type": inner_only(lambda j: "categorical" if categorical[j] else "numeric"),
+        "split_type": inner_only(lambda j: _split_type(model, internal[j], categorical[j])),
         "threshold": np.where(leaf | categorical, np.nan, nodes["num_threshold"]),
         "left_categories": inner_only(lambda j: _left_categories(
             model, features[j], tree.cat_bitsets[nodes["bitset_idx"][j]])
@@ -119,6 +148,8 @@ def split_test(row, precision=9, max_categories=None):
         if max_categories is not None and len(shown) > max_categories:
             shown = shown[:max_categories] + ["..."]
         return f"{row.feature} in {{{', '.join(shown)}}}"
+    if row.split_type != "numeric":  # "target_mean[:class]" of a pooled feature
+        return f"{row.split_type}({row.feature}) <= {row.threshold:.{precision}g}"
     return f"{row.feature} <= {row.threshold:.{precision}g}"
 
 
@@ -160,7 +191,7 @@ def importance_frame(model, names):
     nodes = [tree.nodes[tree.nodes["is_leaf"] == 0]
              for trees in model._predictors for tree in trees]
     nodes = np.concatenate(nodes) if nodes else np.zeros(0, dtype=NODE_DTYPE)
-    inner = pd.DataFrame({"feature_idx": nodes["feature_idx"].astype(np.int64),
+    inner = pd.DataFrame({"feature_idx": source_features(model, nodes["feature_idx"]),
                           "gain": nodes["gain"], "count": nodes["count"].astype(np.int64),
                           "sum_hessians": nodes["sum_hessians"]})
     grouped = inner.groupby("feature_idx")

@@ -27,6 +27,13 @@ _SQUARED_ERROR = {"objective": "squared_error", "tree_output": "raw_value"}
 
 
 def _check_numeric(model, trees):
+    if getattr(model, "_target_stats", None) is not None:
+        name = feature_names(model)[int(model._target_stats["features"][0])]
+        raise ValueError(
+            f"Categorical feature {name!r} has more than 255 categories: the trees also "
+            "split on its target statistic, a lookup table that the shap library's tree "
+            "description cannot hold. Use the model's own predict_contributions / "
+            "predict_interactions, which handle it.")
     for index, (tree, _) in enumerate(trees):
         nodes = tree.nodes
         categorical = np.flatnonzero((nodes["is_categorical"] != 0) & (nodes["is_leaf"] == 0))

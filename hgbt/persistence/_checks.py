@@ -75,6 +75,9 @@ def check_state(cls, state):
     if not (isinstance(baseline, np.ndarray) and baseline.dtype == np.float64
             and baseline.shape == (k_trees,)):
         fail("_baseline_prediction", f"expected a float64 baseline of shape ({k_trees},)")
+    # the trees and the bin mapper also index the target-statistic columns
+    n_features += check_target_stats(state.get("_target_stats"), n_features, k_trees,
+                                     state.get("is_categorical_"))
     mapper = state.get("_bin_mapper")
     check_bin_mapper(mapper, n_features)
     predictors = state["_predictors"]
@@ -91,6 +94,41 @@ def check_state(cls, state):
                            n_features, where=f"trees[{i}][{k}]")
             except InvalidTreeError as exc:
                 fail(*str(exc).split(": ", 1))
+
+
+def check_target_stats(stats, n_features, k_trees, is_categorical,
+                       where="_target_stats"):
+    """The target statistics of pooled features (``data/target_stats.py``)
+    are None or consistent; returns the number of columns they add."""
+    if stats is None:
+        return 0
+    if not (isinstance(stats, dict) and set(stats) == {"features", "tables", "weights"}):
+        fail(where, "expected a dict of 'features', 'tables' and 'weights'")
+    features, tables, weights = stats["features"], stats["tables"], stats["weights"]
+    if not (isinstance(features, np.ndarray) and features.dtype == np.int64
+            and features.ndim == 1 and features.size >= 1
+            and np.all((features >= 0) & (features < n_features))
+            and np.all(np.diff(features) > 0)):
+        fail(f"{where}['features']", f"expected ascending feature indices in "
+                                     f"[0, {n_features - 1}]")
+    if is_categorical is None or not np.all(np.asarray(is_categorical)[features]):
+        fail(f"{where}['features']", "expected categorical features")
+    n_out = 1 if k_trees == 1 else k_trees
+    for name, values in (("tables", tables), ("weights", weights)):
+        if not (isinstance(values, list) and len(values) == features.size):
+            fail(f"{where}[{name!r}]", f"expected a list of {features.size} arrays")
+    for i, (table, weight) in enumerate(zip(tables, weights)):
+        if not (isinstance(table, np.ndarray) and table.dtype == np.float64
+                and table.ndim == 2 and table.shape[0] >= 1 and table.shape[1] == n_out
+                and np.all(np.isfinite(table))):
+            fail(f"{where}['tables'][{i}]", f"expected finite float64 values of shape "
+                                            f"(n_categories, {n_out})")
+        if not (isinstance(weight, np.ndarray) and weight.dtype == np.float64
+                and weight.shape == (table.shape[0],) and np.all(np.isfinite(weight))
+                and np.all(weight >= 0)):
+            fail(f"{where}['weights'][{i}]", f"expected {table.shape[0]} finite "
+                                             "non-negative float64 weights")
+    return features.size * n_out
 
 
 def check_bin_mapper(mapper, n_features, where="bin_mapper"):

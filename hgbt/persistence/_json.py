@@ -23,13 +23,15 @@ from ..core._types import NODE_DTYPE, NODE_FIELDS_ADDED, stored_node_dtype, upgr
 from ..data.binning import BinMapper
 from ..data.categorical import pooled_features
 from ..tree.predictor import TreePredictor
-from ._checks import check_bin_mapper, check_state
+from ._checks import check_bin_mapper, check_state, check_target_stats
 from ._pickle import hgbt_version
 
 FORMAT = "hgbt-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # Version 2 adds pooled categorical features (more than 255 categories, see
-# data/categorical.py); a model without them is written as version 1.
+# data/categorical.py), version 3 their target statistics (the attribute
+# _target_stats, data/target_stats.py); a model is written with the lowest
+# version that holds it.
 
 ESTIMATORS = ("HistGBDTRegressor", "HistGBDTClassifier")
 # name -> class; the estimator modules register their classes (this module sits
@@ -451,7 +453,8 @@ def model_to_dict(estimator):
     }
     document = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION if pooled_features(estimator) else 1,
+        "format_version": (FORMAT_VERSION if getattr(estimator, "_target_stats", None)
+                           else 2 if pooled_features(estimator) else 1),
         "hgbt_version": hgbt_version(),
         "estimator": name,
         "params": encoded_params,
@@ -610,7 +613,14 @@ def _model_from_dict(document, verify_checksum):
     baseline = _numeric_array(_get(fitted, "baseline", "fitted"), np.dtype(np.float64),
                               (k_trees,), "fitted.baseline")
 
-    bin_mapper = _decode_bin_mapper(_get(fitted, "bin_mapper", "fitted"), n_features)
+    attributes = _decode_attributes(
+        _get(fitted, "attributes", "fitted"), cls,
+        _EXPLICIT_ATTRIBUTES | set(params), "fitted.attributes")
+    # the bin mapper (and the trees) also cover the target-statistic columns
+    n_internal = n_features + check_target_stats(
+        attributes.get("_target_stats"), n_features, k_trees,
+        attributes.get("is_categorical_"), "fitted.attributes._target_stats")
+    bin_mapper = _decode_bin_mapper(_get(fitted, "bin_mapper", "fitted"), n_internal)
     stored = _check_node_dtype(_get(fitted, "node_dtype", "fitted"), "fitted.node_dtype")
     trees = _as_list(_get(fitted, "trees", "fitted"), "fitted.trees", length=n_iter)
     predictors = []
@@ -618,10 +628,6 @@ def _model_from_dict(document, verify_checksum):
         round_trees = _as_list(round_trees, f"fitted.trees[{i}]", length=k_trees)
         predictors.append([_decode_tree(tree, f"fitted.trees[{i}][{k}]", stored)
                            for k, tree in enumerate(round_trees)])
-
-    attributes = _decode_attributes(
-        _get(fitted, "attributes", "fitted"), cls,
-        _EXPLICIT_ATTRIBUTES | set(params), "fitted.attributes")
     estimator.__dict__.update(attributes)
     estimator.n_features_in_ = n_features
     if names is not None:

@@ -1,0 +1,195 @@
+"""Target statistics of pooled categorical features.
+
+A pooled feature (more categories than bins, ``categorical.py``) keeps its
+254 most frequent categories as bins and sends the rest to one shared bin,
+so the trees cannot tell the rare categories apart. Next to each pooled
+feature the fit adds an internal numeric column: the category's smoothed
+mean target (one column per class for multiclass targets). Measured on the
+real-data suite (``benchmarks/accuracy_study.md``): the column next to the
+pooled bins closed movielens' gap to CatBoost, while encoding features that
+fit the bins made other tables worse, so only pooled features get one.
+
+- **Smoothing** (empirical Bayes, as scikit-learn's ``TargetEncoder`` with
+  ``smooth='auto'``): a category's mean is shrunk towards the overall mean
+  by ``n var(y) / (n var(y) + var_c)``, where ``n`` is its (weight-)count and
+  ``var_c`` the target's variance within it.
+- **Cross-fitting**: a training row's value comes from the other
+  ``N_FOLDS - 1`` folds (seeded), so its own target never enters it; at
+  prediction, and for validation rows, the statistics of all training rows
+  are used.
+- Missing and unknown categories get NaN: the column's missing bin, which
+  the trees route by their default direction, as the pooled column does.
+
+The fitted statistics are a plain dict (pickled and written to JSON as
+is): ``features`` (the pooled features, ascending), ``tables`` (per
+feature, shape (n_categories, n_outputs): the value of each category
+position) and ``weights`` (per feature, the training weight of each
+position, which partial dependence uses to average over the pooled bin).
+The internal column of feature ``features[i]`` and output ``o`` is
+``n_features + i * n_outputs + o``.
+"""
+import numpy as np
+
+from .binning import MAX_CATEGORIES
+
+N_FOLDS = 5
+# The bin that pooled categories share (categorical.POOLED_BIN).
+_POOLED_BIN = MAX_CATEGORIES - 1
+# Third seed word of the fold draw: its own stream, apart from the fit's others.
+_FOLD_STREAM = 7
+
+
+def target_columns(y, n_classes):
+    """The targets whose means are encoded, shape (n, n_outputs): ``y``
+    itself for regression and two classes (0/1), one indicator column per
+    class for more."""
+    y = np.asarray(y, dtype=np.float64)
+    if n_classes is None or n_classes <= 2:
+        return y[:, None]
+    return (y[:, None] == np.arange(n_classes)).astype(np.float64)
+
+
+def _sums(codes, y_cols, weight, n_positions):
+    """Per position: weight, weighted target sums and squared-target sums."""
+    n_out = y_cols.shape[1]
+    w = np.bincount(codes, weights=weight, minlength=n_positions)
+    s = np.empty((n_positions, n_out))
+    q = np.empty((n_positions, n_out))
+    for o in range(n_out):
+        s[:, o] = np.bincount(codes, weights=weight * y_cols[:, o], minlength=n_positions)
+        q[:, o] = np.bincount(codes, weights=weight * y_cols[:, o] ** 2,
+                              minlength=n_positions)
+    return w, s, q
+
+
+def _smoothed(w, s, q, n_rows):
+    """Smoothed means per position from its sums over ``n_rows`` rows
+    (positions without weight get the overall mean). Weights count relative
+    to their mean, so that scaling them changes nothing."""
+    total = w.sum()
+    if total <= 0:
+        return np.zeros(s.shape)
+    scale = n_rows / total
+    mean = s.sum(axis=0) / total
+    var = np.maximum(q.sum(axis=0) / total - mean ** 2, 0.0)
+    seen = w > 0
+    safe = np.where(seen, w, 1.0)[:, None]
+    mean_c = s / safe
+    var_c = np.maximum(q / safe - mean_c ** 2, 0.0)
+    n = (w * scale)[:, None]
+    denominator = n * var + var_c
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shrink = np.where(denominator > 0, n * var / denominator, 1.0)
+    out = shrink * mean_c + (1.0 - shrink) * mean
+    out[~seen] = mean
+    return out
+
+
+def _valid(column):
+    """Rows with a category (not NaN) and their integer positions."""
+    rows = ~np.isnan(column)
+    return rows, column[rows].astype(np.intp)
+
+
+def fit_transform(X, features, n_positions, y_cols, weight, seed):
+    """Fit the statistics of the pooled ``features`` of ``X`` (category
+    positions, NaN for missing) and return ``(stats, columns)``: the fitted
+    dict and the training rows' cross-fitted columns, shape
+    (n_rows, len(features) * n_outputs). ``weight`` may be None."""
+    n = X.shape[0]
+    weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    n_out = y_cols.shape[1]
+    folds = np.empty(n, dtype=np.intp)
+    folds[np.random.default_rng([seed, 0, _FOLD_STREAM]).permutation(n)] = (
+        np.arange(n) % N_FOLDS)
+    columns = np.full((n, len(features) * n_out), np.nan)
+    tables, weights = [], []
+    for i, (f, size) in enumerate(zip(features, n_positions)):
+        rows, codes = _valid(np.asarray(X[:, f], dtype=np.float64))
+        y_f, w_f, fold = y_cols[rows], weight[rows], folds[rows]
+        w, s, q = _sums(codes, y_f, w_f, size)
+        tables.append(_smoothed(w, s, q, codes.size))
+        weights.append(w)
+        out = np.empty((codes.size, n_out))
+        for k in range(N_FOLDS):
+            inside = fold == k
+            w_k, s_k, q_k = _sums(codes[inside], y_f[inside], w_f[inside], size)
+            table = _smoothed(w - w_k, s - s_k, q - q_k,
+                              codes.size - np.count_nonzero(inside))
+            out[inside] = table[codes[inside]]
+        columns[rows, i * n_out:(i + 1) * n_out] = out
+    stats = {"features": np.asarray(features, dtype=np.int64), "tables": tables,
+             "weights": weights}
+    return stats, columns
+
+
+def n_columns(stats):
+    """Internal columns the statistics add."""
+    tables = stats["tables"]
+    return len(tables) * tables[0].shape[1] if tables else 0
+
+
+def transform(stats, X):
+    """The columns of ``X``'s rows (category positions; NaN, negative or
+    out-of-range positions are missing) from the fitted statistics."""
+    n_out = stats["tables"][0].shape[1]
+    columns = np.full((X.shape[0], n_columns(stats)), np.nan)
+    for i, (f, table) in enumerate(zip(stats["features"], stats["tables"])):
+        column = np.asarray(X[:, f], dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            rows = (column >= 0) & (column < table.shape[0])
+        columns[rows, i * n_out:(i + 1) * n_out] = table[column[rows].astype(np.intp)]
+    return columns
+
+
+def with_columns(X, features, columns):
+    """A new float64 array: ``X`` with the positions of the pooled
+    ``features`` replaced by their bins, and ``columns`` appended."""
+    out = np.empty((X.shape[0], X.shape[1] + columns.shape[1]), dtype=np.float64)
+    out[:, :X.shape[1]] = X
+    for f in features:
+        out[:, f] = np.minimum(X[:, f], _POOLED_BIN)
+    out[:, X.shape[1]:] = columns
+    return out
+
+
+def sources(stats):
+    """The source feature of every internal column, shape (n_columns,)."""
+    n_out = stats["tables"][0].shape[1] if stats["tables"] else 0
+    return np.repeat(np.asarray(stats["features"], dtype=np.intp), n_out)
+
+
+def fold(values, stats, n_features, axis):
+    """``values`` with the internal columns along ``axis`` (after the
+    ``n_features`` user features, and any trailing columns after them, e.g.
+    the expected value) added to their source features and removed."""
+    values = np.moveaxis(np.asarray(values), axis, 0)
+    m = n_columns(stats)
+    out = np.concatenate([values[:n_features], values[n_features + m:]])
+    np.add.at(out, sources(stats), values[n_features:n_features + m])
+    return np.moveaxis(out, 0, axis)
+
+
+def value_sets(stats, i, bins):
+    """Per grid bin of pooled feature ``features[i]``: the statistic values
+    (n_values, n_outputs) and weights summing to 1 that the bin stands for
+    (one value for a kept category, the pooled categories' values weighted
+    by their training weight for the shared bin, NaN for missing)."""
+    table, weight = stats["tables"][i], stats["weights"][i]
+    out = []
+    for b in bins:
+        if np.isnan(b) or b < 0 or b >= table.shape[0] or b > _POOLED_BIN:
+            out.append((np.full((1, table.shape[1]), np.nan), np.ones(1)))
+        elif b < _POOLED_BIN:
+            out.append((table[int(b)][None, :], np.ones(1)))
+        else:
+            w = weight[_POOLED_BIN:]
+            keep = w > 0
+            if not keep.any():
+                keep[:] = True
+                w = np.ones(w.size)
+            values, inverse = np.unique(table[_POOLED_BIN:][keep], axis=0,
+                                        return_inverse=True)
+            merged = np.bincount(inverse.ravel(), weights=w[keep])
+            out.append((values, merged / merged.sum()))
+    return out
