@@ -98,7 +98,9 @@ def partial_dependence(model, X, features, *, grid_resolution=100,
     is exact for additive effects (trees of one split each, for example), and
     scikit-learn's ``method='recursion'`` approximation otherwise. Counts are
     of the rows each tree was grown on (after row sampling); sample weights
-    are not counted.
+    are not counted. The shared bin of a pooled categorical feature (more
+    than 255 categories) is the average over its categories, each with its
+    target statistic, weighted by their training weight (``doc/categorical.md``).
 
     Parameters
     ----------

@@ -50,6 +50,12 @@ def _smoothed_reference(y, w, codes, n_positions):
     return out
 
 
+def _pooled_only(self, X, y, sample_weight, warm):
+    """``_encode_pooled`` as a model saved before target statistics fitted."""
+    self._target_stats = None
+    return self._pooled_input(X)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_classes", [None, 2, 3])
 def test_cross_fitted_and_full_values_match_a_direct_computation(weighted, n_classes):
@@ -243,12 +249,8 @@ def test_models_saved_before_target_statistics_still_predict(tmp_path, monkeypat
     X, y = _task(n=3000, seed=8)
     bins = None
 
-    def pooled_only(self, X, y, sample_weight, warm):
-        self._target_stats = None
-        return self._pooled_input(X)
-
     with monkeypatch.context() as patch:
-        patch.setattr(BaseHistGBDT, "_encode_pooled", pooled_only)
+        patch.setattr(BaseHistGBDT, "_encode_pooled", _pooled_only)
         old = HistGBDTRegressor(categorical_features=[0], max_iter=10, random_state=0,
                                 early_stopping=False).fit(X, y)
         bins = old._validate_X(X, reset=False)
@@ -259,3 +261,50 @@ def test_models_saved_before_target_statistics_still_predict(tmp_path, monkeypat
     save_model(old, path)
     assert json.loads(path.read_text())["format_version"] == 2
     np.testing.assert_array_equal(load_model(path).predict(X), reference.predict(bins))
+
+
+def test_warm_start_of_a_model_saved_before_target_statistics(monkeypatch):
+    X, y = _task(n=3000, seed=9)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(BaseHistGBDT, "_encode_pooled", _pooled_only)
+        old = HistGBDTRegressor(categorical_features=[0], max_iter=5, random_state=0,
+                                early_stopping=False, warm_start=True).fit(X, y)
+    old.set_params(max_iter=10).fit(X, y)  # continues on the bins alone
+    assert old.n_iter_ == 10 and old._target_stats is None
+    assert np.all(np.isfinite(old.predict(X)))
+
+
+def test_loading_refuses_statistics_that_do_not_match_the_pooled_features(fitted):
+    model = fitted[0]
+    for edit, message in [
+            (lambda state: state.update(_categorical_pooled=False), "_categorical_pooled"),
+            (lambda state: state["_target_stats"]["tables"].__setitem__(
+                0, state["_target_stats"]["tables"][0][:-1]), "tables"),
+            (lambda state: state["_target_stats"].__setitem__(
+                "features", np.array([1], dtype=np.int64)), "pooled features")]:
+        clone = pickle.loads(pickle.dumps(model))
+        state = dict(vars(clone))
+        state["_target_stats"] = {k: (list(v) if isinstance(v, list) else v)
+                                  for k, v in state["_target_stats"].items()}
+        edit(state)
+        clone.__dict__.update(state)
+        with pytest.raises(ValueError, match=message):
+            pickle.loads(pickle.dumps(clone))
+
+
+def test_partial_dependence_refuses_too_many_combinations(fitted, monkeypatch):
+    model, X, _ = fitted
+    monkeypatch.setattr("hgbt.estimators.explain.MAX_POOLED_POINTS", 10)
+    with pytest.raises(ValueError, match="needs .* evaluations"):
+        partial_dependence(model, X, [0])
+
+
+def test_callbacks_see_integer_codes_not_positions(fitted):
+    model, X, _ = fitted
+    X_codes = X.copy()
+    X_codes[:, 0] = np.where(np.isnan(X[:, 0]), np.nan, X[:, 0] * 3 + 1000)
+    on_codes = HistGBDTRegressor(categorical_features=[0], max_iter=2).fit(X_codes, X[:, 1])
+    positions = on_codes._validate_X(X_codes, reset=False, positions=True)
+    assert not np.array_equal(positions, X_codes, equal_nan=True)
+    np.testing.assert_array_equal(on_codes._user_codes(positions), X_codes)

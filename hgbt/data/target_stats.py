@@ -30,11 +30,9 @@ The internal column of feature ``features[i]`` and output ``o`` is
 """
 import numpy as np
 
-from .binning import MAX_CATEGORIES
+from .categorical import POOLED_BIN
 
 N_FOLDS = 5
-# The bin that pooled categories share (categorical.POOLED_BIN).
-_POOLED_BIN = MAX_CATEGORIES - 1
 # Third seed word of the fold draw: its own stream, apart from the fit's others.
 _FOLD_STREAM = 7
 
@@ -49,16 +47,16 @@ def target_columns(y, n_classes):
     return (y[:, None] == np.arange(n_classes)).astype(np.float64)
 
 
-def _sums(codes, y_cols, weight, n_positions):
-    """Per position: weight, weighted target sums and squared-target sums."""
+def _sums(keys, y_cols, weight, n_keys):
+    """Per key: weight, weighted target sums and squared-target sums."""
     n_out = y_cols.shape[1]
-    w = np.bincount(codes, weights=weight, minlength=n_positions)
-    s = np.empty((n_positions, n_out))
-    q = np.empty((n_positions, n_out))
+    w = np.bincount(keys, weights=weight, minlength=n_keys)
+    s = np.empty((n_keys, n_out))
+    q = np.empty((n_keys, n_out))
     for o in range(n_out):
-        s[:, o] = np.bincount(codes, weights=weight * y_cols[:, o], minlength=n_positions)
-        q[:, o] = np.bincount(codes, weights=weight * y_cols[:, o] ** 2,
-                              minlength=n_positions)
+        wy = weight * y_cols[:, o]
+        s[:, o] = np.bincount(keys, weights=wy, minlength=n_keys)
+        q[:, o] = np.bincount(keys, weights=wy * y_cols[:, o], minlength=n_keys)
     return w, s, q
 
 
@@ -99,6 +97,10 @@ def fit_transform(X, features, n_positions, y_cols, weight, seed):
     n = X.shape[0]
     weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
     n_out = y_cols.shape[1]
+    # centred, so that the variances (sums of squares minus squared sums) keep
+    # their precision for targets far from 0; the means are shifted back
+    center = np.average(y_cols, axis=0, weights=weight) if weight.sum() > 0 else 0.0
+    y_cols = y_cols - center
     folds = np.empty(n, dtype=np.intp)
     folds[np.random.default_rng([seed, 0, _FOLD_STREAM]).permutation(n)] = (
         np.arange(n) % N_FOLDS)
@@ -106,33 +108,37 @@ def fit_transform(X, features, n_positions, y_cols, weight, seed):
     tables, weights = [], []
     for i, (f, size) in enumerate(zip(features, n_positions)):
         rows, codes = _valid(np.asarray(X[:, f], dtype=np.float64))
-        y_f, w_f, fold = y_cols[rows], weight[rows], folds[rows]
-        w, s, q = _sums(codes, y_f, w_f, size)
-        tables.append(_smoothed(w, s, q, codes.size))
-        weights.append(w)
-        out = np.empty((codes.size, n_out))
-        for k in range(N_FOLDS):
-            inside = fold == k
-            w_k, s_k, q_k = _sums(codes[inside], y_f[inside], w_f[inside], size)
-            table = _smoothed(w - w_k, s - s_k, q - q_k,
-                              codes.size - np.count_nonzero(inside))
-            out[inside] = table[codes[inside]]
-        columns[rows, i * n_out:(i + 1) * n_out] = out
+        fold = folds[rows]
+        # the sums of every (fold, position) at once; a fold's table is
+        # fitted on the sums of the other folds
+        w, s, q = (a.reshape(N_FOLDS, size, -1) for a in _sums(
+            fold * size + codes, y_cols[rows], weight[rows], N_FOLDS * size))
+        n_fold = np.bincount(fold, minlength=N_FOLDS)
+        w_all, s_all, q_all = w.sum(axis=0)[:, 0], s.sum(axis=0), q.sum(axis=0)
+        tables.append(_smoothed(w_all, s_all, q_all, codes.size) + center)
+        weights.append(w_all)
+        by_fold = np.stack([_smoothed(w_all - w[k, :, 0], s_all - s[k], q_all - q[k],
+                                      codes.size - n_fold[k]) for k in range(N_FOLDS)])
+        columns[rows, i * n_out:(i + 1) * n_out] = by_fold[fold, codes] + center
     stats = {"features": np.asarray(features, dtype=np.int64), "tables": tables,
              "weights": weights}
     return stats, columns
 
 
+def n_outputs(stats):
+    """Columns per feature: 1, or the number of classes when above two."""
+    return stats["tables"][0].shape[1]
+
+
 def n_columns(stats):
     """Internal columns the statistics add."""
-    tables = stats["tables"]
-    return len(tables) * tables[0].shape[1] if tables else 0
+    return len(stats["tables"]) * n_outputs(stats)
 
 
 def transform(stats, X):
     """The columns of ``X``'s rows (category positions; NaN, negative or
     out-of-range positions are missing) from the fitted statistics."""
-    n_out = stats["tables"][0].shape[1]
+    n_out = n_outputs(stats)
     columns = np.full((X.shape[0], n_columns(stats)), np.nan)
     for i, (f, table) in enumerate(zip(stats["features"], stats["tables"])):
         column = np.asarray(X[:, f], dtype=np.float64)
@@ -148,15 +154,14 @@ def with_columns(X, features, columns):
     out = np.empty((X.shape[0], X.shape[1] + columns.shape[1]), dtype=np.float64)
     out[:, :X.shape[1]] = X
     for f in features:
-        out[:, f] = np.minimum(X[:, f], _POOLED_BIN)
+        out[:, f] = np.minimum(X[:, f], POOLED_BIN)
     out[:, X.shape[1]:] = columns
     return out
 
 
 def sources(stats):
     """The source feature of every internal column, shape (n_columns,)."""
-    n_out = stats["tables"][0].shape[1] if stats["tables"] else 0
-    return np.repeat(np.asarray(stats["features"], dtype=np.intp), n_out)
+    return np.repeat(np.asarray(stats["features"], dtype=np.intp), n_outputs(stats))
 
 
 def fold(values, stats, n_features, axis):
@@ -167,7 +172,7 @@ def fold(values, stats, n_features, axis):
     m = n_columns(stats)
     out = np.concatenate([values[:n_features], values[n_features + m:]])
     np.add.at(out, sources(stats), values[n_features:n_features + m])
-    return np.moveaxis(out, 0, axis)
+    return np.ascontiguousarray(np.moveaxis(out, 0, axis))
 
 
 def value_sets(stats, i, bins):
@@ -178,17 +183,17 @@ def value_sets(stats, i, bins):
     table, weight = stats["tables"][i], stats["weights"][i]
     out = []
     for b in bins:
-        if np.isnan(b) or b < 0 or b >= table.shape[0] or b > _POOLED_BIN:
+        if np.isnan(b) or b < 0 or b >= table.shape[0] or b > POOLED_BIN:
             out.append((np.full((1, table.shape[1]), np.nan), np.ones(1)))
-        elif b < _POOLED_BIN:
+        elif b < POOLED_BIN:
             out.append((table[int(b)][None, :], np.ones(1)))
         else:
-            w = weight[_POOLED_BIN:]
+            w = weight[POOLED_BIN:]
             keep = w > 0
             if not keep.any():
                 keep[:] = True
                 w = np.ones(w.size)
-            values, inverse = np.unique(table[_POOLED_BIN:][keep], axis=0,
+            values, inverse = np.unique(table[POOLED_BIN:][keep], axis=0,
                                         return_inverse=True)
             merged = np.bincount(inverse.ravel(), weights=w[keep])
             out.append((values, merged / merged.sum()))

@@ -25,6 +25,11 @@ from ..tree import contributions as _contrib
 from . import tables
 
 
+# Grid points that partial dependence expands the shared bins of pooled
+# features into (one per category, per combination for several features).
+MAX_POOLED_POINTS = 2_000_000
+
+
 class ExplainMixin:
     """Contributions, interaction values and leaf indices of a fitted
     :class:`~hgbt.estimators.gradient_boosting.BaseHistGBDT`."""
@@ -162,11 +167,20 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         pooled = [] if stats is None else [
             (k, i) for k, f in enumerate(features)
             for i, g in enumerate(stats["features"]) if f == g]
-        if not pooled:
+        if not pooled or grid.shape[0] == 0:
             return grid, features, None, None
-        n_out = stats["tables"][0].shape[1]
+        n_out = target_stats.n_outputs(stats)
         extra, weights, point = [], [], []
         sets = [target_stats.value_sets(stats, i, grid[:, k]) for k, i in pooled]
+        n_rows = sum(np.prod([len(per_bin[p][1]) for per_bin in sets])
+                     for p in range(grid.shape[0]))
+        if n_rows > MAX_POOLED_POINTS:
+            raise ValueError(
+                f"Partial dependence at these grid points needs {n_rows:,} evaluations: "
+                "the shared bin of a pooled categorical feature (more than 255 "
+                "categories) is averaged over each of its categories, and with several "
+                f"such features over every combination (limit {MAX_POOLED_POINTS:,}). "
+                "Ask for one pooled feature at a time.")
         for p in range(grid.shape[0]):
             values, weight = [np.empty(0)], np.ones(1)
             for per_bin in sets:  # every combination of the features' values

@@ -18,7 +18,7 @@ from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
 from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data import target_stats
-from ..data.categorical import POOLED_BIN, pooled_features, validate_X
+from ..data.categorical import pooled_features, validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import can_stratify, split_validation
 from ..engine.evaluation import TRAIN, training_score_rows
@@ -137,13 +137,23 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if not getattr(self, "_categorical_pooled", False):
             return X
         stats = getattr(self, "_target_stats", None)
-        if stats is None:  # a model saved before target statistics
-            X = np.array(X, dtype=np.float64)
-            for f in pooled_features(self):
-                X[:, f] = np.minimum(X[:, f], POOLED_BIN)
-            return X
+        if stats is None:  # a model saved before target statistics: bins only
+            return target_stats.with_columns(X, pooled_features(self),
+                                             np.empty((X.shape[0], 0)))
         return target_stats.with_columns(X, stats["features"],
                                          target_stats.transform(stats, X))
+
+    def _user_codes(self, X):
+        """Validated rows (pooled features as positions) as ``predict`` takes
+        them in an array: integer-coded pooled features back to their codes."""
+        pooled = [f for f in pooled_features(self) if not self._categorical_by_value[f]]
+        if not pooled:
+            return X
+        X = np.array(X)
+        for f in pooled:
+            known = ~np.isnan(X[:, f])
+            X[known, f] = self.categorical_categories_[f][X[known, f].astype(np.intp)]
+        return X
 
     def _n_internal(self):
         """Features the trees index: the user's, then the target statistics."""
@@ -161,9 +171,12 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     def _encode_pooled(self, X, y, sample_weight, warm):
         """The training rows as the trees read them, their pooled features'
-        target statistics cross-fitted (fitted here, unless warm: a warm
-        start keeps the first fit's, and its folds are drawn alike)."""
+        target statistics cross-fitted. A warm start keeps the first fit's
+        table (earlier trees split on its values) and cross-fits the rows
+        it is given with the same folds: the same columns on the same data."""
         pooled = pooled_features(self)
+        if warm and getattr(self, "_target_stats", None) is None:
+            return self._pooled_input(X)  # none, or a model saved before them
         if not pooled:
             self._target_stats = None
             return X
@@ -366,7 +379,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             validation.insert(0, (X_hold, y_hold, w_hold))
             names.insert(0, VALIDATION)
 
-        X_user = X_train  # as a scikit-learn callback may pass it to predict
+        X_user = self._user_codes(X_train)  # as a scikit-learn callback may predict it
         X_train = self._encode_pooled(X_train, y_train, w_train, warm)
         validation = [(self._pooled_input(X_v), y_v, w_v) for X_v, y_v, w_v in validation]
         self._set_internal_constraints(interactions, monotonic)

@@ -48,7 +48,7 @@ def _split_type(model, feature, categorical):
         return "categorical"
     if feature < model.n_features_in_:
         return "numeric"
-    n_out = model._target_stats["tables"][0].shape[1]
+    n_out = target_stats.n_outputs(model._target_stats)
     if n_out == 1:
         return "target_mean"
     return f"target_mean:{model.classes_[(feature - model.n_features_in_) % n_out]}"

@@ -196,7 +196,8 @@ def numeric_input(model, X):
         DataFrame become their codes, sparse input is densified.
     """
     check_is_fitted(model)
-    out = model._validate_X(X, reset=False)
+    # without the target statistics of pooled features (refused by the exporters)
+    out = model._validate_X(X, reset=False)[:, :model.n_features_in_]
     if sp.issparse(out):
         out = out.toarray()
     return np.array(out, dtype=np.float64, order="C", copy=True)

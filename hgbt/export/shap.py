@@ -123,7 +123,9 @@ def shap_model(model):
     NotFittedError
         If the model is not fitted.
     ValueError
-        If the model has categorical splits, or no trees.
+        If the model has categorical splits, a pooled categorical feature
+        (more than 255 categories: its target statistic is a lookup
+        table), or no trees.
     TypeError
         If ``model`` is not an hgbt estimator.
 

@@ -10,6 +10,8 @@ import numpy as np
 
 from ..core._openmp import effective_n_threads, max_threads
 from ..data.binning import BinMapper
+from ..data.categorical import is_pooled
+from ..data.target_stats import n_columns
 from ..tree.predictor import TreePredictor
 from ..tree.validation import InvalidTreeError, check_tree
 
@@ -75,11 +77,18 @@ def check_state(cls, state):
     if not (isinstance(baseline, np.ndarray) and baseline.dtype == np.float64
             and baseline.shape == (k_trees,)):
         fail("_baseline_prediction", f"expected a float64 baseline of shape ({k_trees},)")
-    # the trees and the bin mapper also index the target-statistic columns
-    n_features += check_target_stats(state.get("_target_stats"), n_features, k_trees,
-                                     state.get("is_categorical_"))
+    # the bin mapper and the trees also index the target-statistic columns
+    # (their consistency with the pooled features is checked after the mapper)
+    stats = state.get("_target_stats")
+    try:
+        width = n_features + n_columns(stats) if stats is not None else n_features
+    except (TypeError, KeyError, IndexError, AttributeError):
+        width = n_features
     mapper = state.get("_bin_mapper")
-    check_bin_mapper(mapper, n_features)
+    check_bin_mapper(mapper, width)
+    n_features += check_target_stats(state, n_features, k_trees)
+    if n_features != width:
+        fail("_target_stats", "does not match the bin mapper")
     predictors = state["_predictors"]
     n_iter = _as_count(state.get("n_iter_"), "n_iter_", 0)
     if not isinstance(predictors, list) or len(predictors) != n_iter:
@@ -96,33 +105,51 @@ def check_state(cls, state):
                 fail(*str(exc).split(": ", 1))
 
 
-def check_target_stats(stats, n_features, k_trees, is_categorical,
-                       where="_target_stats"):
-    """The target statistics of pooled features (``data/target_stats.py``)
-    are None or consistent; returns the number of columns they add."""
+def _pooled(state, n_features):
+    """The pooled features of ``state``, as prediction finds them."""
+    mask = state.get("is_categorical_")
+    if mask is None:
+        return []
+    if not (isinstance(mask, np.ndarray) and mask.dtype == bool
+            and mask.shape == (n_features,)):
+        fail("is_categorical_", f"expected None or {n_features} booleans")
+    categories, by_value = state.get("categorical_categories_"), state.get(
+        "_categorical_by_value")
+    try:
+        return [int(f) for f in np.flatnonzero(mask) if is_pooled(categories[f], by_value[f])]
+    except (TypeError, ValueError, IndexError, KeyError):
+        fail("categorical_categories_", "expected the categories of each categorical "
+                                        "feature")
+
+
+def check_target_stats(state, n_features, k_trees, where="_target_stats"):
+    """The pooled features of ``state`` and their target statistics
+    (``data/target_stats.py``: None in models saved before them) are
+    consistent with what prediction reads; returns the number of columns
+    the statistics add."""
+    pooled = _pooled(state, n_features)
+    if bool(state.get("_categorical_pooled", False)) != bool(pooled):
+        fail("_categorical_pooled", f"expected {bool(pooled)}: the pooled features are "
+                                    f"{pooled}")
+    stats = state.get("_target_stats")
     if stats is None:
         return 0
     if not (isinstance(stats, dict) and set(stats) == {"features", "tables", "weights"}):
         fail(where, "expected a dict of 'features', 'tables' and 'weights'")
     features, tables, weights = stats["features"], stats["tables"], stats["weights"]
     if not (isinstance(features, np.ndarray) and features.dtype == np.int64
-            and features.ndim == 1 and features.size >= 1
-            and np.all((features >= 0) & (features < n_features))
-            and np.all(np.diff(features) > 0)):
-        fail(f"{where}['features']", f"expected ascending feature indices in "
-                                     f"[0, {n_features - 1}]")
-    if is_categorical is None or not np.all(np.asarray(is_categorical)[features]):
-        fail(f"{where}['features']", "expected categorical features")
+            and features.tolist() == pooled):
+        fail(f"{where}['features']", f"expected the pooled features {pooled} (int64)")
     n_out = 1 if k_trees == 1 else k_trees
     for name, values in (("tables", tables), ("weights", weights)):
         if not (isinstance(values, list) and len(values) == features.size):
             fail(f"{where}[{name!r}]", f"expected a list of {features.size} arrays")
     for i, (table, weight) in enumerate(zip(tables, weights)):
+        n_categories = len(state["categorical_categories_"][pooled[i]])
         if not (isinstance(table, np.ndarray) and table.dtype == np.float64
-                and table.ndim == 2 and table.shape[0] >= 1 and table.shape[1] == n_out
-                and np.all(np.isfinite(table))):
+                and table.shape == (n_categories, n_out) and np.all(np.isfinite(table))):
             fail(f"{where}['tables'][{i}]", f"expected finite float64 values of shape "
-                                            f"(n_categories, {n_out})")
+                                            f"({n_categories}, {n_out})")
         if not (isinstance(weight, np.ndarray) and weight.dtype == np.float64
                 and weight.shape == (table.shape[0],) and np.all(np.isfinite(weight))
                 and np.all(weight >= 0)):

@@ -617,9 +617,8 @@ def _model_from_dict(document, verify_checksum):
         _get(fitted, "attributes", "fitted"), cls,
         _EXPLICIT_ATTRIBUTES | set(params), "fitted.attributes")
     # the bin mapper (and the trees) also cover the target-statistic columns
-    n_internal = n_features + check_target_stats(
-        attributes.get("_target_stats"), n_features, k_trees,
-        attributes.get("is_categorical_"), "fitted.attributes._target_stats")
+    n_internal = n_features + check_target_stats(attributes, n_features, k_trees,
+                                                 "fitted.attributes._target_stats")
     bin_mapper = _decode_bin_mapper(_get(fitted, "bin_mapper", "fitted"), n_internal)
     stored = _check_node_dtype(_get(fitted, "node_dtype", "fitted"), "fitted.node_dtype")
     trees = _as_list(_get(fitted, "trees", "fitted"), "fitted.trees", length=n_iter)
