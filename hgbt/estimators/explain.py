@@ -191,12 +191,12 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             weights.append(weight)
             point.extend([p] * len(values))
         columns = [self.n_features_in_ + i * n_out + o for _, i in pooled for o in range(n_out)]
+        repeated = len(point) > grid.shape[0]
         grid = np.concatenate([grid[point], np.asarray(extra)], axis=1)
         features = np.concatenate([features, np.asarray(columns, dtype=features.dtype)])
-        weights = np.concatenate(weights)
-        if len(point) == len(set(point)):
+        if not repeated:
             return grid, features, None, None
-        return grid, features, weights, np.asarray(point)
+        return grid, features, np.concatenate(weights), np.asarray(point)
 
     def _compute_partial_dependence_recursion(self, grid, target_features):
         """Partial dependence by the recursion method, scikit-learn's protocol.

@@ -6,11 +6,13 @@ loaders run :func:`check_state` on the attributes they are about to set,
 once, before anything is packed or predicted; a violation is a
 ``ValueError`` that names the attribute.
 """
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..core._openmp import effective_n_threads, max_threads
 from ..data.binning import BinMapper
-from ..data.categorical import is_pooled
+from ..data.categorical import pooled_features
 from ..data.target_stats import n_columns
 from ..tree.predictor import TreePredictor
 from ..tree.validation import InvalidTreeError, check_tree
@@ -113,11 +115,9 @@ def _pooled(state, n_features):
     if not (isinstance(mask, np.ndarray) and mask.dtype == bool
             and mask.shape == (n_features,)):
         fail("is_categorical_", f"expected None or {n_features} booleans")
-    categories, by_value = state.get("categorical_categories_"), state.get(
-        "_categorical_by_value")
     try:
-        return [int(f) for f in np.flatnonzero(mask) if is_pooled(categories[f], by_value[f])]
-    except (TypeError, ValueError, IndexError, KeyError):
+        return pooled_features(SimpleNamespace(**state))
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError):
         fail("categorical_categories_", "expected the categories of each categorical "
                                         "feature")
 
