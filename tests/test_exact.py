@@ -36,6 +36,17 @@ def test_exact_sum_merges_shards_in_any_order(seed):
     assert merged.scaled == ExactSum.of(x).scaled
 
 
+def test_accumulate_reports_the_rows_it_touched():
+    from hgbt.core._exact import exact_accumulate
+    counters = np.zeros((2100, 4), dtype=np.uint64)
+    assert exact_accumulate(np.zeros(3), np.empty(0), counters) == (0.0, 0, 0)
+    special, first, stop = exact_accumulate(np.array([3.0, -0.25, np.inf, 1e-300]),
+                                            np.empty(0), counters)
+    assert special == math.inf
+    touched = np.flatnonzero(counters.any(axis=1))
+    assert (first, stop) == (touched.min(), touched.max() + 1)
+
+
 def test_exact_sum_weights_round_each_product_once():
     rng = np.random.default_rng(0)
     v, w = rng.standard_normal(1000), rng.uniform(0, 3, 1000)

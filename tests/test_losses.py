@@ -255,6 +255,8 @@ def test_results_do_not_depend_on_thread_count(case):
     g2, h2 = compute(loss, y, raw, n_threads=2)
     np.testing.assert_array_equal(g1, g2)
     np.testing.assert_array_equal(h1, h2)
+    np.testing.assert_array_equal(loss.row_loss(y, raw, n_threads=1),
+                                  loss.row_loss(y, raw, n_threads=2))
 
 
 def test_tweedie_endpoints_are_poisson_and_gamma():
@@ -282,6 +284,31 @@ def test_loss_is_weighted_mean_of_reference(case, weighted):
             expected -= np.average(ref(loss, y, np.log(np.maximum(y, 1e-300))[None]),
                                    weights=w)
         assert loss.loss(y, r) == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c != "huber-auto"])
+def test_row_loss_matches_reference_row_by_row(case):
+    """The per-row kernel against the reference, row by row (the
+    deviances shifted by the reference's value at the saturated model)."""
+    loss, y, raw, _ = make_problem(case, 2_000, seed=11, weighted=False)
+    _, ref, kind, _ = CASES[case]
+    expected = ref(loss, y, raw)
+    if kind in ("count", "positive"):
+        expected = expected - ref(loss, y, np.log(np.maximum(y, 1e-300))[None])
+    np.testing.assert_allclose(loss.row_loss(y, raw), expected, rtol=1e-11, atol=1e-11)
+
+
+def test_row_loss_kernels_reject_bad_input():
+    from hgbt.engine._loss import multinomial_row_losses, row_losses
+    y, out = np.zeros(3), np.empty(3)
+    with pytest.raises(ValueError, match="length"):
+        row_losses(0, y, np.zeros(2), 0.0, out, 1)
+    with pytest.raises(ValueError, match="unknown loss kind"):
+        row_losses(99, y, np.zeros(3), 0.0, out, 1)
+    with pytest.raises(ValueError, match="not a class index"):
+        multinomial_row_losses(np.array([0.0, 3.0, 1.0]), np.zeros((3, 3)), out, 1)
+    with pytest.raises(ValueError, match="not a class index"):
+        multinomial_row_losses(np.array([0.0, 0.5, 1.0]), np.zeros((3, 3)), out, 1)
 
 
 @pytest.mark.parametrize("case", ["poisson", "gamma", "tweedie-1", "tweedie-1.3",

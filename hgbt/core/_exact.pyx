@@ -56,13 +56,16 @@ def exact_accumulate(const double[::1] values, const double[::1] weights,
     ``counters`` has shape (2100, 4): per binary exponent, the high and low
     26-bit halves of the 53-bit integer mantissas of positive and of negative
     terms. Each term ``w * v`` is rounded once, as NumPy would; the adding is
-    exact (no overflow below 2**37 terms). Returns the sum of the non-finite
-    terms (0.0 when there are none); they are not counted.
+    exact (no overflow below 2**37 terms). Returns ``(special, first,
+    stop)``: the sum of the non-finite terms (0.0 when there are none; they
+    are not counted), and the rows ``first:stop`` of ``counters`` that this
+    call added to (0, 0 when none), so that the caller reads only those.
     """
     cdef Py_ssize_t i, n = values.shape[0]
     cdef bint weighted = weights.shape[0] > 0
     cdef double v, m, special = 0.0
-    cdef int e, col
+    cdef int e, col, row
+    cdef int first = N_EXPONENTS, stop = 0
     cdef uint64_t mantissa
     if weighted and weights.shape[0] != n:
         raise ValueError(f"weights has {weights.shape[0]} entries, values {n}.")
@@ -82,6 +85,9 @@ def exact_accumulate(const double[::1] values, const double[::1] weights,
                 m = -m
                 col = 2
             mantissa = <uint64_t>(m * 9007199254740992.0)  # * 2**53, exact
-            counters[e + EXPONENT_OFFSET, col] += mantissa >> LOW_BITS
-            counters[e + EXPONENT_OFFSET, col + 1] += mantissa & ((1 << LOW_BITS) - 1)
-    return special
+            row = e + EXPONENT_OFFSET
+            counters[row, col] += mantissa >> LOW_BITS
+            counters[row, col + 1] += mantissa & ((1 << LOW_BITS) - 1)
+            first = min(first, row)
+            stop = max(stop, row + 1)
+    return special, min(first, stop), stop

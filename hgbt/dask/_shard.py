@@ -184,4 +184,4 @@ class Shard:
         """Run ``commands``, then return the mergeable loss statistics
         ``(train, validation)`` of the raw predictions."""
         self._run(commands)
-        return self.rows.loss_statistics()
+        return self.rows.loss_statistics(self.n_threads)

@@ -1,4 +1,4 @@
-"""Kernels: per-row gradients and hessians of the losses.
+"""Kernels: per-row gradients and hessians of the losses, and per-row losses.
 
 Every kernel reads float64 targets and raw predictions, writes float32
 gradients and hessians, and does per-row arithmetic only inside a ``prange``
@@ -12,7 +12,7 @@ keeps the constant 1 there and it is left as it is); a per-row ``hessians``
 is always filled.
 """
 from cython.parallel cimport prange
-from libc.math cimport exp, fabsf
+from libc.math cimport exp, fabs, fabsf, log, log1p, pow
 from libc.stdint cimport int32_t, uint32_t
 from libc.string cimport memcpy
 
@@ -21,6 +21,9 @@ from ..core._types cimport G_H_DTYPE_C, Y_DTYPE_C
 # Rows below which a kernel runs on one thread: waking a team costs more
 # than the work, and far more when the cores are oversubscribed.
 DEF MIN_PARALLEL_ROWS = 16384
+# Rows from which the per-row losses (an exp or log per row, far more work
+# than a gradient) are shared by the threads.
+DEF MIN_PARALLEL_LOSS_ROWS = 4096
 # Rows per block of the vectorised binary log-loss loop.
 DEF ROW_BLOCK = 4096
 # Rows per block of the softmax: its per-row scratch and the block's
@@ -369,3 +372,87 @@ def multinomial_log_loss_gradients(
             for k in range(n_classes):
                 _weigh_rows(&sample_weight[start], &gradients[k, start], &hessians[k, start],
                             stop - start)
+
+
+# ------------------------------------------------------- per-row losses
+
+cdef inline double _row_loss(int kind, double y, double raw, double param) noexcept nogil:
+    # The per-row losses of losses.py, in float64 (they are summed exactly
+    # for the scores that early stopping compares). Same kind on every row.
+    cdef double r, one, two
+    if kind == 0:
+        r = y - raw
+        return 0.5 * r * r
+    if kind == 1:
+        return fabs(y - raw)
+    if kind == 2:
+        r = y - raw
+        return param * r if r >= 0 else (param - 1.0) * r
+    if kind == 3:
+        r = fabs(y - raw)
+        return 0.5 * r * r if r <= param else param * (r - 0.5 * param)
+    if kind == 4 or (kind == 6 and param == 1.0):
+        # y log y - y raw - y + exp(raw), with 0 log 0 = 0
+        return ((y * log(y) if y > 0 else 0.0) - y * raw - y) + exp(raw)
+    if kind == 5 or (kind == 6 and param == 2.0):
+        return ((y * exp(-raw) - log(y)) + raw) - 1.0
+    if kind == 6:
+        one = 1.0 - param
+        two = 2.0 - param
+        return (pow(y, two) / (one * two) - y * exp(one * raw) / one) + exp(two * raw) / two
+    # binary log loss: log(1 + exp(raw)) - y raw, exp of -|raw| only (no overflow)
+    return ((raw if raw > 0 else 0.0) + log1p(exp(-fabs(raw)))) - y * raw
+
+
+def row_losses(
+    int kind,
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[::1] raw_prediction,
+    double param,
+    Y_DTYPE_C[::1] out,
+    int n_threads,
+):
+    """Unweighted loss of every row into ``out``, for the kinds of
+    :func:`row_gradients` (``param``: the quantile, Huber's delta or the
+    Tweedie power). The formulas are those of ``hgbt.engine.losses``."""
+    cdef Py_ssize_t i, n = y_true.shape[0]
+    if raw_prediction.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"raw_prediction has length {raw_prediction.shape[0]} and out "
+                         f"{out.shape[0]}, y_true has {n}")
+    if kind < SQUARED_ERROR or kind > BINARY_LOG_LOSS:
+        raise ValueError(f"unknown loss kind {kind}")
+    for i in prange(n, nogil=True, schedule='static',
+                    num_threads=n_threads if n >= MIN_PARALLEL_LOSS_ROWS else 1):
+        out[i] = _row_loss(kind, y_true[i], raw_prediction[i], param)
+
+
+def multinomial_row_losses(
+    const Y_DTYPE_C[::1] y_true,
+    const Y_DTYPE_C[:, ::1] raw_prediction,
+    Y_DTYPE_C[::1] out,
+    int n_threads,
+):
+    """``log(sum_k exp(raw_k)) - raw_y`` of every row into ``out`` (float64,
+    the row's largest raw value subtracted before exponentiating); ``y_true``
+    holds class indices."""
+    cdef Py_ssize_t n_classes = raw_prediction.shape[0], n = y_true.shape[0]
+    cdef Py_ssize_t i, k, label
+    cdef double top, total
+    if raw_prediction.shape[1] != n or out.shape[0] != n:
+        raise ValueError(f"raw_prediction has {raw_prediction.shape[1]} columns and out "
+                         f"{out.shape[0]} entries, y_true has {n}")
+    for i in range(n):
+        label = <Py_ssize_t> y_true[i]
+        if not 0 <= label < n_classes or label != y_true[i]:
+            raise ValueError(f"y_true[{i}] = {y_true[i]!r} is not a class index "
+                             f"0..{n_classes - 1}")
+    for i in prange(n, nogil=True, schedule='static',
+                    num_threads=n_threads if n >= MIN_PARALLEL_LOSS_ROWS else 1):
+        top = raw_prediction[0, i]
+        for k in range(1, n_classes):
+            if raw_prediction[k, i] > top:
+                top = raw_prediction[k, i]
+        total = 0.0
+        for k in range(n_classes):
+            total = total + exp(raw_prediction[k, i] - top)
+        out[i] = (log(total) + top) - raw_prediction[<Py_ssize_t> y_true[i], i]

@@ -38,11 +38,13 @@ import numbers
 import copy
 
 import numpy as np
-from scipy.special import expit, logsumexp, softmax, xlogy
+from scipy.special import expit, softmax
 
 from ._loss import (
     multinomial_log_loss_gradients,
+    multinomial_row_losses,
     row_gradients,
+    row_losses,
     SQUARED_ERROR,
     ABSOLUTE_ERROR,
     QUANTILE,
@@ -146,13 +148,14 @@ class BaseLoss:
         """
         raise NotImplementedError
 
-    def row_loss(self, y, raw_prediction):
-        """Unweighted loss of every row, shape (n_samples,); ``raw_prediction`` is 2-D."""
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        """Unweighted loss of every row, shape (n_samples,); ``raw_prediction`` is 2-D.
+        The values do not depend on ``n_threads``."""
         raise NotImplementedError
 
-    def loss_statistics(self, y, raw_prediction):
+    def loss_statistics(self, y, raw_prediction, n_threads=1):
         """Mergeable statistics of :meth:`loss` (a :class:`~hgbt.exact.WeightedMean`)."""
-        return WeightedMean.of(self.row_loss(y, raw_prediction), self.sample_weight)
+        return WeightedMean.of(self.row_loss(y, raw_prediction, n_threads), self.sample_weight)
 
     def loss(self, y, raw_prediction):
         """Weighted mean of the per-row loss (exactly summed); ``raw_prediction`` is 2-D."""
@@ -193,8 +196,8 @@ class SquaredError(BaseLoss):
         row_gradients(SQUARED_ERROR, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        return 0.5 * (y - raw_prediction[0]) ** 2
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        return _row_losses(SQUARED_ERROR, y, raw_prediction, 0.0, n_threads)
 
 
 # ------------------------------------------------------------------ helpers
@@ -202,6 +205,15 @@ class SquaredError(BaseLoss):
 #: the classification baselines clip probabilities (and, binary, their
 #: complements) to at least this before taking logs
 _PROB_EPS = 1e-15
+
+
+def _row_losses(kind, y, raw_prediction, param, n_threads):
+    """Per-row losses of a single-output ``kind`` (the ``_loss`` kernel)."""
+    y = np.ascontiguousarray(y, dtype=Y_DTYPE)
+    out = np.empty(y.shape[0], dtype=Y_DTYPE)
+    row_losses(kind, y, np.ascontiguousarray(raw_prediction[0], dtype=Y_DTYPE), param, out,
+               n_threads)
+    return out
 
 
 def _average(values, weights):
@@ -296,8 +308,8 @@ class AbsoluteError(BaseLoss):
         row_gradients(ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        return np.abs(y - raw_prediction[0])
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        return _row_losses(ABSOLUTE_ERROR, y, raw_prediction, 0.0, n_threads)
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, 0.5)
@@ -334,10 +346,8 @@ class QuantileLoss(BaseLoss):
         row_gradients(QUANTILE, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], self.quantile, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        diff = y - raw_prediction[0]
-        q = self.quantile
-        return np.where(diff >= 0, q * diff, (q - 1.0) * diff)
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        return _row_losses(QUANTILE, y, raw_prediction, self.quantile, n_threads)
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, self.quantile)
@@ -390,12 +400,11 @@ class HuberLoss(BaseLoss):
         row_gradients(HUBER, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], self.delta_, n_threads)
 
-    def row_loss(self, y, raw_prediction):
+    def row_loss(self, y, raw_prediction, n_threads=1):
         delta = self.delta_
         if delta is None:
             delta = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
-        r = np.abs(y - raw_prediction[0])
-        return np.where(r <= delta, 0.5 * r * r, delta * (r - 0.5 * delta))
+        return _row_losses(HUBER, y, raw_prediction, delta, n_threads)
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         residuals = y - raw_prediction
@@ -408,24 +417,6 @@ class HuberLoss(BaseLoss):
 
 
 # ------------------------------------------------------- log-link regression
-
-def _poisson_half_deviance(y, raw):
-    return xlogy(y, y) - y * raw - y + np.exp(raw)
-
-
-def _gamma_half_deviance(y, raw):
-    return y * np.exp(-raw) - np.log(y) + raw - 1.0
-
-
-def _tweedie_half_deviance(y, raw, power):
-    if power == 1.0:
-        return _poisson_half_deviance(y, raw)
-    if power == 2.0:
-        return _gamma_half_deviance(y, raw)
-    one, two = 1.0 - power, 2.0 - power
-    return (np.power(y, two) / (one * two) - y * np.exp(one * raw) / one
-            + np.exp(two * raw) / two)
-
 
 class _LogLinkLoss(BaseLoss):
     """Shared parts of the losses with ``mu = exp(raw)``."""
@@ -479,8 +470,8 @@ class PoissonLoss(_LogLinkLoss):
         row_gradients(POISSON, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], 0.0, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        return _poisson_half_deviance(y, raw_prediction[0])
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        return _row_losses(POISSON, y, raw_prediction, 0.0, n_threads)
 
 
 class GammaLoss(_LogLinkLoss):
@@ -499,8 +490,8 @@ class GammaLoss(_LogLinkLoss):
         row_gradients(GAMMA, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], 0.0, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        return _gamma_half_deviance(y, raw_prediction[0])
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        return _row_losses(GAMMA, y, raw_prediction, 0.0, n_threads)
 
 
 class TweedieLoss(_LogLinkLoss):
@@ -529,8 +520,8 @@ class TweedieLoss(_LogLinkLoss):
         row_gradients(TWEEDIE, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], self.power, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        return _tweedie_half_deviance(y, raw_prediction[0], self.power)
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        return _row_losses(TWEEDIE, y, raw_prediction, self.power, n_threads)
 
 
 # ---------------------------------------------------------- classification
@@ -566,9 +557,8 @@ class BinaryLogLoss(BaseLoss):
         row_gradients(BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        raw = raw_prediction[0]
-        return np.logaddexp(0.0, raw) - y * raw
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        return _row_losses(BINARY_LOG_LOSS, y, raw_prediction, 0.0, n_threads)
 
     def inverse_link(self, raw_prediction):
         raw = raw_prediction[0]
@@ -621,10 +611,12 @@ class MultinomialLogLoss(BaseLoss):
         multinomial_log_loss_gradients(y, raw_prediction, self._weights(), gradients,
                                        hessians, n_threads)
 
-    def row_loss(self, y, raw_prediction):
-        labels = np.asarray(y, dtype=np.intp)
-        raw_true = raw_prediction[labels, np.arange(labels.shape[0])]
-        return logsumexp(raw_prediction, axis=0) - raw_true
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        y = np.ascontiguousarray(y, dtype=Y_DTYPE)
+        out = np.empty(y.shape[0], dtype=Y_DTYPE)
+        multinomial_row_losses(y, np.ascontiguousarray(raw_prediction, dtype=Y_DTYPE), out,
+                               n_threads)
+        return out
 
     def inverse_link(self, raw_prediction):
         return np.ascontiguousarray(softmax(raw_prediction, axis=0).T)
@@ -695,7 +687,7 @@ class CustomLoss(BaseLoss):
                                  f"({n_samples},) (a custom loss has per-row hessians)")
             out[:] = values
 
-    def row_loss(self, y, raw_prediction):
+    def row_loss(self, y, raw_prediction, n_threads=1):
         raise ValueError("scoring='loss' needs a built-in loss: a custom loss (a "
                          "callable) gives gradients and hessians, not loss values")
 

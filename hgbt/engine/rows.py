@@ -97,17 +97,18 @@ class RowState:
                 for k, tree in enumerate(trees):
                     tree.predict_add(rows.X, rows.raw[k], n_threads)
 
-    def loss_statistics(self):
+    def loss_statistics(self, n_threads=1):
         """Mergeable loss statistics ``(train, [each validation set's])``, the
-        training rows' of :attr:`score_rows` only."""
+        training rows' of :attr:`score_rows` only (the same for any
+        ``n_threads``)."""
         rows = self.score_rows
-        train = (self.loss.loss_statistics(self.y, self.raw) if rows is None else
+        train = (self.loss.loss_statistics(self.y, self.raw, n_threads) if rows is None else
                  self.loss.reweighted(self._score_weight)
-                 .loss_statistics(self._score_y, self.raw[:, rows]))
+                 .loss_statistics(self._score_y, self.raw[:, rows], n_threads))
         # reweighted now, not once: it carries the loss's fitted state
         # (Huber's delta), which the rounds update
         return train, [self.loss.reweighted(rows.sample_weight).loss_statistics(
-            rows.y, rows.raw) for rows in self.validation]
+            rows.y, rows.raw, n_threads) for rows in self.validation]
 
 
 class LocalData:
@@ -197,7 +198,7 @@ class LocalData:
         self.rows.add_validation(trees, self.n_threads)
 
     def loss_statistics(self):
-        return self.rows.loss_statistics()
+        return self.rows.loss_statistics(self.n_threads)
 
     def raw_predictions(self):
         return self.rows.raw, [rows.raw for rows in self.rows.validation]
