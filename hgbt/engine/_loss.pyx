@@ -21,9 +21,6 @@ from ..core._types cimport G_H_DTYPE_C, Y_DTYPE_C
 # Rows below which a kernel runs on one thread: waking a team costs more
 # than the work, and far more when the cores are oversubscribed.
 DEF MIN_PARALLEL_ROWS = 16384
-# Rows from which the per-row losses (an exp or log per row, far more work
-# than a gradient) are shared by the threads.
-DEF MIN_PARALLEL_LOSS_ROWS = 4096
 # Rows per block of the vectorised binary log-loss loop.
 DEF ROW_BLOCK = 4096
 # Rows per block of the softmax: its per-row scratch and the block's
@@ -422,7 +419,7 @@ def row_losses(
     if kind < SQUARED_ERROR or kind > BINARY_LOG_LOSS:
         raise ValueError(f"unknown loss kind {kind}")
     for i in prange(n, nogil=True, schedule='static',
-                    num_threads=n_threads if n >= MIN_PARALLEL_LOSS_ROWS else 1):
+                    num_threads=_threads_for(n, n_threads)):
         out[i] = _row_loss(kind, y_true[i], raw_prediction[i], param)
 
 
@@ -447,7 +444,7 @@ def multinomial_row_losses(
             raise ValueError(f"y_true[{i}] = {y_true[i]!r} is not a class index "
                              f"0..{n_classes - 1}")
     for i in prange(n, nogil=True, schedule='static',
-                    num_threads=n_threads if n >= MIN_PARALLEL_LOSS_ROWS else 1):
+                    num_threads=_threads_for(n, n_threads)):
         top = raw_prediction[0, i]
         for k in range(1, n_classes):
             if raw_prediction[k, i] > top:
