@@ -11,13 +11,14 @@ counters per binary exponent (:class:`hgbt.exact.ExactSum` turns them into
 one correctly rounded float).
 """
 from cython.parallel cimport prange
-from libc.math cimport copysign, frexp, isfinite, ldexp
+from libc.math cimport copysign, isfinite, ldexp
 from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
 
 # Rows below which the snapping loop stays on one thread.
 DEF MIN_PARALLEL_ROWS = 16384
-# float64 m * 2**e with 0.5 <= |m| < 1 and -1073 <= e <= 1024: e + 1074 is a row.
-DEF EXPONENT_OFFSET = 1074
+# A finite float64 is an integer mantissa < 2**53 times 2**(row - 1127)
+# with 53 <= row <= 2098: one row of counters per row.
 DEF N_EXPONENTS = 2100
 DEF LOW_BITS = 26
 # 2**52: adding and subtracting it (with the sign of x) rounds |x| < 2**52 to
@@ -63,10 +64,11 @@ def exact_accumulate(const double[::1] values, const double[::1] weights,
     """
     cdef Py_ssize_t i, n = values.shape[0]
     cdef bint weighted = weights.shape[0] > 0
-    cdef double v, m, special = 0.0
-    cdef int e, col, row
+    cdef double v, special = 0.0
+    cdef int col, row, biased
     cdef int first = N_EXPONENTS, stop = 0
-    cdef uint64_t mantissa
+    cdef uint64_t bits, mantissa
+    cdef uint64_t implicit_bit = (<uint64_t> 1) << 52  # a float64 stores 52 bits
     if weighted and weights.shape[0] != n:
         raise ValueError(f"weights has {weights.shape[0]} entries, values {n}.")
     if counters.shape[0] != N_EXPONENTS or counters.shape[1] != 4:
@@ -79,13 +81,19 @@ def exact_accumulate(const double[::1] values, const double[::1] weights,
                 continue
             if v == 0.0:
                 continue
-            m = frexp(v, &e)
-            col = 0
-            if m < 0:
-                m = -m
-                col = 2
-            mantissa = <uint64_t>(m * 9007199254740992.0)  # * 2**53, exact
-            row = e + EXPONENT_OFFSET
+            # v = mantissa * 2**(row - 1127), read off its bits (frexp was a
+            # call per term): a normal number's 52 stored bits plus the
+            # implicit one at its biased exponent + 52, a subnormal's stored
+            # bits at row 53 (2**-1074)
+            memcpy(&bits, &v, 8)
+            biased = <int>((bits >> 52) & 0x7FF)
+            mantissa = bits & (implicit_bit - 1)
+            if biased:
+                mantissa = mantissa | implicit_bit
+                row = biased + 52
+            else:
+                row = 53
+            col = 2 if v < 0 else 0
             counters[row, col] += mantissa >> LOW_BITS
             counters[row, col + 1] += mantissa & ((1 << LOW_BITS) - 1)
             first = min(first, row)
