@@ -1,12 +1,14 @@
 """Kernels: per-row gradients and hessians of the losses, and per-row losses.
 
 Every kernel reads float64 targets and raw predictions, writes float32
-gradients and hessians, and does per-row arithmetic only inside a ``prange``
-over rows, so its output does not depend on the number of threads.
+gradients and hessians or float64 unweighted losses (``row_losses``,
+``multinomial_row_losses``: what early stopping's scores sum), and does
+per-row arithmetic only inside a ``prange`` over rows, so its output does
+not depend on the number of threads.
 
 ``sample_weight`` of length 0 means unweighted. Gradients and hessians are
 the weighted derivatives ``w * dl/draw`` and ``w * d2l/draw2`` of the per-row
-loss ``l`` (``hgbt.losses`` documents each ``l``). For losses whose hessian
+loss ``l`` (``hgbt.engine.losses`` documents each ``l``). For losses whose hessian
 is constant when unweighted, ``hessians`` may have length 1 (the caller
 keeps the constant 1 there and it is left as it is); a per-row ``hessians``
 is always filled.

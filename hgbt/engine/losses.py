@@ -1,4 +1,4 @@
-"""Losses: baselines, per-row gradients/hessians (kernels in ``_loss``), values.
+"""Losses: baselines, per-row gradients/hessians and losses (kernels in ``_loss``), values.
 
 Raw predictions, gradients and hessians are 2-D, shape
 ``(n_trees_per_iteration, n_samples)``, C-ordered, so row ``k`` is the
