@@ -14,7 +14,8 @@ from hgbt.engine.boosting import BoostHistory, TrainingData, TreeSource, boost
 from hgbt.engine.callbacks import CallbackRunner, EarlyStopping
 from hgbt.engine.evaluation import Evaluator, LossMetric
 from hgbt.engine.history import EvalHistory
-from hgbt.engine.rows import LocalData, RowState
+from hgbt.engine.rows import LocalData, RowState, ValidationRows
+from hgbt.estimators.gradient_boosting import AUTO_TREE_SIZES
 from hgbt.engine.sampling import RowSampler
 from hgbt.tree.training_data import LocalTrainingData
 
@@ -28,10 +29,11 @@ def _problem(n=600, seed=0):
     return X, y
 
 
-def _local_data(model, X, y):
+def _local_data(model, X, y, validation=()):
     loss = model._make_loss(None)
     raw = np.zeros((1, X.shape[0]), dtype=Y_DTYPE)
-    rows = RowState(loss, np.ascontiguousarray(y, dtype=Y_DTYPE), None, raw)
+    rows = RowState(loss, np.ascontiguousarray(y, dtype=Y_DTYPE), None, raw,
+                    validation=validation)
     rows.set_baseline(model._baseline_prediction)
     X_binned = model._bin_mapper.transform(X)
     return rows, X_binned
@@ -65,8 +67,9 @@ class FakeData:
     """A minimal TrainingData: one in-process source, trees one after another,
     every call recorded."""
 
-    def __init__(self, rows, X_binned, n_bins):
+    def __init__(self, rows, X_binned, n_bins, baseline=None):
         self.rows = rows
+        self.baseline = baseline
         self.n_rows, self.n_features = X_binned.shape
         self.n_trees = rows.raw.shape[0]
         self.has_validation = False
@@ -78,6 +81,10 @@ class FakeData:
     def compute_gradients(self):
         self.calls.append("compute_gradients")
         self.rows.compute_gradients(1)
+
+    def restart(self):
+        self.calls.append("restart")
+        self.rows.restart(self.baseline)
 
     def sample_rows(self, sampler):
         self.calls.append("sample_rows")
@@ -95,6 +102,7 @@ class FakeData:
 
     def finish_round(self, trees):
         self.calls.append("finish_round")
+        self.rows.add_validation(trees, 1)
 
     def loss_statistics(self):
         self.calls.append("loss_statistics")
@@ -116,7 +124,8 @@ def test_the_engine_drives_a_fake_source_to_the_estimators_model():
                   colsample_bynode=0.75, n_threads=1)
     model = HistGBDTRegressor(**params).fit(X, y)
     rows, X_binned = _local_data(model, X, y)
-    data = FakeData(rows, X_binned, model._bin_mapper.missing_bin + 1)
+    data = FakeData(rows, X_binned, model._bin_mapper.missing_bin + 1,
+                    model._baseline_prediction)
     assert isinstance(data, TrainingData)
     history = _loss_history(model.max_iter)
     boost(model._boost_settings(1), data, history, Evaluator([LossMetric()], ["train"]))
@@ -232,3 +241,138 @@ def test_the_private_member_scan_catches_a_violation(tmp_path):
         PACKAGE = saved
     assert sorted(found) == sorted(["model._seed", "getattr(est, '_bin_mapper')",
                                     "self_._x", "C._other", "B._not_here"])
+
+
+# ------------------------------------------------------------------ max_leaf_nodes='auto'
+def _sized_problem(winner):
+    """Data on which the first (31 leaves) or the second (63) tree size of
+    max_leaf_nodes='auto' scores better on the hold-out after 6 rounds."""
+    n, noise = (600, 0.1) if winner == 0 else (2000, 3.0)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 5))
+    y = np.sin(2 * X[:, 0]) * X[:, 1] + X[:, 2] * X[:, 3] + noise * rng.standard_normal(n)
+    return X, y
+
+
+def _same_model(a, b):
+    assert a.n_iter_ == b.n_iter_
+    for trees_a, trees_b in zip(a._predictors, b._predictors):
+        for tree_a, tree_b in zip(trees_a, trees_b):
+            assert tree_a.nodes.tobytes() == tree_b.nodes.tobytes()
+    assert a.evals_result_ == b.evals_result_
+
+
+# runs to max_iter: the early-stopping patience is longer than the fit
+SIZED = dict(max_iter=6, n_iter_no_change=50, random_state=0, n_threads=1)
+
+
+@pytest.mark.parametrize("truncate_at_best", [False, True])
+@pytest.mark.parametrize("winner", [0, 1])
+def test_auto_tree_size_keeps_the_size_that_scores_better_on_the_hold_out(winner,
+                                                                          truncate_at_best):
+    X, y = _sized_problem(winner)
+    params = dict(SIZED, truncate_at_best=truncate_at_best)
+    auto = HistGBDTRegressor(**params).fit(X, y)
+    fixed = [HistGBDTRegressor(**params, **size).fit(X, y) for size in AUTO_TREE_SIZES]
+    # each size's fit on its own: the same hold-out, rounds and scores
+    assert auto.tree_size_scores_ == [
+        {**size, "n_iter": 6, "score": f.validation_score_[-1]}  # the kept model's
+        for size, f in zip(AUTO_TREE_SIZES, fixed)]
+    scores = [f.validation_score_[-1] for f in fixed]
+    assert int(scores[1] > scores[0] + auto.tol) == winner  # the data do what they say
+    _same_model(auto, fixed[winner])
+    assert auto.predict(X).tobytes() == fixed[winner].predict(X).tobytes()
+    assert (auto.max_leaf_nodes_, auto.l2_regularization_) == tuple(
+        AUTO_TREE_SIZES[winner].values())
+
+
+def test_auto_tree_size_fits_once_when_the_fit_stops_early():
+    X, y = _sized_problem(1)
+    params = dict(SIZED, max_iter=300, n_iter_no_change=3)
+    auto = HistGBDTRegressor(**params).fit(X, y)
+    first = HistGBDTRegressor(**params, **AUTO_TREE_SIZES[0]).fit(X, y)
+    assert auto.n_iter_ < 300 and auto.tree_size_scores_ == []
+    _same_model(auto, first)
+    assert auto.max_leaf_nodes_ == 31 and auto.l2_regularization_ == 1.0
+
+
+@pytest.mark.parametrize("params", [
+    dict(early_stopping=False),  # no hold-out: nothing to compare on
+    dict(early_stopping=True, validation_fraction=None),  # watches the training loss
+])
+def test_auto_tree_size_without_a_validation_score_is_the_first_size(params):
+    X, y = _sized_problem(1)
+    auto = HistGBDTRegressor(**SIZED, **params).fit(X, y)
+    first = HistGBDTRegressor(**SIZED, **params, **AUTO_TREE_SIZES[0]).fit(X, y)
+    assert auto.n_iter_ == 6 and auto.tree_size_scores_ == []
+    _same_model(auto, first)
+
+
+def test_auto_tree_size_with_one_of_the_two_set():
+    X, y = _sized_problem(1)
+    # a fixed leaf count: 'auto' L2 is the first size's
+    model = HistGBDTRegressor(**SIZED, max_leaf_nodes=63).fit(X, y)
+    assert (model.max_leaf_nodes_, model.l2_regularization_, model.tree_size_scores_) == \
+        (63, 1.0, [])
+    _same_model(model, HistGBDTRegressor(**SIZED, max_leaf_nodes=63,
+                                         l2_regularization=1.0).fit(X, y))
+    # a fixed L2: both sizes use it
+    model = HistGBDTRegressor(**SIZED, l2_regularization=0.5).fit(X, y)
+    assert [t["l2_regularization"] for t in model.tree_size_scores_] == [0.5, 0.5]
+    _same_model(model, HistGBDTRegressor(**SIZED, l2_regularization=0.5,
+                                         max_leaf_nodes=model.max_leaf_nodes_).fit(X, y))
+    with pytest.raises(ValueError, match="max_leaf_nodes"):
+        HistGBDTRegressor(max_leaf_nodes="large").fit(X, y)
+
+
+@pytest.mark.parametrize("winner", [0, 1])
+def test_a_warm_start_continues_the_size_kept(winner):
+    X, y = _sized_problem(winner)
+    model = HistGBDTRegressor(**SIZED, warm_start=True).fit(X, y)
+    scores = model.tree_size_scores_
+    model.set_params(max_iter=9).fit(X, y)
+    fixed = HistGBDTRegressor(**dict(SIZED, max_iter=9), **AUTO_TREE_SIZES[winner]).fit(X, y)
+    _same_model(model, fixed)
+    assert model.tree_size_scores_ == scores  # compared once, not again
+
+
+def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
+    """boost's selection, driven through the TrainingData protocol: the
+    baseline restart, the second size's rounds, the kept fit's history."""
+    X, y = _sized_problem(1)
+    model = HistGBDTRegressor(**SIZED).fit(X, y)
+    assert model.max_leaf_nodes_ == 63
+    X_train, X_val, y_train, y_val = (X[:1600], X[1600:], y[:1600], y[1600:])
+    ours = HistGBDTRegressor(**SIZED).fit(X_train, y_train, X_val=X_val, y_val=y_val)
+    rows, X_binned = _local_data(ours, X_train, y_train, [ValidationRows(
+        X_val, y_val, None, np.zeros((1, len(y_val))))])
+    data = FakeData(rows, X_binned, ours._bin_mapper.missing_bin + 1,
+                    ours._baseline_prediction)
+    data.has_validation, data.n_validation_sets = True, 1
+    history = BoostHistory(evals=EvalHistory(watched=("validation", "loss"),
+                                             greater_is_better={"loss": False},
+                                             max_iter=6))
+    boost(ours._boost_settings(1, select=True), data, history,
+          Evaluator([LossMetric()], ["train", "validation"]))
+    assert data.calls.count("restart") == int(len(ours.tree_size_scores_) == 2)
+    assert history.evals.trials == ours.tree_size_scores_
+    assert history.evals.tree_size == {"max_leaf_nodes": ours.max_leaf_nodes_,
+                                       "l2_regularization": ours.l2_regularization_}
+    assert [t[0].nodes.tobytes() for t in history.predictors] == \
+        [t[0].nodes.tobytes() for t in ours._predictors]
+
+
+@pytest.mark.parametrize("loss", ["huber", "absolute_error", "poisson"])
+def test_auto_tree_size_starts_the_second_fit_as_a_new_one(loss):
+    # Huber's adaptive delta is fitted state: the second size's rounds (and
+    # their baseline score) must not start from the first fit's.
+    X, y = _sized_problem(1)
+    y = np.exp(y / 4) if loss == "poisson" else y
+    params = dict(SIZED, loss=loss)
+    auto = HistGBDTRegressor(**params).fit(X, y)
+    fixed = [HistGBDTRegressor(**params, **size).fit(X, y) for size in AUTO_TREE_SIZES]
+    assert [t["score"] for t in auto.tree_size_scores_] == [
+        f.validation_score_[-1] for f in fixed]
+    _same_model(auto, fixed[AUTO_TREE_SIZES.index(
+        {"max_leaf_nodes": auto.max_leaf_nodes_,
+         "l2_regularization": auto.l2_regularization_})])

@@ -47,7 +47,8 @@ class Recorder(Callback):
 def test_hooks_in_order_and_the_estimator_is_a_model_of_the_rounds(data):
     X, y = data
     recorder = Recorder(X[:50])
-    model = HistGBDTRegressor(max_iter=3, random_state=0).fit(X, y, callbacks=[recorder])
+    model = HistGBDTRegressor(max_iter=3, max_leaf_nodes=31, random_state=0).fit(
+        X, y, callbacks=[recorder])
     assert recorder.calls == [("begin", 0), ("before", 0), ("after", 0, 1, 1),
                               ("before", 1), ("after", 1, 2, 2), ("before", 2),
                               ("after", 2, 3, 3), ("end", 3, "max_iter reached")]
@@ -159,8 +160,8 @@ def test_checkpoint_resumed_with_warm_start_is_the_uninterrupted_model(
 def test_checkpoint_at_end_and_atomic_overwrite(data, tmp_path):
     X, y = data
     checkpoint = Checkpoint(tmp_path / "last.json", every=4)
-    model = HistGBDTRegressor(max_iter=10, random_state=0).fit(X, y,
-                                                                callbacks=[checkpoint])
+    model = HistGBDTRegressor(max_iter=10, max_leaf_nodes=31, random_state=0).fit(
+        X, y, callbacks=[checkpoint])
     assert checkpoint.saved == [str(tmp_path / "last.json")] * 3  # rounds 4, 8, end
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.json"]
     assert load_model(tmp_path / "last.json").predict(X).tobytes() == \
@@ -204,3 +205,92 @@ def test_the_estimator_is_synced_only_for_an_after_round_hook():
         assert len(synced) == expected, callbacks
         runner.end("history")  # the end always syncs
         assert len(synced) == expected + 1
+
+
+# -------------------------------------------- max_leaf_nodes='auto': a second fit
+def _sized(winner):
+    """A problem whose first (31 leaves) or second (63) tree size scores better
+    on the hold-out after 6 rounds (see test_boosting._sized_problem)."""
+    n, noise = (600, 0.1) if winner == 0 else (2000, 3.0)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 5))
+    y = np.sin(2 * X[:, 0]) * X[:, 1] + X[:, 2] * X[:, 3] + noise * rng.standard_normal(n)
+    return X, y
+
+
+SIZED = dict(max_iter=6, n_iter_no_change=50, random_state=0, n_threads=1)
+
+
+class RestartRecorder(Recorder):
+    def on_restart(self, history, estimator):
+        self.calls.append(("restart", history.n_rounds, history.tree_size["max_leaf_nodes"]))
+
+
+@pytest.mark.parametrize("winner", [0, 1])
+def test_hooks_around_a_second_tree_size(winner):
+    X, y = _sized(winner)
+    recorder = RestartRecorder(X[:20])
+    model = HistGBDTRegressor(**dict(SIZED, max_iter=2)).fit(X, y, callbacks=[recorder])
+    rounds = [("before", 0), ("after", 0, 1, 1), ("before", 1), ("after", 1, 2, 2)]
+    assert recorder.calls == [("begin", 0), *rounds, ("restart", 0, 63), *rounds,
+                              ("end", 2, "max_iter reached")]
+    # after each round the estimator was a model of that size's rounds so far
+    first = HistGBDTRegressor(**dict(SIZED, max_iter=2), max_leaf_nodes=31,
+                              l2_regularization=1.0).fit(X, y)
+    second = HistGBDTRegressor(**dict(SIZED, max_iter=2), max_leaf_nodes=63,
+                               l2_regularization=10.0).fit(X, y)
+    staged = list(first.staged_predict(X[:20])) + list(second.staged_predict(X[:20]))
+    for got, want in zip(recorder.predictions, staged):
+        np.testing.assert_array_equal(got, want)
+    assert len(model.tree_size_scores_) == 2
+
+
+@pytest.mark.parametrize("winner", [0, 1])
+def test_checkpoint_at_end_is_the_size_kept(tmp_path, winner):
+    # both sizes run 6 rounds: the second fit's last save has as many rounds
+    # as the model kept, which must still be saved when the first is kept
+    X, y = _sized(winner)
+    checkpoint = Checkpoint(tmp_path / "last.json", every=3)
+    model = HistGBDTRegressor(**SIZED).fit(X, y, callbacks=[checkpoint])
+    assert model.max_leaf_nodes_ == (31, 63)[winner]
+    assert len(checkpoint.saved) == 5  # 3, 6, 3, 6, and the end's, with both scores
+    saved = load_model(tmp_path / "last.json")
+    assert saved.predict(X).tobytes() == model.predict(X).tobytes()
+    assert saved.tree_size_scores_ == model.tree_size_scores_
+
+
+class StopInSecondFit(Callback):
+    """Stop the second tree size's fit after ``rounds`` rounds."""
+
+    def __init__(self, rounds):
+        self.rounds, self.second = rounds, False
+
+    def on_restart(self, history, estimator):
+        self.second = True
+
+    def after_round(self, iteration, history, estimator):
+        return "stop" if self.second and iteration + 1 == self.rounds else None
+
+
+@pytest.mark.parametrize("winner", [0, 1])
+@pytest.mark.parametrize("saved_round, stop", [(3, None), (4, 5)])
+def test_checkpoint_resumed_anywhere_is_the_uninterrupted_model(tmp_path, winner,
+                                                                saved_round, stop):
+    # saved during the first size (round 3 of 6, stopped there) or during the
+    # second (round 4, the fit stopped at 5): resumed, the fit compares the
+    # sizes as the uninterrupted one does, regrowing the first if it wins
+    X, y = _sized(winner)
+    whole = HistGBDTRegressor(**SIZED).fit(X, y)
+    checkpoint = Checkpoint(tmp_path / "model-{round}.json", every=1, at_end=False)
+    stopper = Recorder(stop_after=3) if stop is None else StopInSecondFit(stop)
+    HistGBDTRegressor(**SIZED).fit(X, y, callbacks=[checkpoint, stopper])
+    resumed = load_model(tmp_path / f"model-{saved_round}.json")
+    assert resumed.n_iter_ == saved_round
+    assert resumed.max_leaf_nodes_ == (31 if stop is None else 63)
+    resumed.set_params(warm_start=True).fit(X, y)
+    for ours, theirs in zip(resumed._predictors, whole._predictors):
+        assert ours[0].nodes.tobytes() == theirs[0].nodes.tobytes()
+    assert resumed.predict(X).tobytes() == whole.predict(X).tobytes()
+    assert resumed.evals_result_ == whole.evals_result_
+    assert resumed.tree_size_scores_ == whole.tree_size_scores_
+    assert resumed.max_leaf_nodes_ == whole.max_leaf_nodes_

@@ -143,6 +143,26 @@ def test_early_stopping_on_a_dask_validation_set(client):
     assert model.best_iteration_ == local.best_iteration_ < model.n_iter_
 
 
+@pytest.mark.parametrize("loss", ["squared_error", "poisson"])
+def test_auto_tree_size_compares_both_sizes_on_a_cluster(client, loss):
+    # max_leaf_nodes='auto' (the default): the first size runs to max_iter, so
+    # the rounds start over with the second on every shard; the size kept,
+    # its trees and both scores are the local fit's
+    (X, y), (X_val, y_val) = regression_data(3000), regression_data(1000, seed=5)
+    if loss == "poisson":
+        y, y_val = np.exp(y / 4), np.exp(y_val / 4)
+    params = dict(max_iter=5, n_iter_no_change=50, random_state=0, n_threads=1, loss=loss)
+    local = HistGBDTRegressor(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    assert len(local.tree_size_scores_) == 2
+    model = DaskHistGBDTRegressor(**params).fit(
+        chunked(X, 1000), chunked(y, 1000), X_val=chunked(X_val, 500),
+        y_val=chunked(y_val, 500))
+    assert_same_model(local, model)
+    assert model.tree_size_scores_ == local.tree_size_scores_
+    assert model.evals_result_ == local.evals_result_
+    assert model.max_leaf_nodes_ == local.max_leaf_nodes_
+
+
 def test_training_loss_past_the_cap_on_the_local_fits_subsample(client):
     # More training rows than evaluation.MAX_TRAIN_SCORE_ROWS: the shards score
     # the local fit's seeded subsample, found across uneven partitions.

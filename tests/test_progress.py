@@ -53,7 +53,7 @@ def test_log_printer_to_a_file_every_period(data):
 def test_plain_progress_bar(data):
     X, y = data
     out = io.StringIO()
-    HistGBDTRegressor(max_iter=4, random_state=0).fit(
+    HistGBDTRegressor(max_iter=4, max_leaf_nodes=31, random_state=0).fit(
         X, y, eval_set=[(X[:100], y[:100])],
         callbacks=[ProgressBar(file=out, use_tqdm=False, width=8)])
     text = out.getvalue()
@@ -88,7 +88,7 @@ def test_progress_bar_uses_tqdm_when_installed(data, monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
     monkeypatch.setitem(sys.modules, "tqdm.auto", module)
     out = io.StringIO()
-    HistGBDTRegressor(max_iter=5, random_state=0).fit(
+    HistGBDTRegressor(max_iter=5, max_leaf_nodes=31, random_state=0).fit(
         X, y, eval_set=[(X[:100], y[:100])], callbacks=[ProgressBar(file=out)])
     (bar,) = made
     assert (bar.n, bar.total, bar.closed) == (5, 5, True)
@@ -105,3 +105,33 @@ def test_progress_bar_without_tqdm_falls_back(data, monkeypatch):
     assert out.getvalue().startswith("\r[")
     with pytest.raises(ImportError):
         HistGBDTRegressor(max_iter=2).fit(X, y, callbacks=[ProgressBar(use_tqdm=True)])
+
+
+def _runs_to_max_iter(data, **params):
+    X, y = data
+    return HistGBDTRegressor(max_iter=3, n_iter_no_change=50, random_state=0,
+                             **params).fit(X, y)
+
+
+def test_the_printers_say_when_a_second_tree_size_is_fitted_and_which_is_kept(data,
+                                                                             capsys):
+    model = _runs_to_max_iter(data, verbose=1)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 + 1 + 3 + 1
+    assert lines[3] == ("Ran to max_iter with max_leaf_nodes=31, l2_regularization=1: "
+                        "fitting again with max_leaf_nodes=63, l2_regularization=10 "
+                        "(max_leaf_nodes='auto'); the better validation loss is kept.")
+    assert lines[4].startswith("[1/3] train loss: ")
+    first, second = (-t["score"] for t in model.tree_size_scores_)
+    assert lines[-1].startswith("Stopped after round 3 of 3: max_iter reached.")
+    assert lines[-1].endswith(
+        f" Kept max_leaf_nodes={model.max_leaf_nodes_}, "
+        f"l2_regularization={model.l2_regularization_:g} (validation loss: "
+        f"{first:.6g} with 31 leaves, {second:.6g} with 63 leaves).")
+    out = io.StringIO()
+    X, y = data
+    HistGBDTRegressor(max_iter=3, n_iter_no_change=50, random_state=0).fit(
+        X, y, callbacks=[ProgressBar(file=out, use_tqdm=False, width=6)])
+    text = out.getvalue()
+    # the bar of each size, each closed by its line
+    assert text.count("] 3/3 ") == 2 and lines[3] + "\n" in text and "Kept" in text

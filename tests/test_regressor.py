@@ -255,7 +255,7 @@ def test_invalid_parameters(params):
 
 def test_verbose_prints_one_line_per_round(task, capsys):
     X, y, _, _ = task
-    HistGBDTRegressor(max_iter=3, verbose=1).fit(X[:1000], y[:1000])
+    HistGBDTRegressor(max_iter=3, max_leaf_nodes=31, verbose=1).fit(X[:1000], y[:1000])
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 4 and lines[0].startswith("[1/3] train loss: ")
     assert lines[-1].startswith("Stopped after round 3 of 3")

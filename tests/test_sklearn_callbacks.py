@@ -74,3 +74,19 @@ def test_scoring_monitor_logs_each_round(data):
     assert [row["r2"] for row in rows] == pytest.approx(
         model.evals_result_["train"]["r2"][1:], rel=1e-12)
     assert rows[-1]["r2"] == pytest.approx(r2_score(y, model.predict(X)))
+
+
+def test_a_second_tree_size_adds_its_rounds_as_subtasks(data):
+    # max_leaf_nodes='auto' fits a second size when the first runs to max_iter:
+    # its rounds are subtasks of the same fit task (within max_subtasks)
+    X, y = data
+    recorder = TaskRecorder()
+    model = HistGBDTRegressor(max_iter=3, n_iter_no_change=50,
+                              random_state=0).set_callbacks(recorder)
+    model.fit(X, y, X_val=X[:100], y_val=y[:100])  # the hooks get X itself
+    assert len(model.tree_size_scores_) == 2
+    assert recorder.events == ["setup", ("begin", "fit")] + [
+        ("begin", "round"), ("end", "round")] * 6 + [("end", "fit"), "teardown"]
+    # the last subtask's model is the second size's, the first's its third
+    kept = recorder.fitted[-1 if model.max_leaf_nodes_ == 63 else 2]
+    np.testing.assert_array_equal(kept, model.predict(X[:20]))

@@ -219,13 +219,14 @@ class _DaskMixin:
                           True, callbacks)
         telemetry = {}
 
-        def run(history, runner):
+        def run(settings, history, runner):
             telemetry.update(boost_on_shards(
-                self._boost_settings(n_threads), shards, n_total,
+                settings, shards, n_total,
                 self._bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
                 self._baseline_prediction, has_val, history, monitor.evaluator(self), runner))
 
-        self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val)
+        self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val,
+                         n_threads)
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 

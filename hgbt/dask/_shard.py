@@ -157,6 +157,8 @@ class Shard:
                 self.rows.add_validation(*args, self.n_threads)
             elif name == "set_baseline":
                 self.rows.set_baseline(*args)
+            elif name == "restart":
+                self.rows.restart(*args)
             else:
                 raise ValueError(f"unknown shard command {name!r}")
 

@@ -132,7 +132,11 @@ class DistributedTrainingData:
 
     def set_baseline(self, baseline):
         """Start every shard's raw predictions at ``baseline``."""
+        self._baseline = baseline
         self._commands.append(("set_baseline", (baseline,)))
+
+    def restart(self):
+        self._commands.append(("restart", (self._baseline,)))
 
     # ------------------------------------------------------- TrainingData
     def compute_gradients(self):

@@ -8,6 +8,7 @@ process, :class:`~hgbt.engine.rows.LocalData`, or a Dask driver's shards,
 ``hgbt.dask``), which hands out a :class:`TreeSource` for each tree. What
 the loop needs from the estimator comes in a :class:`BoostSettings`.
 """
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
@@ -19,6 +20,11 @@ from .callbacks import CallbackRunner
 from .history import EvalHistory
 from .numeric_range import diverged_message
 from .sampling import RowSampler, round_feature_samplers
+
+#: ``EvalHistory.stop_reason`` of rounds that ran to ``max_iter``
+MAX_ITER_REACHED = "max_iter reached"
+#: the grower settings that make a tree size (``max_leaf_nodes='auto'``)
+TREE_SIZE = ("max_leaf_nodes", "l2_regularization")
 
 
 @runtime_checkable
@@ -91,6 +97,10 @@ class TrainingData(Protocol):
         """The round's gradients and hessians of every training row, from the
         current raw predictions."""
 
+    def restart(self) -> None:
+        """Every raw prediction (training and validation rows) back to the
+        baseline: the rounds start over."""
+
     def sample_rows(self, sampler: RowSampler) -> Optional[np.ndarray]:
         """The rows the round's trees grow on (``sampler`` draws them; GOSS
         re-weights their gradients), or None for every row."""
@@ -142,6 +152,15 @@ class BoostSettings:
     n_bins_non_missing : ndarray
     grower : dict
         :class:`~hgbt.tree.grower.TreeGrower` keyword settings.
+    tree_sizes : tuple of dict
+        ``max_leaf_nodes='auto'``: the two tree sizes (:data:`TREE_SIZE`
+        settings) it compares, the smaller first; ``grower`` holds the one
+        these rounds grow. Empty: one size, nothing compared.
+    select_at_best : bool
+        Compare the two fits at their best round (the model ``truncate_at_best``
+        keeps) instead of at their last.
+    select_tol : float
+        The second fit is kept only when its score is better by more than this.
     """
 
     max_iter: int
@@ -158,6 +177,9 @@ class BoostSettings:
     bin_thresholds: list
     n_bins_non_missing: np.ndarray
     grower: dict
+    tree_sizes: tuple = ()
+    select_at_best: bool = False
+    select_tol: float = 0.0
 
     @property
     def full_hessian(self):
@@ -187,12 +209,20 @@ class BoostHistory:
 def boost(settings, data, history, evaluator=None, callbacks=None):
     """Run the boosting rounds from ``len(history.predictors)`` to ``max_iter``.
 
+    With two ``settings.tree_sizes`` (``max_leaf_nodes='auto'``), a fit of
+    the first size that reaches ``max_iter`` without stopping early is made
+    again from the baseline with the second (a fit still improving at its
+    last round may want larger trees), and the one whose model scores better
+    on the watched set is kept (:func:`_compare_sizes`).
+
     Parameters
     ----------
     settings : BoostSettings
     data : TrainingData
     history : BoostHistory
-        Appended to in place: each round's trees, and its scores.
+        Appended to in place: each round's trees, and its scores. After a
+        second fit, ``history.predictors`` holds the kept fit's trees (the
+        same list) and ``history.evals`` its scores (one of the two histories).
     evaluator : Evaluator or None
         Scores each round (and the baseline, before the first round) into
         ``history.evals``; None: no scores.
@@ -203,16 +233,83 @@ def boost(settings, data, history, evaluator=None, callbacks=None):
     """
     callbacks = callbacks or CallbackRunner([])
     evals = history.evals
+    evals.tree_size = _tree_size(settings.grower)
+    if evaluator is not None and not history.predictors:
+        evals.record(evaluator.evaluate(data), 0)
+    evals.start(len(history.predictors))
+    evals.stop_reason = MAX_ITER_REACHED
+    callbacks.begin(evals)
+    _rounds(settings, settings.grower, data, history, evaluator, callbacks)
+    if settings.tree_sizes and evals.watched is not None:
+        _compare_sizes(settings, data, history, evaluator, callbacks)
+    callbacks.end(history.evals)
+
+
+def _compare_sizes(settings, data, history, evaluator, callbacks):
+    """After the rounds of one of the two ``settings.tree_sizes``: a fit of
+    the first size that ran to ``max_iter`` is made again with the second,
+    and the fit (trees and history) whose model scores better on the watched
+    set is kept. ``evals.trials`` records what each finished fit scored, so
+    a fit resumed from a checkpoint saved during the second size compares
+    the same way (and grows the first size's trees again if they win)."""
+    first_size, second_size = settings.tree_sizes
+    evals, trials = history.evals, history.evals.trials
+    if evals.tree_size == first_size and not trials:
+        if evals.stop_reason != MAX_ITER_REACHED:
+            return  # it stopped early: these trees were large enough
+        trials.append(_trial(evals, settings.select_at_best))
+        first_trees, first = list(history.predictors), evals
+        _start_over(settings, second_size, data, history, evaluator, callbacks)
+        trials.append(_trial(history.evals, settings.select_at_best))
+        if not _second_wins(trials, settings.select_tol):
+            history.predictors[:] = first_trees
+            history.evals = first
+    elif evals.tree_size == second_size and len(trials) == 1:
+        trials.append(_trial(evals, settings.select_at_best))
+        if not _second_wins(trials, settings.select_tol):
+            _start_over(settings, first_size, data, history, evaluator, callbacks)
+
+
+def _second_wins(trials, tol):
+    # a diverged score is -inf: never better
+    return trials[1]["score"] > trials[0]["score"] + tol
+
+
+def _start_over(settings, tree_size, data, history, evaluator, callbacks):
+    """The rounds again from the baseline, with trees of ``tree_size``, into a
+    new history (``history.evals``) and the emptied tree list."""
+    history.predictors.clear()
+    history.evals = evals = history.evals.restarted(tree_size)
+    data.restart()
+    if evaluator is not None:
+        evals.record(evaluator.evaluate(data), 0)
+    evals.start(0)
+    evals.stop_reason = MAX_ITER_REACHED
+    callbacks.restart(evals)
+    _rounds(settings, {**settings.grower, **tree_size}, data, history, evaluator, callbacks)
+
+
+def _tree_size(grower):
+    return {name: grower.get(name) for name in TREE_SIZE}
+
+
+def _trial(evals, at_best):
+    """What a finished fit scored: its tree size, rounds, and the watched
+    score of the model it keeps (higher is better; a NaN score as -inf)."""
+    kept = evals.best_iteration() if at_best else evals.n_rounds
+    score = evals.oriented()[kept] if kept is not None else math.nan
+    return {**evals.tree_size, "n_iter": evals.n_rounds,
+            "score": float(score) if score == score else -math.inf}
+
+
+def _rounds(settings, grower_settings, data, history, evaluator, callbacks):
+    """The rounds of one fit, with trees grown by ``grower_settings``."""
+    evals = history.evals
     n_trees = data.n_trees
     row_sampler = RowSampler(settings.data_sample_strategy, settings.subsample,
                              settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
                              np.random.default_rng(settings.seed))
     growers = {}  # one per tree source, for every tree of the fit
-    if evaluator is not None and not history.predictors:
-        evals.record(evaluator.evaluate(data), 0)
-    evals.start(len(history.predictors))
-    evals.stop_reason = "max_iter reached"
-    callbacks.begin(evals)
     for iteration in range(len(history.predictors), settings.max_iter):
         stop = callbacks.before_round(iteration, evals)
         if stop is not None:
@@ -236,7 +333,7 @@ def boost(settings, data, history, evaluator=None, callbacks=None):
             if id(source) not in growers:
                 growers[id(source)] = TreeGrower(
                     source, settings.bin_thresholds, settings.n_bins_non_missing,
-                    n_threads=source.n_threads, **settings.grower)
+                    n_threads=source.n_threads, **grower_settings)
             return _grow_tree(settings, data, growers[id(source)], k, rows, samplers[k],
                               iteration)
 
@@ -262,7 +359,6 @@ def boost(settings, data, history, evaluator=None, callbacks=None):
         if stop is not None:
             evals.stop_reason = stop
             break
-    callbacks.end(evals)
 
 
 def _grow_tree(settings, data, grower, k, rows, feature_sampler, iteration):

@@ -13,6 +13,11 @@ The protocol is small. A callback is any object with some of these methods
     ``iteration + 1`` and the estimator is a consistent model of those
     rounds (``n_iter_``, ``evals_result_``, ``best_iteration_``; it can
     predict and ``save_model``).
+``on_restart(history, estimator)``
+    Before the rounds start over from the baseline with larger trees
+    (``max_leaf_nodes='auto'``: the first fit ran to ``max_iter`` without
+    stopping early); ``history`` is the new rounds' (round numbers start
+    again at 0). The better of the two fits on the watched set is kept.
 ``on_fit_end(history, estimator)``
     Once, when the rounds end (``history.stop_reason`` says why); not
     called when the fit raises.
@@ -63,6 +68,9 @@ class Callback:
     def after_round(self, iteration, history, estimator):
         """Called after round ``iteration``; return ``"stop"`` to end the fit."""
 
+    def on_restart(self, history, estimator):
+        """Called before the rounds start over with larger trees."""
+
     def on_fit_end(self, history, estimator):
         """Called once when the rounds end."""
 
@@ -98,6 +106,10 @@ class CallbackRunner:
 
     def begin(self, history):
         self._call("on_fit_begin", history)
+
+    def restart(self, history):
+        """Call every ``on_restart``: the rounds start over in ``history``."""
+        self._call("on_restart", history)
 
     def before_round(self, iteration, history):
         """Call every ``before_round``; return the reason of the first callback
@@ -281,19 +293,25 @@ class Checkpoint(Callback):
 
     def after_round(self, iteration, history, estimator):
         if (iteration + 1) % self.every == 0:
-            self._save(history.n_rounds, estimator)
+            self._save(history, estimator)
 
     def on_fit_end(self, history, estimator):
-        if self.at_end and self._last_saved != history.n_rounds:
-            self._save(history.n_rounds, estimator)
+        if self.at_end and self._last_saved != self._model_of(history):
+            self._save(history, estimator)
+
+    @staticmethod
+    def _model_of(history):
+        # max_leaf_nodes='auto': after two fits the model kept is either's,
+        # with both scores, even when the second saved as many rounds last
+        return id(history), history.n_rounds, len(history.trials)
 
     def _path(self, n_rounds):
         return os.fspath(self.path).replace("{round}", str(n_rounds))
 
-    def _save(self, n_rounds, estimator):
-        path = self._path(n_rounds)
+    def _save(self, history, estimator):
+        path = self._path(history.n_rounds)
         temporary = f"{path}.tmp{os.getpid()}"
         estimator.save_model(temporary)
         os.replace(temporary, path)
         self.saved.append(path)
-        self._last_saved = n_rounds
+        self._last_saved = self._model_of(history)

@@ -49,6 +49,14 @@ class EvalHistory:
     scored : dict or None
         ``{set: [metric, ...]}`` that the fit scores each round (None:
         not said).
+    tree_size : dict or None
+        ``{'max_leaf_nodes': ..., 'l2_regularization': ...}`` of the trees
+        these rounds grow (None: not said).
+    trials : list of dict
+        The tree sizes a fit tried and finished (``max_leaf_nodes='auto'``):
+        each a ``tree_size`` with the rounds grown (``'n_iter'``) and the
+        watched score of the model it would keep (``'score'``); shared by the
+        histories of one fit.
     """
 
     def __init__(self, evals=None, watched=None, greater_is_better=None, max_iter=0):
@@ -61,6 +69,18 @@ class EvalHistory:
         self.start_time = None
         self.stop_reason = None
         self.scored = None
+        self.tree_size = None
+        self.trials = []
+
+    def restarted(self, tree_size):
+        """An empty history of the same sets, metrics and ``max_iter``, for
+        rounds that start over from the baseline with trees of
+        ``tree_size``; it shares :attr:`trials`."""
+        out = EvalHistory({}, self.watched, self.greater_is_better, self.max_iter)
+        out.scored = self.scored
+        out.tree_size = tree_size
+        out.trials = self.trials
+        return out
 
     def start(self, n_rounds):
         """Mark the start of the rounds, with ``n_rounds`` already kept."""

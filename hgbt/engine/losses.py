@@ -95,6 +95,10 @@ class BaseLoss:
         other.sample_weight = sample_weight
         return other
 
+    def restart(self):
+        """Forget what the rounds fitted (a fit that starts over from the
+        baseline is scored as a new one)."""
+
     def _weights(self):
         return _NO_WEIGHT if self.sample_weight is None else self.sample_weight
 
@@ -384,6 +388,9 @@ class HuberLoss(BaseLoss):
             delta = _check_number(delta, "huber delta", 0.0, math.inf, True, True)
         self.delta = delta
         self.delta_ = delta
+
+    def restart(self):
+        self.delta_ = self.delta
 
     def _adaptive_delta(self, y, raw, sample_weight):
         return weighted_quantile(np.abs(y - raw), sample_weight, self.delta_quantile)

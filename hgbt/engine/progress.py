@@ -34,14 +34,36 @@ def latest_scores(history):
                      for metric, values in metrics.items() if values)
 
 
+def _tree_size(size):
+    return (f"max_leaf_nodes={size['max_leaf_nodes']}, "
+            f"l2_regularization={size['l2_regularization']:g}")
+
+
+def restart_line(history):
+    """The line that says why the rounds start over with other trees."""
+    if len(history.trials) > 1:  # a resumed fit: the better size's trees were not saved
+        return (f"Fitting again with {_tree_size(history.tree_size)}, whose "
+                f"{history.describe()} was better (max_leaf_nodes='auto').")
+    return (f"Ran to max_iter with {_tree_size(history.trials[0])}: fitting again with "
+            f"{_tree_size(history.tree_size)} (max_leaf_nodes='auto'); the better "
+            f"{history.describe()} is kept.")
+
+
 def summary(history):
-    """The closing line: where and why the fit stopped, the best round, the time."""
+    """The closing line: where and why the fit stopped, the best round, the
+    time, and which tree size was kept of two."""
     line = f"Stopped after round {history.n_rounds} of {history.max_iter}: {history.stop_reason}."
     best = history.best_iteration()
     if best is not None:
         line += f" Best round {best}: {history.describe()} {history.scores()[best]:.6g}."
     done = history.n_rounds - history.first_round
-    return line + f" {done} rounds in {_duration(history.elapsed())}."
+    line += f" {done} rounds in {_duration(history.elapsed())}."
+    if len(history.trials) > 1:
+        sign = 1.0 if history.greater_is_better.get(history.watched[1], True) else -1.0
+        line += (f" Kept {_tree_size(history.tree_size)} ({history.describe()}: " +
+                 ", ".join(f"{t['score'] * sign:.6g} with {t['max_leaf_nodes']} leaves"
+                           for t in history.trials) + ").")
+    return line
 
 
 class LogPrinter(Callback):
@@ -74,6 +96,9 @@ class LogPrinter(Callback):
             scores = latest_scores(history)
             self._print(f"[{done}/{history.max_iter}] {scores + '  ' if scores else ''}"
                         f"({pace(history)})")
+
+    def on_restart(self, history, estimator):
+        self._print(restart_line(history))
 
     def on_fit_end(self, history, estimator):
         self._print(summary(history))
@@ -114,6 +139,10 @@ class ProgressBar(Callback):
                 self._bar = tqdm(total=history.max_iter, initial=history.n_rounds,
                                  file=self._stream(), unit="round")
 
+    def on_restart(self, history, estimator):
+        self._close(restart_line(history))
+        self.on_fit_begin(history, estimator)
+
     def after_round(self, iteration, history, estimator):
         watched = (f"{history.describe()} {history.scores()[-1]:.6g}"
                    if history.watched else "")
@@ -130,9 +159,13 @@ class ProgressBar(Callback):
         self._stream().flush()
 
     def on_fit_end(self, history, estimator):
+        self._close(summary(history))
+
+    def _close(self, line):
+        """End the bar with ``line`` below it."""
         plain = self._bar is None
         if not plain:
             self._bar.close()
             self._bar = None
-        self._stream().write(("\n" if plain else "") + summary(history) + "\n")
+        self._stream().write(("\n" if plain else "") + line + "\n")
         self._stream().flush()

@@ -75,6 +75,12 @@ class RowState:
         for rows in self.validation:
             rows.raw[:] = baseline[:, None]
 
+    def restart(self, baseline):
+        """Start over: raw predictions at ``baseline``, the loss's fitted
+        state forgotten (as at the start of a fit)."""
+        self.set_baseline(baseline)
+        self.loss.restart()
+
     def compute_gradients(self, n_threads):
         """Fill :attr:`gradients` and :attr:`hessians` from the raw predictions."""
         self.loss.gradients(self.y, self.raw, self.gradients, self.hessians, n_threads)
@@ -130,10 +136,13 @@ class LocalData:
     n_bins : int
         Bins per feature histogram, the missing bin included.
     n_threads : int
+    baseline : ndarray of shape (n_trees_per_iteration,) or None, default=None
+        The raw prediction :meth:`restart` goes back to.
     """
 
-    def __init__(self, rows, X, binned, n_bins, n_threads):
+    def __init__(self, rows, X, binned, n_bins, n_threads, baseline=None):
         self.rows = rows
+        self._baseline = baseline
         self.n_rows, self.n_features = X.shape
         self.n_trees = rows.raw.shape[0]
         self.n_validation_sets = len(rows.validation)
@@ -160,6 +169,9 @@ class LocalData:
 
     def compute_gradients(self):
         self.rows.compute_gradients(self.n_threads)
+
+    def restart(self):
+        self.rows.restart(self._baseline)
 
     def sample_rows(self, sampler):
         if not sampler.active:

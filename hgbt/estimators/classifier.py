@@ -54,9 +54,9 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     _stratify = True
 
     def __init__(self, loss="log_loss", *, class_weight=None, learning_rate=0.15,
-                 max_iter=150, max_leaf_nodes=31, max_depth=None, min_samples_leaf=20,
+                 max_iter=150, max_leaf_nodes="auto", max_depth=None, min_samples_leaf=20,
                  min_child_weight=1e-3, min_gain_to_split=0.0, l1_regularization=0.0,
-                 l2_regularization=1.0, max_bins=255, enable_bundle=True,
+                 l2_regularization="auto", max_bins=255, enable_bundle=True,
                  max_conflict_rate=0.0, use_quantized_grad=False,
                  num_grad_quant_bins=32, grow_policy="lossguide",
                  early_stopping="auto", scoring="loss", eval_metric=None,

@@ -13,8 +13,17 @@ COMMON_PARAMETERS_DOC = """\
         also ends when no tree of a round can split (as LightGBM's does):
         later rounds could not split either, and their one-leaf trees would
         only add rounding noise; that round is not kept.
-    max_leaf_nodes : int or None, default=31
-        Maximum leaves per tree; None for no limit.
+    max_leaf_nodes : int, None or 'auto', default='auto'
+        Maximum leaves per tree; None for no limit. 'auto' grows trees of
+        31 leaves and, when that fit runs to ``max_iter`` without stopping
+        early (it was still improving: the data may carry larger trees),
+        fits again from the start with 63 leaves on the same validation set
+        and keeps the model that scores better there (``max_leaf_nodes_``,
+        ``tree_size_scores_``). It compares only when early stopping watches
+        a validation set (the hold-out, ``X_val`` or an ``eval_set``); else
+        'auto' is 31. Such fits take up to twice as long. Chosen by
+        measurement on real tables (``doc/training.md``); LightGBM's and
+        scikit-learn's default is 31.
     max_depth : int or None, default=None
         Maximum depth of a tree (the root is depth 0); None for no limit.
     min_samples_leaf : int, default=20
@@ -31,9 +40,11 @@ COMMON_PARAMETERS_DOC = """\
     l1_regularization : float, default=0.0
         L1 penalty α on leaf values: gradient sums are soft-thresholded by α
         in gains and leaf values.
-    l2_regularization : float, default=1.0
-        L2 penalty λ on leaf values (XGBoost's default; LightGBM's and
-        scikit-learn's is 0).
+    l2_regularization : float or 'auto', default='auto'
+        L2 penalty λ on leaf values. 'auto' is 1.0 (XGBoost's default;
+        LightGBM's and scikit-learn's is 0) for trees of 31 leaves or a
+        fixed ``max_leaf_nodes``, and 10.0 for the 63-leaf trees that
+        ``max_leaf_nodes='auto'`` tries (``l2_regularization_``).
     max_bins : int, default=255
         Maximum value bins per feature (2 to 255); missing values get one more.
     enable_bundle : bool, default=True
@@ -210,4 +221,18 @@ COMMON_ATTRIBUTES_DOC = """\
         after each, higher is better (the loss negated); empty without
         early stopping.
     validation_score_ : ndarray of shape (n_iter_ + 1,)
-        The same on the watched validation set; empty without one."""
+        The same on the watched validation set; empty without one.
+    max_leaf_nodes_ : int or None
+        The trees' leaf limit: ``max_leaf_nodes``, or the size
+        ``max_leaf_nodes='auto'`` kept (a warm start continues it).
+    l2_regularization_ : float
+        The L2 penalty of the trees (``l2_regularization`` resolved).
+    tree_size_scores_ : list of dict
+        With ``max_leaf_nodes='auto'``, when the first fit ran to
+        ``max_iter``: one entry per tree size fitted, the smaller first,
+        each ``{'max_leaf_nodes', 'l2_regularization', 'n_iter', 'score'}``
+        (``score``: the watched validation score of the model that fit
+        keeps, higher is better as ``validation_score_``). The size with the
+        higher score is kept (the second only when higher by more than
+        ``tol``); ``evals_result_`` is the kept fit's. Empty when one size
+        was fitted."""

@@ -232,7 +232,9 @@ def history_attributes(history, n_rounds, early_stopping, has_validation):
     """The fitted attributes read from the history of ``n_rounds`` rounds kept:
     ``evals_result_``, ``best_iteration_``, ``best_score_``, ``train_score_``
     and ``validation_score_`` (the watched metric, higher is better, as
-    scikit-learn's; empty without early stopping)."""
+    scikit-learn's; empty without early stopping), ``max_leaf_nodes_``,
+    ``l2_regularization_`` and ``tree_size_scores_`` (the tree size of the
+    rounds, the sizes compared)."""
     scored = history.watched is not None
     best = history.best_iteration() if scored else None
     out = {"evals_result_": history.evals, "best_iteration_": best,
@@ -245,6 +247,9 @@ def history_attributes(history, n_rounds, early_stopping, has_validation):
             validation = history.oriented(None, metric)[:n_rounds + 1]
     out["train_score_"] = np.asarray(train)
     out["validation_score_"] = np.asarray(validation)
+    out["max_leaf_nodes_"] = history.tree_size["max_leaf_nodes"]
+    out["l2_regularization_"] = history.tree_size["l2_regularization"]
+    out["tree_size_scores_"] = [dict(trial) for trial in history.trials]
     return out
 
 

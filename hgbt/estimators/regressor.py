@@ -71,9 +71,9 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     _stratify = False
 
     def __init__(self, loss="squared_error", *, quantile=None, huber_delta=None,
-                 tweedie_power=1.5, learning_rate=0.15, max_iter=150, max_leaf_nodes=31,
+                 tweedie_power=1.5, learning_rate=0.15, max_iter=150, max_leaf_nodes="auto",
                  max_depth=None, min_samples_leaf=20, min_child_weight=1e-3,
-                 min_gain_to_split=0.0, l1_regularization=0.0, l2_regularization=1.0,
+                 min_gain_to_split=0.0, l1_regularization=0.0, l2_regularization="auto",
                  max_bins=255, enable_bundle=True,
                  max_conflict_rate=0.0, use_quantized_grad=False,
                  num_grad_quant_bins=32, grow_policy="lossguide", early_stopping="auto",
