@@ -23,6 +23,11 @@ DEF MIN_PARALLEL_SUBTRACT = 4096
 DEF LANES = 4
 DEF INTERLEAVE_MIN_ROWS = 512
 DEF MAX_BINS = 256
+# A narrow column (a flag, a small category) takes the lanes from this many
+# rows per used bin: zeroing and adding up 4 lanes costs about as much as a
+# few rows, and its rows, few bins, repeat a bin most often (small nodes of
+# real tables 2-4% faster, benchmarks/RESULTS.md).
+DEF LANE_ROWS_PER_BIN = 4
 
 
 cdef inline void _add_lanes(
@@ -67,7 +72,7 @@ cdef void _feature_rows(
     cdef bint with_hessians = not constant_hessian
     cdef hist_struct lanes[LANES * MAX_BINS]
     cdef hist_struct* acc = hist
-    if n >= INTERLEAVE_MIN_ROWS:
+    if n >= INTERLEAVE_MIN_ROWS or n >= LANE_ROWS_PER_BIN * (width + 1):
         acc = lanes
         for k in range(LANES):
             _zero_used(lanes + k * MAX_BINS, n_bins, width)
