@@ -1,13 +1,15 @@
 """Callbacks (hgbt/engine/callbacks.py): the protocol, each built-in, and a
 checkpoint resumed with warm start giving the uninterrupted model bit for bit."""
+import io
 import threading
 
 import numpy as np
 import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor, load_model
-from hgbt.callbacks import (Callback, Checkpoint, EarlyStopping, StopOnEvent,
-                            TimeBudget)
+from hgbt.callbacks import (Callback, Checkpoint, EarlyStopping, EvalHistory, LogPrinter,
+                            ProgressBar, StopOnEvent, TimeBudget)
+from hgbt.engine.callbacks import CallbackRunner
 
 
 @pytest.fixture(scope="module")
@@ -294,3 +296,25 @@ def test_checkpoint_resumed_anywhere_is_the_uninterrupted_model(tmp_path, winner
     assert resumed.evals_result_ == whole.evals_result_
     assert resumed.tree_size_scores_ == whole.tree_size_scores_
     assert resumed.max_leaf_nodes_ == whole.max_leaf_nodes_
+
+
+def test_the_estimator_is_synced_only_for_callbacks_that_read_it():
+    # the built-ins read only the history: no per-round sync for them
+    synced = []
+    history = EvalHistory(watched=("train", "loss"), greater_is_better={"loss": False})
+    history.record({"train": {"loss": 1.0}}, 0)
+    builtins = [EarlyStopping(), TimeBudget(60), StopOnEvent(threading.Event()),
+                LogPrinter(file=io.StringIO()), ProgressBar(file=io.StringIO(),
+                                                            use_tqdm=False)]
+    runner = CallbackRunner(builtins, None, synced.append)
+    runner.begin(history)
+    history.record({"train": {"loss": 0.5}}, 1)
+    runner.after_round(0, history)
+    assert synced == []
+    class Reader(Callback):  # the user's: it may read the estimator
+        def after_round(self, iteration, history, estimator):
+            pass
+
+    runner = CallbackRunner(builtins + [Reader()], None, synced.append)
+    runner.after_round(0, history)
+    assert synced == [history]

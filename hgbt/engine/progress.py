@@ -83,6 +83,8 @@ class LogPrinter(Callback):
     100: early stopping: validation loss did not improve ...``.
     """
 
+    reads_estimator = False
+
     def __init__(self, period=1, file=None):
         self.period = int(period)
         self.file = file
@@ -117,6 +119,8 @@ class ProgressBar(Callback):
     width : int, default=30
         Characters of the plain bar.
     """
+
+    reads_estimator = False
 
     def __init__(self, file=None, use_tqdm="auto", width=30):
         self.file = file
