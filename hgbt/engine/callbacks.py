@@ -14,10 +14,11 @@ The protocol is small. A callback is any object with some of these methods
     rounds (``n_iter_``, ``evals_result_``, ``best_iteration_``; it can
     predict and ``save_model``).
 ``on_restart(history, estimator)``
-    Before the rounds start over from the baseline with larger trees
-    (``max_leaf_nodes='auto'``: the first fit ran to ``max_iter`` without
-    stopping early); ``history`` is the new rounds' (round numbers start
-    again at 0). The better of the two fits on the watched set is kept.
+    Before the rounds start over from the baseline with the other tree size
+    of ``max_leaf_nodes='auto'`` (the first fit ran to ``max_iter`` without
+    stopping early; or a resumed fit regrows the better one);
+    ``history`` is the new rounds' (round numbers start again at 0). The
+    better of the two fits on the watched set is kept.
 ``on_fit_end(history, estimator)``
     Once, when the rounds end (``history.stop_reason`` says why); not
     called when the fit raises.
@@ -76,7 +77,7 @@ class Callback:
         """Called after round ``iteration``; return ``"stop"`` to end the fit."""
 
     def on_restart(self, history, estimator):
-        """Called before the rounds start over with larger trees."""
+        """Called before the rounds start over with the other tree size."""
 
     def on_fit_end(self, history, estimator):
         """Called once when the rounds end."""

@@ -42,12 +42,12 @@ from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sp
 AUTO_EARLY_STOPPING_ROWS = 100
 # max_leaf_nodes='auto': trees of the first size; a fit that runs to max_iter
 # without stopping early (still improving: the data may carry larger trees) is
-# made again with the second, on the same hold-out, and the model that scores
-# better there is kept. On the real-data suite this took the suite from 12 to
-# 13 of 15 tables within noise of the best library at 0.96x LightGBM's default
-# fit time, and made no table worse, there or on 26 tables outside it
-# (benchmarks/accuracy_study.md). With a fixed max_leaf_nodes, 'auto' L2 is the
-# first size's.
+# made again with the second, on the same validation rows, and the model that
+# scores better there is kept. It took the real-data suite from 12 to 13 of 15
+# tables within noise of the best library, at 0.99x LightGBM's default fit time
+# (0.82x before), and made no table worse, there or on 20 small tables
+# (benchmarks/RESULTS.md). With a fixed max_leaf_nodes, 'auto' L2 is the first
+# size's.
 AUTO_TREE_SIZES = ({"max_leaf_nodes": 31, "l2_regularization": 1.0},
                    {"max_leaf_nodes": 63, "l2_regularization": 10.0})
 # Prediction is one kernel call over all trees (ForestPredictor): dense inputs
@@ -559,7 +559,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         fitted attributes are set, the trees cut at the best round with
         ``truncate_at_best`` (local and Dask fits alike)."""
         history = BoostHistory(self._predictors, monitor.history)
-        if warm:  # a fit resumed from a checkpoint may still compare tree sizes
+        if warm and self.max_leaf_nodes == "auto":  # a resumed fit may still compare
             history.evals.trials = [dict(t) for t in getattr(self, "tree_size_scores_", [])]
         watched = monitor.history.watched
         # two tree sizes are compared on a validation set: early stopping's
