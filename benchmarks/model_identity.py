@@ -203,8 +203,8 @@ class Config:
         # the estimators' defaults before issue 21 changed them, spelled out so
         # that the saved baseline keeps testing the same models
         params = dict(max_iter=20, early_stopping=False, random_state=0, learning_rate=0.1,
-                      l2_regularization=0.0, n_iter_no_change=10, cat_smooth=10.0,
-                      max_cat_threshold=32)
+                      max_leaf_nodes=31, l2_regularization=0.0, n_iter_no_change=10,
+                      cat_smooth=10.0, max_cat_threshold=32)
         params.update(self.params, n_threads=n_threads)
         return (HistGBDTClassifier if self.classifier else HistGBDTRegressor)(**params)
 
