@@ -318,3 +318,91 @@ def test_the_estimator_is_synced_only_for_callbacks_that_read_it():
     runner = CallbackRunner(builtins + [Reader()], None, synced.append)
     runner.after_round(0, history)
     assert synced == [history]
+
+
+class StopAt(Callback):
+    """Stop after round ``rounds`` (a warm start's rounds counted) of the fit
+    with trees of ``leaves`` leaves."""
+
+    def __init__(self, rounds, leaves):
+        self.rounds, self.leaves = rounds, leaves
+
+    def after_round(self, iteration, history, estimator):
+        if history.tree_size["max_leaf_nodes"] == self.leaves and iteration + 1 == self.rounds:
+            return "stop"
+        return None
+
+
+@pytest.mark.parametrize("stop_leaves", [63, 31])
+def test_a_resumed_comparison_stopped_by_a_callback_waits_for_the_next_warm_start(
+        tmp_path, stop_leaves):
+    # Saved during the second size; resumed, a callback stops the second fit
+    # (63) or the first size grown again because it scored better (31): the
+    # model is the second size's as far as it went, the comparison still
+    # open, never a model with no rounds; one more warm start finishes it.
+    X, y = _sized(0)
+    whole = HistGBDTRegressor(**SIZED).fit(X, y)
+    assert whole.max_leaf_nodes_ == 31
+    checkpoint = Checkpoint(tmp_path / "model-{round}.json", every=1, at_end=False)
+    HistGBDTRegressor(**SIZED).fit(X, y, callbacks=[checkpoint, StopInSecondFit(4)])
+    resumed = load_model(tmp_path / "model-3.json").set_params(warm_start=True)
+    resumed.fit(X, y, callbacks=[StopAt(5 if stop_leaves == 63 else 2, stop_leaves)])
+    assert resumed.max_leaf_nodes_ == 63
+    assert resumed.n_iter_ == (5 if stop_leaves == 63 else 6)
+    assert len(resumed.tree_size_scores_) == 1 and resumed._tree_size_comparing
+    resumed.fit(X, y)
+    assert resumed.predict(X).tobytes() == whole.predict(X).tobytes()
+    assert resumed.tree_size_scores_ == whole.tree_size_scores_
+    assert not resumed._tree_size_comparing
+
+
+def test_a_warm_start_of_a_fit_that_compared_nothing_keeps_its_trees():
+    X, y = _sized(1)
+    model = HistGBDTRegressor(**dict(SIZED, max_iter=3), early_stopping=False,
+                              warm_start=True).fit(X, y)
+    first = [t[0].nodes.tobytes() for t in model._predictors]
+    model.set_params(max_iter=8, early_stopping=True).fit(X, y, X_val=X[:300],
+                                                          y_val=y[:300])
+    assert model.n_iter_ == 8 and model.max_leaf_nodes_ == 31
+    assert [t[0].nodes.tobytes() for t in model._predictors[:3]] == first
+    assert model.tree_size_scores_ == []
+
+
+def test_the_estimator_is_a_model_of_the_new_rounds_in_on_restart(tmp_path):
+    X, y = _sized(1)
+    seen = []
+
+    class SaveOnRestart(Callback):
+        def on_restart(self, history, estimator):
+            seen.append((estimator.n_iter_, estimator.max_leaf_nodes_))
+            estimator.save_model(tmp_path / "restart.json")
+
+    HistGBDTRegressor(**SIZED).fit(X, y, callbacks=[SaveOnRestart()])
+    assert seen == [(0, 63)]
+    assert load_model(tmp_path / "restart.json").n_iter_ == 0
+
+
+def test_checkpoint_at_end_is_the_model_truncated_at_its_best_round(data, tmp_path):
+    X, y = data
+    checkpoint = Checkpoint(tmp_path / "last.json", every=100)
+    model = HistGBDTRegressor(max_iter=60, learning_rate=0.8, n_iter_no_change=20,
+                              max_leaf_nodes=31, truncate_at_best=True,
+                              random_state=0).fit(X, y, callbacks=[checkpoint])
+    assert model.n_iter_ == model.best_iteration_ < 60
+    saved = load_model(tmp_path / "last.json")
+    assert saved.n_iter_ == model.n_iter_
+    assert saved.predict(X).tobytes() == model.predict(X).tobytes()
+
+
+def test_a_subclass_that_reads_the_estimator_is_synced():
+    synced = []
+    history = EvalHistory(watched=("train", "loss"), greater_is_better={"loss": False})
+    history.record({"train": {"loss": 1.0}}, 0)
+
+    class Printer(LogPrinter):  # inherits reads_estimator = False, its own hook reads
+        def after_round(self, iteration, history, estimator):
+            pass
+
+    CallbackRunner([Printer(file=io.StringIO())], None, synced.append).after_round(
+        0, history)
+    assert synced == [history]

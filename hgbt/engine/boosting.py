@@ -234,40 +234,54 @@ def boost(settings, data, history, evaluator=None, callbacks=None):
     callbacks = callbacks or CallbackRunner([])
     evals = history.evals
     evals.tree_size = _tree_size(settings.grower)
+    evals.comparing = bool(settings.tree_sizes) and evals.watched is not None
     if evaluator is not None and not history.predictors:
         evals.record(evaluator.evaluate(data), 0)
     evals.start(len(history.predictors))
     evals.stop_reason = MAX_ITER_REACHED
     callbacks.begin(evals)
-    _rounds(settings, settings.grower, data, history, evaluator, callbacks)
-    if settings.tree_sizes and evals.watched is not None:
+    interrupted = _rounds(settings, settings.grower, data, history, evaluator, callbacks)
+    if evals.comparing and not interrupted:
         _compare_sizes(settings, data, history, evaluator, callbacks)
     callbacks.end(history.evals)
 
 
 def _compare_sizes(settings, data, history, evaluator, callbacks):
-    """After the rounds of one of the two ``settings.tree_sizes``: a fit of
-    the first size that ran to ``max_iter`` is made again with the second,
-    and the fit (trees and history) whose model scores better on the watched
-    set is kept. ``evals.trials`` records what each finished fit scored, so
-    a fit resumed from a checkpoint saved during the second size compares
-    the same way (and grows the first size's trees again if they win)."""
+    """After the rounds of one of the two ``settings.tree_sizes``, not
+    interrupted by a callback: a fit of the first size that ran to
+    ``max_iter`` is made again with the second, and the fit (trees and
+    history) whose model scores better on the watched set is kept.
+
+    ``evals.trials`` records what each finished fit scored and
+    ``evals.comparing`` that the comparison is not over, so a fit resumed
+    from a checkpoint saved during either size compares as the
+    uninterrupted one (growing the first size again if it wins). A callback
+    stopping the first size, or the second resumed, leaves the comparison
+    to a warm start; stopping a fresh second fit compares what it grew.
+    """
     first_size, second_size = settings.tree_sizes
-    evals, trials = history.evals, history.evals.trials
+    evals = history.evals
+    trials = evals.trials
     if evals.tree_size == first_size and not trials:
-        if evals.stop_reason != MAX_ITER_REACHED:
-            return  # it stopped early: these trees were large enough
-        trials.append(_trial(evals, settings.select_at_best))
-        first_trees, first = list(history.predictors), evals
-        _start_over(settings, second_size, data, history, evaluator, callbacks)
-        trials.append(_trial(history.evals, settings.select_at_best))
-        if not _second_wins(trials, settings.select_tol):
-            history.predictors[:] = first_trees
-            history.evals = first
+        if evals.stop_reason == MAX_ITER_REACHED:
+            trials.append(_trial(evals, settings.select_at_best))
+            other_trees, other = list(history.predictors), evals
+            _start_over(settings, second_size, data, history, evaluator, callbacks)
+            trials.append(_trial(history.evals, settings.select_at_best))
+            if not _second_wins(trials, settings.select_tol):
+                history.predictors[:] = other_trees
+                history.evals = other
     elif evals.tree_size == second_size and len(trials) == 1:
         trials.append(_trial(evals, settings.select_at_best))
         if not _second_wins(trials, settings.select_tol):
-            _start_over(settings, first_size, data, history, evaluator, callbacks)
+            # the first size's trees were not saved: grown again, as before
+            other_trees, other = list(history.predictors), evals
+            if _start_over(settings, first_size, data, history, evaluator, callbacks):
+                trials.pop()  # interrupted: the second's model, still to compare
+                history.predictors[:] = other_trees
+                history.evals = other
+                return
+    history.evals.comparing = False
 
 
 def _second_wins(trials, tol):
@@ -277,7 +291,8 @@ def _second_wins(trials, tol):
 
 def _start_over(settings, tree_size, data, history, evaluator, callbacks):
     """The rounds again from the baseline, with trees of ``tree_size``, into a
-    new history (``history.evals``) and the emptied tree list."""
+    new history (``history.evals``) and the emptied tree list; True when a
+    callback interrupted them."""
     history.predictors.clear()
     history.evals = evals = history.evals.restarted(tree_size)
     data.restart()
@@ -286,7 +301,8 @@ def _start_over(settings, tree_size, data, history, evaluator, callbacks):
     evals.start(0)
     evals.stop_reason = MAX_ITER_REACHED
     callbacks.restart(evals)
-    _rounds(settings, {**settings.grower, **tree_size}, data, history, evaluator, callbacks)
+    return _rounds(settings, {**settings.grower, **tree_size}, data, history, evaluator,
+                   callbacks)
 
 
 def _tree_size(grower):
@@ -303,8 +319,10 @@ def _trial(evals, at_best):
 
 
 def _rounds(settings, grower_settings, data, history, evaluator, callbacks):
-    """The rounds of one fit, with trees grown by ``grower_settings``."""
+    """The rounds of one fit, with trees grown by ``grower_settings``; True
+    when a callback other than early stopping ended them."""
     evals = history.evals
+    callbacks.interrupted = False
     n_trees = data.n_trees
     row_sampler = RowSampler(settings.data_sample_strategy, settings.subsample,
                              settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
@@ -314,7 +332,7 @@ def _rounds(settings, grower_settings, data, history, evaluator, callbacks):
         stop = callbacks.before_round(iteration, evals)
         if stop is not None:
             evals.stop_reason = stop
-            break
+            return callbacks.interrupted
         # Sampling draws from a generator seeded by (seed, round), so a
         # warm-started fit continues exactly as one long fit would.
         rng = np.random.default_rng([settings.seed, iteration])
@@ -358,7 +376,8 @@ def _rounds(settings, grower_settings, data, history, evaluator, callbacks):
         stop = callbacks.after_round(iteration, evals)
         if stop is not None:
             evals.stop_reason = stop
-            break
+            return callbacks.interrupted
+    return False
 
 
 def _grow_tree(settings, data, grower, k, rows, feature_sampler, iteration):

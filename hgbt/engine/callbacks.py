@@ -90,6 +90,16 @@ def _overrides(callback, hook):
         Callback, hook)
 
 
+def _reads_estimator(callback):
+    """``reads_estimator`` as the class that defines ``after_round`` says (a
+    subclass's own ``after_round`` may read the estimator: True unless it
+    says otherwise)."""
+    for klass in type(callback).__mro__:
+        if "after_round" in vars(klass):
+            return vars(klass).get("reads_estimator", True)
+    return True
+
+
 class CallbackRunner:
     """Calls the hooks of a fit's callbacks, in order.
 
@@ -100,19 +110,30 @@ class CallbackRunner:
     estimator : object
         What the callbacks receive as ``estimator``.
     sync : callable or None
-        Called with the history before ``after_round`` and ``on_fit_end``
+        Called with the history before ``after_round`` and ``on_restart``
         hooks run, so the estimator is a consistent model of the rounds so far.
+    finish : callable or None
+        Called with the history when the rounds end, before ``on_fit_end``:
+        the estimator becomes the fit's final model (default: ``sync``).
+
+    Attributes
+    ----------
+    interrupted : bool
+        Whether the last stop asked for came from a callback other than
+        :class:`EarlyStopping` (the user's, a time budget, an event, the
+        interpreter's exit), rather than from the fit's own stopping rule.
     """
 
-    def __init__(self, callbacks, estimator=None, sync=None):
+    def __init__(self, callbacks, estimator=None, sync=None, finish=None):
         self.callbacks = list(callbacks)
         self.estimator = estimator
         self._sync = sync
+        self._finish = finish if finish is not None else sync
+        self.interrupted = False
         # the base class's after_round does nothing: only an override may read
         # the estimator after a round (the sync costs ~20 us a round, about 5%
         # of a small fit's: early stopping alone does not ask for it)
-        self._needs_sync = any(_overrides(c, "after_round")
-                               and getattr(c, "reads_estimator", True)
+        self._needs_sync = any(_overrides(c, "after_round") and _reads_estimator(c)
                                for c in self.callbacks)
 
     def begin(self, history):
@@ -120,6 +141,8 @@ class CallbackRunner:
 
     def restart(self, history):
         """Call every ``on_restart``: the rounds start over in ``history``."""
+        if self._sync is not None:
+            self._sync(history)
         self._call("on_restart", history)
 
     def before_round(self, iteration, history):
@@ -135,8 +158,8 @@ class CallbackRunner:
         return self._call_round("after_round", iteration, history)
 
     def end(self, history):
-        if self._sync is not None:
-            self._sync(history)
+        if self._finish is not None:
+            self._finish(history)
         self._call("on_fit_end", history)
 
     def _call(self, hook, history):
@@ -157,6 +180,7 @@ class CallbackRunner:
                                                       and answer == STOP)):
                 reason = (getattr(callback, "reason", None)
                           or f"stopped by {type(callback).__name__}")
+                self.interrupted = not isinstance(callback, EarlyStopping)
         return reason
 
 
@@ -281,8 +305,10 @@ class Checkpoint(Callback):
     ----------
     path : str or os.PathLike
         The file; ``{round}`` in it is replaced by the number of rounds
-        saved (one file per checkpoint). Written to a temporary file first
-        and renamed, so an interrupted save leaves the previous checkpoint.
+        saved (one file per checkpoint; with ``max_leaf_nodes='auto'`` the
+        rounds of a second tree size and the final save rewrite files of the
+        first's). Written to a temporary file first and renamed, so an
+        interrupted save leaves the previous checkpoint.
     every : int, default=10
         Save after every ``every`` rounds.
     at_end : bool, default=True
@@ -318,7 +344,8 @@ class Checkpoint(Callback):
     def _model_of(history):
         # max_leaf_nodes='auto': after two fits the model kept is either's,
         # with both scores, even when the second saved as many rounds last
-        return id(history), history.n_rounds, len(history.trials)
+        size = history.tree_size or {}
+        return history.n_rounds, tuple(size.values()), len(history.trials)
 
     def _path(self, n_rounds):
         return os.fspath(self.path).replace("{round}", str(n_rounds))

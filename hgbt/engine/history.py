@@ -57,6 +57,10 @@ class EvalHistory:
         each a ``tree_size`` with the rounds grown (``'n_iter'``) and the
         watched score of the model it would keep (``'score'``); shared by the
         histories of one fit.
+    comparing : bool
+        Whether these rounds belong to a ``max_leaf_nodes='auto'`` fit whose
+        comparison of tree sizes is not over (a model saved now, resumed
+        with a warm start, finishes it).
     """
 
     def __init__(self, evals=None, watched=None, greater_is_better=None, max_iter=0):
@@ -71,6 +75,7 @@ class EvalHistory:
         self.scored = None
         self.tree_size = None
         self.trials = []
+        self.comparing = False
 
     def restarted(self, tree_size):
         """An empty history of the same sets, metrics and ``max_iter``, for
@@ -80,6 +85,7 @@ class EvalHistory:
         out.scored = self.scored
         out.tree_size = tree_size
         out.trials = self.trials
+        out.comparing = self.comparing
         return out
 
     def start(self, n_rounds):

@@ -407,7 +407,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if uses_sklearn_callbacks(self):
             # the fit is scikit-learn's task, each round a subtask
             rounds = self.max_iter - (self.n_iter_ if warm else 0)
-            if self.max_leaf_nodes == "auto" and early_stopping:
+            if (self.max_leaf_nodes == "auto" and early_stopping
+                    and (not warm or getattr(self, "_tree_size_comparing", False))):
                 rounds += self.max_iter  # a fit with other trees may follow
             context = self._init_callback_context(max_subtasks=rounds)
             callbacks.append(SklearnRounds(
@@ -559,23 +560,27 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         fitted attributes are set, the trees cut at the best round with
         ``truncate_at_best`` (local and Dask fits alike)."""
         history = BoostHistory(self._predictors, monitor.history)
-        if warm and self.max_leaf_nodes == "auto":  # a resumed fit may still compare
-            history.evals.trials = [dict(t) for t in getattr(self, "tree_size_scores_", [])]
         watched = monitor.history.watched
-        # two tree sizes are compared on a validation set: early stopping's
-        select = early_stopping and watched is not None and watched[0] != TRAIN
+        # two tree sizes are compared on a validation set: early stopping's;
+        # a warm start only finishes a comparison its model's fit began (a
+        # resumed checkpoint), else it continues the size it holds
+        select = (early_stopping and watched is not None and watched[0] != TRAIN
+                  and (not warm or getattr(self, "_tree_size_comparing", False)))
+        if warm and self.max_leaf_nodes == "auto":  # the sizes compared so far
+            history.evals.trials = [dict(t) for t in getattr(self, "tree_size_scores_", [])]
 
         def sync(evals):  # the estimator as a model of the rounds so far
             self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation,
                                     pack=False)
 
+        def finish(evals):  # the fit's model (the kept fit's, after two)
+            sync(evals)
+            if self.truncate_at_best and self.best_iteration_ is not None:
+                del self._predictors[self.best_iteration_:]
+            self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation)
+
         run(self._boost_settings(n_threads, warm, select), history,
-            monitor.runner(self, sync))
-        evals = history.evals  # the kept fit's, after two
-        self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation, pack=False)
-        if self.truncate_at_best and self.best_iteration_ is not None:
-            del self._predictors[self.best_iteration_:]
-        self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation)
+            monitor.runner(self, sync, finish))
 
     def _round_view(self, raw):
         """The model of the rounds so far as scorers see it (raw predictions

@@ -214,9 +214,9 @@ class Monitor:
                    for name, scoring in self.metrics.items()]
         return Evaluator(metrics, self.set_names, scored_rows, make_view)
 
-    def runner(self, estimator, sync):
+    def runner(self, estimator, sync, finish=None):
         """The :class:`~hgbt.engine.callbacks.CallbackRunner` of the fit."""
-        return CallbackRunner(self.callbacks, estimator, sync)
+        return CallbackRunner(self.callbacks, estimator, sync, finish)
 
 
 def scored_rows(train_rows, train, validation):
@@ -250,6 +250,9 @@ def history_attributes(history, n_rounds, early_stopping, has_validation):
     out["max_leaf_nodes_"] = history.tree_size["max_leaf_nodes"]
     out["l2_regularization_"] = history.tree_size["l2_regularization"]
     out["tree_size_scores_"] = [dict(trial) for trial in history.trials]
+    # a model saved before its fit's comparison of tree sizes ended (a
+    # checkpoint) finishes it when warm-started
+    out["_tree_size_comparing"] = history.comparing
     return out
 
 
