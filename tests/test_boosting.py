@@ -18,6 +18,7 @@ from hgbt.engine.rows import LocalData, RowState, ValidationRows
 from hgbt.estimators.gradient_boosting import AUTO_TREE_SIZES
 from hgbt.engine.sampling import RowSampler
 from hgbt.tree.training_data import LocalTrainingData
+from tree_size_data import SIZED, sized_problem
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hgbt"
 
@@ -244,16 +245,6 @@ def test_the_private_member_scan_catches_a_violation(tmp_path):
 
 
 # ------------------------------------------------------------------ max_leaf_nodes='auto'
-def _sized_problem(winner):
-    """Data on which the first (31 leaves) or the second (63) tree size of
-    max_leaf_nodes='auto' scores better on the hold-out after 6 rounds."""
-    n, noise = (600, 0.1) if winner == 0 else (2000, 3.0)
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, 5))
-    y = np.sin(2 * X[:, 0]) * X[:, 1] + X[:, 2] * X[:, 3] + noise * rng.standard_normal(n)
-    return X, y
-
-
 def _same_model(a, b):
     assert a.n_iter_ == b.n_iter_
     for trees_a, trees_b in zip(a._predictors, b._predictors):
@@ -262,15 +253,11 @@ def _same_model(a, b):
     assert a.evals_result_ == b.evals_result_
 
 
-# runs to max_iter: the early-stopping patience is longer than the fit
-SIZED = dict(max_iter=6, n_iter_no_change=50, random_state=0, n_threads=1)
-
-
 @pytest.mark.parametrize("truncate_at_best", [False, True])
 @pytest.mark.parametrize("winner", [0, 1])
 def test_auto_tree_size_keeps_the_size_that_scores_better_on_the_hold_out(winner,
                                                                           truncate_at_best):
-    X, y = _sized_problem(winner)
+    X, y = sized_problem(winner)
     params = dict(SIZED, truncate_at_best=truncate_at_best)
     auto = HistGBDTRegressor(**params).fit(X, y)
     fixed = [HistGBDTRegressor(**params, **size).fit(X, y) for size in AUTO_TREE_SIZES]
@@ -287,7 +274,7 @@ def test_auto_tree_size_keeps_the_size_that_scores_better_on_the_hold_out(winner
 
 
 def test_auto_tree_size_fits_once_when_the_fit_stops_early():
-    X, y = _sized_problem(1)
+    X, y = sized_problem(1)
     params = dict(SIZED, max_iter=300, n_iter_no_change=3)
     auto = HistGBDTRegressor(**params).fit(X, y)
     first = HistGBDTRegressor(**params, **AUTO_TREE_SIZES[0]).fit(X, y)
@@ -301,7 +288,7 @@ def test_auto_tree_size_fits_once_when_the_fit_stops_early():
     dict(early_stopping=True, validation_fraction=None),  # watches the training loss
 ])
 def test_auto_tree_size_without_a_validation_score_is_the_first_size(params):
-    X, y = _sized_problem(1)
+    X, y = sized_problem(1)
     auto = HistGBDTRegressor(**SIZED, **params).fit(X, y)
     first = HistGBDTRegressor(**SIZED, **params, **AUTO_TREE_SIZES[0]).fit(X, y)
     assert auto.n_iter_ == 6 and auto.tree_size_scores_ == []
@@ -309,7 +296,7 @@ def test_auto_tree_size_without_a_validation_score_is_the_first_size(params):
 
 
 def test_auto_tree_size_with_one_of_the_two_set():
-    X, y = _sized_problem(1)
+    X, y = sized_problem(1)
     # a fixed leaf count: 'auto' L2 is the first size's
     model = HistGBDTRegressor(**SIZED, max_leaf_nodes=63).fit(X, y)
     assert (model.max_leaf_nodes_, model.l2_regularization_, model.tree_size_scores_) == \
@@ -327,7 +314,7 @@ def test_auto_tree_size_with_one_of_the_two_set():
 
 @pytest.mark.parametrize("winner", [0, 1])
 def test_a_warm_start_continues_the_size_kept(winner):
-    X, y = _sized_problem(winner)
+    X, y = sized_problem(winner)
     model = HistGBDTRegressor(**SIZED, warm_start=True).fit(X, y)
     scores = model.tree_size_scores_
     model.set_params(max_iter=9).fit(X, y)
@@ -339,7 +326,7 @@ def test_a_warm_start_continues_the_size_kept(winner):
 def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
     """boost's selection, driven through the TrainingData protocol: the
     baseline restart, the second size's rounds, the kept fit's history."""
-    X, y = _sized_problem(1)
+    X, y = sized_problem(1)
     model = HistGBDTRegressor(**SIZED).fit(X, y)
     assert model.max_leaf_nodes_ == 63
     X_train, X_val, y_train, y_val = (X[:1600], X[1600:], y[:1600], y[1600:])
@@ -366,7 +353,7 @@ def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
 def test_auto_tree_size_starts_the_second_fit_as_a_new_one(loss):
     # Huber's adaptive delta is fitted state: the second size's rounds (and
     # their baseline score) must not start from the first fit's.
-    X, y = _sized_problem(1)
+    X, y = sized_problem(1)
     y = np.exp(y / 4) if loss == "poisson" else y
     params = dict(SIZED, loss=loss)
     auto = HistGBDTRegressor(**params).fit(X, y)

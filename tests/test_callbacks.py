@@ -10,6 +10,7 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor, load_model
 from hgbt.callbacks import (Callback, Checkpoint, EarlyStopping, EvalHistory, LogPrinter,
                             ProgressBar, StopOnEvent, TimeBudget)
 from hgbt.engine.callbacks import CallbackRunner
+from tree_size_data import SIZED, sized_problem
 
 
 @pytest.fixture(scope="module")
@@ -210,19 +211,6 @@ def test_the_estimator_is_synced_only_for_an_after_round_hook():
 
 
 # -------------------------------------------- max_leaf_nodes='auto': a second fit
-def _sized(winner):
-    """A problem whose first (31 leaves) or second (63) tree size scores better
-    on the hold-out after 6 rounds (see test_boosting._sized_problem)."""
-    n, noise = (600, 0.1) if winner == 0 else (2000, 3.0)
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, 5))
-    y = np.sin(2 * X[:, 0]) * X[:, 1] + X[:, 2] * X[:, 3] + noise * rng.standard_normal(n)
-    return X, y
-
-
-SIZED = dict(max_iter=6, n_iter_no_change=50, random_state=0, n_threads=1)
-
-
 class RestartRecorder(Recorder):
     def on_restart(self, history, estimator):
         self.calls.append(("restart", history.n_rounds, history.tree_size["max_leaf_nodes"]))
@@ -230,7 +218,7 @@ class RestartRecorder(Recorder):
 
 @pytest.mark.parametrize("winner", [0, 1])
 def test_hooks_around_a_second_tree_size(winner):
-    X, y = _sized(winner)
+    X, y = sized_problem(winner)
     recorder = RestartRecorder(X[:20])
     model = HistGBDTRegressor(**dict(SIZED, max_iter=2)).fit(X, y, callbacks=[recorder])
     rounds = [("before", 0), ("after", 0, 1, 1), ("before", 1), ("after", 1, 2, 2)]
@@ -251,7 +239,7 @@ def test_hooks_around_a_second_tree_size(winner):
 def test_checkpoint_at_end_is_the_size_kept(tmp_path, winner):
     # both sizes run 6 rounds: the second fit's last save has as many rounds
     # as the model kept, which must still be saved when the first is kept
-    X, y = _sized(winner)
+    X, y = sized_problem(winner)
     checkpoint = Checkpoint(tmp_path / "last.json", every=3)
     model = HistGBDTRegressor(**SIZED).fit(X, y, callbacks=[checkpoint])
     assert model.max_leaf_nodes_ == (31, 63)[winner]
@@ -281,7 +269,7 @@ def test_checkpoint_resumed_anywhere_is_the_uninterrupted_model(tmp_path, winner
     # saved during the first size (round 3 of 6, stopped there) or during the
     # second (round 4, the fit stopped at 5): resumed, the fit compares the
     # sizes as the uninterrupted one does, regrowing the first if it wins
-    X, y = _sized(winner)
+    X, y = sized_problem(winner)
     whole = HistGBDTRegressor(**SIZED).fit(X, y)
     checkpoint = Checkpoint(tmp_path / "model-{round}.json", every=1, at_end=False)
     stopper = Recorder(stop_after=3) if stop is None else StopInSecondFit(stop)
@@ -340,7 +328,7 @@ def test_a_resumed_comparison_stopped_by_a_callback_waits_for_the_next_warm_star
     # (63) or the first size grown again because it scored better (31): the
     # model is the second size's as far as it went, the comparison still
     # open, never a model with no rounds; one more warm start finishes it.
-    X, y = _sized(0)
+    X, y = sized_problem(0)
     whole = HistGBDTRegressor(**SIZED).fit(X, y)
     assert whole.max_leaf_nodes_ == 31
     checkpoint = Checkpoint(tmp_path / "model-{round}.json", every=1, at_end=False)
@@ -357,7 +345,7 @@ def test_a_resumed_comparison_stopped_by_a_callback_waits_for_the_next_warm_star
 
 
 def test_a_warm_start_of_a_fit_that_compared_nothing_keeps_its_trees():
-    X, y = _sized(1)
+    X, y = sized_problem(1)
     model = HistGBDTRegressor(**dict(SIZED, max_iter=3), early_stopping=False,
                               warm_start=True).fit(X, y)
     first = [t[0].nodes.tobytes() for t in model._predictors]
@@ -369,7 +357,7 @@ def test_a_warm_start_of_a_fit_that_compared_nothing_keeps_its_trees():
 
 
 def test_the_estimator_is_a_model_of_the_new_rounds_in_on_restart(tmp_path):
-    X, y = _sized(1)
+    X, y = sized_problem(1)
     seen = []
 
     class SaveOnRestart(Callback):

@@ -45,7 +45,7 @@ AUTO_EARLY_STOPPING_ROWS = 100
 # made again with the second, on the same validation rows, and the model that
 # scores better there is kept. It took the real-data suite from 12 to 13 of 15
 # tables within noise of the best library, at 0.99x LightGBM's default fit time
-# (0.82x before), and made no table worse, there or on 20 small tables
+# (0.83x before), and made no table worse, there or on 20 small tables
 # (benchmarks/RESULTS.md). With a fixed max_leaf_nodes, 'auto' L2 is the first
 # size's.
 AUTO_TREE_SIZES = ({"max_leaf_nodes": 31, "l2_regularization": 1.0},
@@ -407,8 +407,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if uses_sklearn_callbacks(self):
             # the fit is scikit-learn's task, each round a subtask
             rounds = self.max_iter - (self.n_iter_ if warm else 0)
-            if (self.max_leaf_nodes == "auto" and early_stopping
-                    and (not warm or getattr(self, "_tree_size_comparing", False))):
+            if self.max_leaf_nodes == "auto" and self._may_compare_sizes(warm,
+                                                                         early_stopping):
                 rounds += self.max_iter  # a fit with other trees may follow
             context = self._init_callback_context(max_subtasks=rounds)
             callbacks.append(SklearnRounds(
@@ -537,7 +537,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                    X_binned=binned.X_dense if binned.is_plain else None,
                                    X=X, n_threads=n_threads)
         score_rows = training_score_rows(n_samples, self._seed)  # the loss's and scorers'
-        rows = RowState(loss, y, sample_weight, raw, self._boost_settings(n_threads).full_hessian,
+        full_hessian = self._boost_settings(n_threads).full_hessian
+        rows = RowState(loss, y, sample_weight, raw, full_hessian,
                         [ValidationRows(X_v, y_v, w_v,
                                         self._raw_predict_validated(X_v, n_threads))
                          for X_v, y_v, w_v in validation], score_rows)
@@ -561,11 +562,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         ``truncate_at_best`` (local and Dask fits alike)."""
         history = BoostHistory(self._predictors, monitor.history)
         watched = monitor.history.watched
-        # two tree sizes are compared on a validation set: early stopping's;
-        # a warm start only finishes a comparison its model's fit began (a
-        # resumed checkpoint), else it continues the size it holds
-        select = (early_stopping and watched is not None and watched[0] != TRAIN
-                  and (not warm or getattr(self, "_tree_size_comparing", False)))
+        # two tree sizes are compared on a validation set: early stopping's
+        select = (self._may_compare_sizes(warm, early_stopping)
+                  and watched is not None and watched[0] != TRAIN)
         if warm and self.max_leaf_nodes == "auto":  # the sizes compared so far
             history.evals.trials = [dict(t) for t in getattr(self, "tree_size_scores_", [])]
 
@@ -596,6 +595,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             setattr(self, name, value)
         if pack:
             self._set_forest()
+
+    def _may_compare_sizes(self, warm, early_stopping):
+        """Whether this fit may compare tree sizes (``max_leaf_nodes='auto'``,
+        on early stopping's set): a warm start only finishes a comparison its
+        model's fit began (a resumed checkpoint), else it continues the size
+        it holds."""
+        return early_stopping and (not warm or getattr(self, "_tree_size_comparing", False))
 
     def _tree_sizes(self, warm):
         """The tree size (``max_leaf_nodes``, ``l2_regularization``) the
@@ -639,7 +645,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         """The TreeGrower settings of this fit but the tree size
         (``max_leaf_nodes``, ``l2_regularization``: :meth:`_tree_sizes`)."""
         return dict(
-            grow_policy=self.grow_policy, max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
+            grow_policy=self.grow_policy, max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf,
             min_child_weight=self.min_child_weight,
             min_gain_to_split=self.min_gain_to_split,
             l1_regularization=self.l1_regularization, learning_rate=self.learning_rate,
