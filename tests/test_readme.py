@@ -12,7 +12,7 @@ def test_ci_runs_the_readme_commands():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     ci_commands = [line.strip() for line in ci
                    if line.strip() and not line.lstrip().startswith(("#", "set ", "cd "))]
-    assert len(readme_commands) == 2
+    assert len(readme_commands) == 3
     assert ci_commands == readme_commands
 
 
