@@ -6,6 +6,7 @@ import scipy.sparse as sp
 
 from hgbt.tree import contributions as contrib
 from hgbt.tree.predictor import ForestPredictor
+from fitted import baseline_prediction, rounds
 from reference_trees import fitted, leaf_of, random_rows, random_tree
 
 
@@ -31,14 +32,14 @@ def test_apply_kernel_equals_python_walk():
 def test_estimator_apply(kind):
     model, X = fitted(kind)
     leaves = model.apply(X)
-    n_per_round = len(model._predictors[0])
+    n_per_round = len(rounds(model)[0])
     if kind == "regressor":
         assert leaves.shape == (X.shape[0], model.n_iter_)
         leaves = leaves[:, :, None]
     else:  # as scikit-learn's GradientBoostingClassifier: 3-D also for two classes
         assert leaves.shape == (X.shape[0], model.n_iter_, n_per_round)
-    raw = np.tile(model._baseline_prediction, (X.shape[0], 1))
-    for r, trees in enumerate(model._predictors):
+    raw = np.tile(baseline_prediction(model), (X.shape[0], 1))
+    for r, trees in enumerate(rounds(model)):
         for k, tree in enumerate(trees):
             assert leaves[:, r, k].tolist() == [leaf_of(tree, x) for x in X]
             raw[:, k] += tree.nodes["value"][leaves[:, r, k]]

@@ -18,6 +18,7 @@ from hgbt.engine.rows import LocalData, RowState, ValidationRows
 from hgbt.estimators.gradient_boosting import AUTO_TREE_SIZES
 from hgbt.engine.sampling import RowSampler
 from hgbt.tree.training_data import LocalTrainingData
+from fitted import baseline_prediction, bin_mapper, rounds
 from tree_size_data import SIZED, sized_problem
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hgbt"
@@ -35,8 +36,8 @@ def _local_data(model, X, y, validation=()):
     raw = np.zeros((1, X.shape[0]), dtype=Y_DTYPE)
     rows = RowState(loss, np.ascontiguousarray(y, dtype=Y_DTYPE), None, raw,
                     validation=validation)
-    rows.set_baseline(model._baseline_prediction)
-    X_binned = model._bin_mapper.transform(X)
+    rows.set_baseline(baseline_prediction(model))
+    X_binned = bin_mapper(model).transform(X)
     return rows, X_binned
 
 
@@ -44,8 +45,8 @@ def test_local_and_distributed_sources_conform():
     model = HistGBDTRegressor(max_iter=2, early_stopping=False).fit(*_problem())
     X, y = _problem()
     rows, X_binned = _local_data(model, X, y)
-    binned = FeatureLayout.plain(X_binned, model._bin_mapper.n_bins_non_missing_)
-    with LocalData(rows, X, binned, model._bin_mapper.missing_bin + 1, 1) as data:
+    binned = FeatureLayout.plain(X_binned, bin_mapper(model).n_bins_non_missing_)
+    with LocalData(rows, X, binned, bin_mapper(model).missing_bin + 1, 1) as data:
         assert isinstance(data, TrainingData)
         assert not isinstance(data, TreeSource)
     assert isinstance(LocalTrainingData(X_binned, 256, 1), TreeSource)
@@ -125,13 +126,13 @@ def test_the_engine_drives_a_fake_source_to_the_estimators_model():
                   colsample_bynode=0.75, n_threads=1)
     model = HistGBDTRegressor(**params).fit(X, y)
     rows, X_binned = _local_data(model, X, y)
-    data = FakeData(rows, X_binned, model._bin_mapper.missing_bin + 1,
-                    model._baseline_prediction)
+    data = FakeData(rows, X_binned, bin_mapper(model).missing_bin + 1,
+                    baseline_prediction(model))
     assert isinstance(data, TrainingData)
     history = _loss_history(model.max_iter)
     boost(model._boost_settings(1), data, history, Evaluator([LossMetric()], ["train"]))
     assert len(history.predictors) == model.n_iter_
-    for ours, theirs in zip(history.predictors, model._predictors):
+    for ours, theirs in zip(history.predictors, rounds(model)):
         assert ours[0].nodes.tobytes() == theirs[0].nodes.tobytes()
     assert data.calls[:4] == ["loss_statistics", "compute_gradients", "sample_rows",
                               "finish_tree"]
@@ -150,7 +151,7 @@ def test_early_stopping_in_the_engine_matches_the_estimator():
     model = HistGBDTRegressor(**params).fit(X, y)
     assert model.n_iter_ < 200
     rows, X_binned = _local_data(model, X, y)
-    data = FakeData(rows, X_binned, model._bin_mapper.missing_bin + 1)
+    data = FakeData(rows, X_binned, bin_mapper(model).missing_bin + 1)
     history = _loss_history(model.max_iter)
     boost(model._boost_settings(1), data, history, Evaluator([LossMetric()], ["train"]),
           CallbackRunner([EarlyStopping(3, 1e-2)]))
@@ -165,7 +166,7 @@ def test_a_multiclass_round_grows_one_tree_per_class_side_by_side():
     y = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])
     one = HistGBDTClassifier(max_iter=3, n_threads=1, random_state=0).fit(X, y)
     two = HistGBDTClassifier(max_iter=3, n_threads=2, random_state=0).fit(X, y)
-    for trees_a, trees_b in zip(one._predictors, two._predictors):
+    for trees_a, trees_b in zip(rounds(one), rounds(two)):
         assert len(trees_a) == 3
         for a, b in zip(trees_a, trees_b):
             assert a.nodes.tobytes() == b.nodes.tobytes()
@@ -247,7 +248,7 @@ def test_the_private_member_scan_catches_a_violation(tmp_path):
 # ------------------------------------------------------------------ max_leaf_nodes='auto'
 def _same_model(a, b):
     assert a.n_iter_ == b.n_iter_
-    for trees_a, trees_b in zip(a._predictors, b._predictors):
+    for trees_a, trees_b in zip(rounds(a), rounds(b)):
         for tree_a, tree_b in zip(trees_a, trees_b):
             assert tree_a.nodes.tobytes() == tree_b.nodes.tobytes()
     assert a.evals_result_ == b.evals_result_
@@ -333,8 +334,8 @@ def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
     ours = HistGBDTRegressor(**SIZED).fit(X_train, y_train, X_val=X_val, y_val=y_val)
     rows, X_binned = _local_data(ours, X_train, y_train, [ValidationRows(
         X_val, y_val, None, np.zeros((1, len(y_val))))])
-    data = FakeData(rows, X_binned, ours._bin_mapper.missing_bin + 1,
-                    ours._baseline_prediction)
+    data = FakeData(rows, X_binned, bin_mapper(ours).missing_bin + 1,
+                    baseline_prediction(ours))
     data.has_validation, data.n_validation_sets = True, 1
     history = BoostHistory(evals=EvalHistory(watched=("validation", "loss"),
                                              greater_is_better={"loss": False},
@@ -346,7 +347,7 @@ def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
     assert history.evals.tree_size == {"max_leaf_nodes": ours.max_leaf_nodes_,
                                        "l2_regularization": ours.l2_regularization_}
     assert [t[0].nodes.tobytes() for t in history.predictors] == \
-        [t[0].nodes.tobytes() for t in ours._predictors]
+        [t[0].nodes.tobytes() for t in rounds(ours)]
 
 
 @pytest.mark.parametrize("loss", ["huber", "absolute_error", "poisson"])

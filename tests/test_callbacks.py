@@ -10,6 +10,7 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor, load_model
 from hgbt.callbacks import (Callback, Checkpoint, EarlyStopping, EvalHistory, LogPrinter,
                             ProgressBar, StopOnEvent, TimeBudget)
 from hgbt.engine.callbacks import CallbackRunner
+from fitted import rounds, tree_size_comparing
 from tree_size_data import SIZED, sized_problem
 
 
@@ -63,7 +64,7 @@ def test_returning_stop_ends_the_fit_cleanly(data):
     X, y = data
     recorder = Recorder(stop_after=4)
     model = HistGBDTRegressor(max_iter=50, random_state=0).fit(X, y, callbacks=[recorder])
-    assert model.n_iter_ == 4 and len(model._predictors) == 4
+    assert model.n_iter_ == 4 and len(rounds(model)) == 4
     assert recorder.calls[-1] == ("end", 4, "enough after 4")
     full = HistGBDTRegressor(max_iter=50, random_state=0).fit(X, y)
     np.testing.assert_array_equal(model.predict(X), full.predict(X, iteration_range=(0, 4)))
@@ -128,7 +129,7 @@ def test_stop_on_event_stops_a_fit_in_another_thread(data):
     event.set()
     thread.join(60)
     assert not thread.is_alive()
-    assert 0 < model.n_iter_ < 100_000 and len(model._predictors) == model.n_iter_
+    assert 0 < model.n_iter_ < 100_000 and len(rounds(model)) == model.n_iter_
     assert model.predict(X[:5]).shape == (5,)
 
 
@@ -153,7 +154,7 @@ def test_checkpoint_resumed_with_warm_start_is_the_uninterrupted_model(
     assert resumed.n_iter_ == 10
     resumed.set_params(warm_start=True).fit(X, y)
     assert resumed.n_iter_ == whole.n_iter_ == 30
-    for ours, theirs in zip(resumed._predictors, whole._predictors):
+    for ours, theirs in zip(rounds(resumed), rounds(whole)):
         for a, b in zip(ours, theirs):
             assert a.nodes.tobytes() == b.nodes.tobytes()
     assert resumed.predict(X).tobytes() == whole.predict(X).tobytes()
@@ -278,7 +279,7 @@ def test_checkpoint_resumed_anywhere_is_the_uninterrupted_model(tmp_path, winner
     assert resumed.n_iter_ == saved_round
     assert resumed.max_leaf_nodes_ == (31 if stop is None else 63)
     resumed.set_params(warm_start=True).fit(X, y)
-    for ours, theirs in zip(resumed._predictors, whole._predictors):
+    for ours, theirs in zip(rounds(resumed), rounds(whole)):
         assert ours[0].nodes.tobytes() == theirs[0].nodes.tobytes()
     assert resumed.predict(X).tobytes() == whole.predict(X).tobytes()
     assert resumed.evals_result_ == whole.evals_result_
@@ -337,22 +338,22 @@ def test_a_resumed_comparison_stopped_by_a_callback_waits_for_the_next_warm_star
     resumed.fit(X, y, callbacks=[StopAt(5 if stop_leaves == 63 else 2, stop_leaves)])
     assert resumed.max_leaf_nodes_ == 63
     assert resumed.n_iter_ == (5 if stop_leaves == 63 else 6)
-    assert len(resumed.tree_size_scores_) == 1 and resumed._tree_size_comparing
+    assert len(resumed.tree_size_scores_) == 1 and tree_size_comparing(resumed)
     resumed.fit(X, y)
     assert resumed.predict(X).tobytes() == whole.predict(X).tobytes()
     assert resumed.tree_size_scores_ == whole.tree_size_scores_
-    assert not resumed._tree_size_comparing
+    assert not tree_size_comparing(resumed)
 
 
 def test_a_warm_start_of_a_fit_that_compared_nothing_keeps_its_trees():
     X, y = sized_problem(1)
     model = HistGBDTRegressor(**dict(SIZED, max_iter=3), early_stopping=False,
                               warm_start=True).fit(X, y)
-    first = [t[0].nodes.tobytes() for t in model._predictors]
+    first = [t[0].nodes.tobytes() for t in rounds(model)]
     model.set_params(max_iter=8, early_stopping=True).fit(X, y, X_val=X[:300],
                                                           y_val=y[:300])
     assert model.n_iter_ == 8 and model.max_leaf_nodes_ == 31
-    assert [t[0].nodes.tobytes() for t in model._predictors[:3]] == first
+    assert [t[0].nodes.tobytes() for t in rounds(model)[:3]] == first
     assert model.tree_size_scores_ == []
 
 

@@ -14,6 +14,7 @@ from hgbt.tree._splitting import find_node_split
 from hgbt.core._types import HISTOGRAM_DTYPE, NODE_DTYPE, SIZE_DTYPE
 from hgbt.data.binning import BinMapper, bitset_to_codes, category_codes, codes_to_bitset
 from hgbt.tree.predictor import TreePredictor
+from fitted import bin_mapper, rounds
 
 NO_MASK = np.empty(0, dtype=np.uint8)
 
@@ -689,7 +690,7 @@ def test_subset_signal_learned_like_sklearn():
     # Bayes error: noise 0.5, plus the subset effect (variance 2) of the 5%
     # rows whose category is missing
     assert r_ours < np.sqrt(0.25 + 0.05 * 2.0) + 0.02
-    assert any(t[0].nodes["is_categorical"].any() for t in ours._predictors)
+    assert any(t[0].nodes["is_categorical"].any() for t in rounds(ours))
     # Small trees: one categorical split isolates the subset, thresholds on
     # the (meaningless) code order cannot.
     small = dict(PARAMS, max_iter=30, max_leaf_nodes=3)
@@ -736,7 +737,7 @@ def test_training_raw_predictions_match_predict():
     X_train, _, y_train, _ = subset_task(seed=3, n=6000)
     model = HistGBDTRegressor(categorical_features=[0], subsample=0.5, max_iter=20,
                               early_stopping=False, random_state=0).fit(X_train, y_train)
-    binned = model._bin_mapper.transform(X_train)
+    binned = bin_mapper(model).transform(X_train)
     from_bins = model._raw_from_trees(np.empty((1, X_train.shape[0])), X_binned=binned)
     np.testing.assert_allclose(from_bins[0], model.predict(X_train), rtol=0, atol=1e-12)
 
@@ -795,7 +796,7 @@ def test_small_max_bins_with_many_categories():
     X_train, X_test, y_train, y_test = subset_task(seed=6, n=8000)
     model = HistGBDTRegressor(categorical_features=[0], max_bins=8, **PARAMS).fit(
         X_train, y_train)
-    assert model._bin_mapper.missing_bin == 30
+    assert bin_mapper(model).missing_bin == 30
     numeric = HistGBDTRegressor(max_bins=8, **PARAMS).fit(X_train, y_train)
     assert rmse(model, X_test, y_test) < 0.72 < 1.2 < rmse(numeric, X_test, y_test)
 

@@ -7,6 +7,7 @@ from sklearn.metrics import accuracy_score, log_loss
 from sklearn.model_selection import train_test_split
 
 from hgbt import HistGBDTClassifier
+from fitted import rounds, tree_at
 
 # scikit-learn's defaults, spelled out: the same settings in both libraries
 SETTINGS = dict(max_iter=100, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20,
@@ -46,8 +47,8 @@ def test_binary_first_tree_matches_sklearn():
     splits = lambda nodes, scale: sorted(
         (int(r["count"]), float(r["gain"]) * scale) for r in nodes
         if not r["is_leaf"] and r["gain"] > 1e-9)
-    ours_splits = splits(ours._predictors[0][0].nodes, 1.0)
-    theirs_splits = splits(theirs._predictors[0][0].nodes, 0.5)
+    ours_splits = splits(tree_at(ours, 0).nodes, 1.0)
+    theirs_splits = splits(theirs._predictors[0][0].nodes, 0.5)  # scikit-learn's
     assert len(ours_splits) >= 5
     assert [c for c, _ in ours_splits] == [c for c, _ in theirs_splits]
     # Gains agree to float32 precision.
@@ -59,7 +60,7 @@ def test_multiclass_has_one_tree_per_class_per_round():
     X, y = load_iris(return_X_y=True)
     m = HistGBDTClassifier(max_iter=7, early_stopping=False).fit(X, y)
     assert m.n_trees_per_iteration_ == 3
-    assert len(m._predictors) == 7 and all(len(t) == 3 for t in m._predictors)
+    assert len(rounds(m)) == 7 and all(len(t) == 3 for t in rounds(m))
     assert m.decision_function(X).shape == (150, 3)
     proba = m.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)

@@ -4,6 +4,7 @@ import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.estimators.gradient_boosting import interaction_groups
+from fitted import all_trees
 
 
 def _paths(nodes):
@@ -21,7 +22,7 @@ def _paths(nodes):
 
 
 def _all_paths(model):
-    return [p for trees in model._predictors for t in trees for p in _paths(t.nodes)]
+    return [p for t in all_trees(model) for p in _paths(t.nodes)]
 
 
 @pytest.fixture(scope="module")

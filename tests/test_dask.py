@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
+from fitted import baseline_prediction, bin_mapper, has_rounds, rounds
 
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
@@ -60,13 +61,13 @@ def classification_data(n=3000, n_classes=2, seed=1):
 
 def assert_same_model(local, distributed_model):
     assert local.n_iter_ == distributed_model.n_iter_
-    np.testing.assert_array_equal(local._baseline_prediction,
-                                  distributed_model._baseline_prediction)
+    np.testing.assert_array_equal(baseline_prediction(local),
+                                  baseline_prediction(distributed_model))
     for mapper in ("bin_thresholds_",):
-        for a, b in zip(getattr(local._bin_mapper, mapper),
-                        getattr(distributed_model._bin_mapper, mapper)):
+        for a, b in zip(getattr(bin_mapper(local), mapper),
+                        getattr(bin_mapper(distributed_model), mapper)):
             np.testing.assert_array_equal(a, b)
-    for trees_a, trees_b in zip(local._predictors, distributed_model._predictors):
+    for trees_a, trees_b in zip(rounds(local), rounds(distributed_model)):
         for a, b in zip(trees_a, trees_b):
             assert a.nodes.tobytes() == b.nodes.tobytes()  # features, thresholds, values
             np.testing.assert_array_equal(getattr(a, "cat_bitsets", None),
@@ -229,7 +230,7 @@ def test_histogram_traffic_does_not_grow_with_rows(client):
         # bytes per node and per worker
         per_node.append(np.array(t["histogram_bytes_per_tree"])
                         / np.array(t["histograms_per_tree"]) / t["n_workers"])
-        n_bins = model._bin_mapper.missing_bin + 1
+        n_bins = bin_mapper(model).missing_bin + 1
         # one histogram (features × bins × 20 bytes) from each worker per node
         assert np.all(per_node[-1] == X.shape[1] * n_bins * 20)
         assert t["compute_seconds"] > 0 and t["communication_seconds"] > 0
@@ -297,7 +298,7 @@ def test_a_lost_worker_ends_in_a_clear_error():
         with pytest.raises(WorkerLostError, match="no model was fitted"):
             model.fit(chunked(X, 5000), chunked(y, 5000))
         assert time.perf_counter() - start < 4.0 + 8 + 10
-        assert not hasattr(model, "_predictors")  # no partial model
+        assert not has_rounds(model)  # no partial model
     finally:
         client.close()
         cluster.close()

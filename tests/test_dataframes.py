@@ -25,6 +25,7 @@ from sklearn.utils.estimator_checks import (check_classifier_data_not_an_array,
                                             check_sample_weights_pandas_series)
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
+from fitted import categorical_by_value
 
 NAMES = ["age", "height", "income", "score"]
 # Each hgbt estimator next to the scikit-learn estimator it mirrors.
@@ -412,7 +413,7 @@ def _mixed_pandas(n=400, seed=0):
 def _column_by_column(X, est):
     """The reference conversion: each column on its own, by-value categories
     looked up one value at a time."""
-    by_value = getattr(est, "_categorical_by_value", None)
+    by_value = categorical_by_value(est)
     out = np.empty(X.shape)
     for j in range(X.shape[1]):
         if isinstance(X, pd.DataFrame):
@@ -456,7 +457,7 @@ def test_bulk_conversion_equals_column_by_column(kind):
     y = np.random.RandomState(0).normal(size=len(df))
     est = HistGBDTRegressor(max_iter=3, random_state=0).fit(X, y)
     if kind != "arrow":
-        assert est._categorical_by_value.sum() == 2
+        assert categorical_by_value(est).sum() == 2
     for reset in (True, False):
         out = est._validate_X(X, reset=reset)
         assert out.dtype == np.float64 and out.flags.f_contiguous

@@ -5,10 +5,11 @@ from sklearn.metrics import r2_score
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.datasets import make_regression_task
+from fitted import all_trees, tree_at
 
 
 def _trees(model):
-    return [t.nodes for trees in model._predictors for t in trees]
+    return [t.nodes for t in all_trees(model)]
 
 
 def _same_model(a, b):
@@ -235,8 +236,8 @@ def test_l1_regularization_shrinks_leaves(task):
     plain = HistGBDTRegressor(max_iter=1, early_stopping=False).fit(X, y)
     l1 = HistGBDTRegressor(max_iter=1, early_stopping=False,
                            l1_regularization=50.0).fit(X, y)
-    v_plain = np.abs(plain._predictors[0][0].leaf_values).sum()
-    v_l1 = np.abs(l1._predictors[0][0].leaf_values).sum()
+    v_plain = np.abs(tree_at(plain, 0).leaf_values).sum()
+    v_l1 = np.abs(tree_at(l1, 0).leaf_values).sum()
     assert v_l1 < v_plain
     huge = HistGBDTRegressor(max_iter=3, early_stopping=False,
                              l1_regularization=1e12).fit(X, y)

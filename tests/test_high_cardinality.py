@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.data.categorical import POOLED_BIN, _frequency_order, pooled_features
 from hgbt.persistence import load_model, save_model
+from fitted import bin_mapper
 
 # cat_smooth=10: levels with 10-50 rows may split off (the default of 50 keeps them
 # right), so that a 20-round fit can show it learnt the levels' effects
@@ -63,7 +64,7 @@ def test_pandas_category_with_many_levels_fits():
     counts = pd.Series(_names(codes)).value_counts().reindex(cats, fill_value=0)
     # the most frequent categories are bins
     assert counts.iloc[:POOLED_BIN].min() >= counts.iloc[POOLED_BIN:].max()
-    assert model._bin_mapper.n_bins_non_missing_[0] == POOLED_BIN + 1
+    assert bin_mapper(model).n_bins_non_missing_[0] == POOLED_BIN + 1
     assert pooled_features(model) == [0]
     assert model.score(frame, y) > 0.7
     # pooled (rare) categories share a bin and are told apart by their target

@@ -6,13 +6,14 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor, load_model
+from fitted import all_trees, rounds
 
 
 def _recount(model, importance_type):
     """Brute force: walk every node of every stored tree."""
     totals = np.zeros(model.n_features_in_)
     n_trees = 0
-    for trees in model._predictors:
+    for trees in rounds(model):
         for tree in trees:
             n_trees += 1
             for node in tree.nodes:
@@ -60,7 +61,7 @@ def test_split_importances_are_counts_over_total():
     X, y = _data(seed=2)
     m = HistGBDTRegressor(max_iter=10, importance_type="split", random_state=0).fit(X, y)
     n_splits = sum(int((t.nodes["is_leaf"] == 0).sum())
-                   for trees in m._predictors for t in trees)
+                   for t in all_trees(m))
     counts = m.feature_importances_ * n_splits
     np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
     np.testing.assert_array_equal(np.round(counts), _recount(m, "split"))
@@ -90,7 +91,7 @@ def test_multiclass_sums_all_class_trees(importance_type):
     np.testing.assert_allclose(m.feature_importances_, totals / totals.sum(), rtol=1e-12)
     # Not just the first class's trees: those alone give another answer.
     first = np.zeros(5)
-    for trees in m._predictors:
+    for trees in rounds(m):
         nodes = trees[0].nodes[trees[0].nodes["is_leaf"] == 0]
         np.add.at(first, nodes["feature_idx"].astype(int),
                   nodes["gain"] if importance_type == "gain" else 1.0)
@@ -114,7 +115,7 @@ def test_all_zeros_without_any_split():
     y = rng.normal(size=100)
     # No child can hold min_samples_leaf rows: every tree is a single leaf.
     m = HistGBDTRegressor(max_iter=3, min_samples_leaf=60).fit(X, y)
-    assert all(t.nodes.shape[0] == 1 for trees in m._predictors for t in trees)
+    assert all(t.nodes.shape[0] == 1 for t in all_trees(m))
     for importance_type in ("gain", "split"):
         m.set_params(importance_type=importance_type)
         imp = m.feature_importances_

@@ -18,8 +18,10 @@ import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.engine import interrupts
+from fitted import rounds
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+TESTS = os.path.dirname(os.path.abspath(__file__))  # the children import fitted.py
 
 
 def _run(code, cwd, **kwargs):
@@ -47,7 +49,7 @@ def test_an_error_mid_warm_start_leaves_the_estimator_as_it_was():
         model.fit(X, y, eval_set=[(X[:50], y[:50])], callbacks=[Boom()])
     model.set_params(max_iter=10)
     assert pickle.dumps(model) == before
-    assert model.n_iter_ == len(model._predictors) == 10
+    assert model.n_iter_ == len(rounds(model)) == 10
     assert model.predict(X).tobytes() == predictions.tobytes()
     assert len(model.evals_result_["valid_0"]["r2"]) == 11
 
@@ -56,6 +58,8 @@ _SIGINT_CHILD = """
     import pickle, sys
     import numpy as np
     from hgbt import HistGBDTClassifier
+    sys.path.insert(0, {tests!r})
+    from fitted import rounds
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20_000, 10))
     y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 1)
@@ -80,7 +84,7 @@ _SIGINT_CHILD = """
         same = pickle.dumps(model) == before
         if {warm}:
             same = same and model.predict_proba(X).tobytes() == predictions
-            same = same and model.n_iter_ == len(model._predictors) == 5
+            same = same and model.n_iter_ == len(rounds(model)) == 5
         else:
             same = same and not hasattr(model, "n_iter_")
         print("SAME" if same else "CHANGED", flush=True)
@@ -91,7 +95,7 @@ _SIGINT_CHILD = """
 def test_sigint_during_fit_leaves_the_estimator_as_before(tmp_path, warm):
     verdicts = []
     for delay in (0.0, 0.013, 0.031, 0.047, 0.089):
-        child = _run(_SIGINT_CHILD.format(warm=warm), tmp_path)
+        child = _run(_SIGINT_CHILD.format(warm=warm, tests=TESTS), tmp_path)
         assert child.stdout.readline().strip() == "ROUND", child.stderr.read()
         time.sleep(delay)  # land in different places of a round
         child.send_signal(signal.SIGINT)

@@ -8,6 +8,7 @@ from sklearn.metrics import (accuracy_score, log_loss, mean_absolute_error, r2_s
                              roc_auc_score)
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
+from fitted import baseline_prediction, fit_seed
 
 
 def _max_error(estimator, X, y, sample_weight=None):
@@ -44,7 +45,7 @@ def test_every_metric_on_every_set_equals_scoring_the_staged_predictions(
                                    "a": (Xa, ya, wa), "b": (Xb, yb, None)}.items():
         assert list(result[set_name]) == ["loss", "r2", "neg_mean_absolute_error",
                                           "_max_error"]
-        staged = [np.full(len(ys), model._baseline_prediction[0])]
+        staged = [np.full(len(ys), baseline_prediction(model)[0])]
         staged += list(model.staged_predict(Xs))
         assert all(len(v) == model.n_iter_ + 1 for v in result[set_name].values())
         for i, pred in enumerate(staged):
@@ -120,9 +121,9 @@ def test_iteration_range_equals_staged_prediction(regression, fitted_regressor):
         np.testing.assert_allclose(model.predict(X, iteration_range=(0, end)),
                                    staged[end - 1], rtol=1e-12, atol=1e-9)
     np.testing.assert_array_equal(model.predict(X, iteration_range=(0, 0)),
-                                  model._baseline_prediction[0])
+                                  baseline_prediction(model)[0])
     # a middle range: the rounds begin..end-1 on top of the baseline
-    baseline = model._baseline_prediction[0]
+    baseline = baseline_prediction(model)[0]
     np.testing.assert_allclose(model.predict(X, iteration_range=(3, 9)) - baseline,
                                staged[8] - staged[2], rtol=1e-9, atol=1e-9)
     for bad in [(0, model.n_iter_ + 1), (5, 2), (-1, 3), (0.5, 2), 3]:
@@ -263,9 +264,9 @@ def test_training_rows_past_the_cap_are_scored_on_the_seeded_subsample():
                               eval_metric=["loss", "r2"])
     model.fit(X, y, sample_weight=w, eval_set=[(X, y)], eval_names=["all"],
               eval_sample_weight=[w])
-    rows = training_score_rows(n, model._seed)
+    rows = training_score_rows(n, fit_seed(model))
     assert rows.size == MAX_TRAIN_SCORE_ROWS and np.all(np.diff(rows) > 0)
-    staged = [np.full(n, model._baseline_prediction[0])] + list(model.staged_predict(X))
+    staged = [np.full(n, baseline_prediction(model)[0])] + list(model.staged_predict(X))
     for i, pred in enumerate(staged):
         for name, r in (("train", rows), ("all", slice(None))):
             np.testing.assert_allclose(

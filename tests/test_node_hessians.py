@@ -13,6 +13,7 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor, load_model
 from hgbt.core._types import NODE_DTYPE, NODE_FIELDS_FIRST
 from hgbt.persistence import content_checksum, model_to_dict
 from hgbt.tree.predictor import TreePredictor
+from fitted import baseline_prediction, rounds, tree_at
 
 N = 3000
 
@@ -42,8 +43,8 @@ def fit(kind, weighted=True, **params):
 def raw_before_each_round(model, X):
     """(n_rounds, n_outputs, n_rows): the raw predictions the round's trees
     were grown at (the baseline, then the staged predictions)."""
-    k = len(model._baseline_prediction)
-    stages = [np.broadcast_to(model._baseline_prediction[:, None], (k, len(X)))]
+    k = len(baseline_prediction(model))
+    stages = [np.broadcast_to(baseline_prediction(model)[:, None], (k, len(X)))]
     for stage in model._staged_raw_predict(X):
         stages.append(stage)
     return stages[:-1]
@@ -75,7 +76,7 @@ def node_sums(model, X, hessians_of_round):
     leaves = model.apply(X)
     leaves = leaves.reshape(len(X), model.n_iter_, -1)
     out = []
-    for r, trees in enumerate(model._predictors):
+    for r, trees in enumerate(rounds(model)):
         h = hessians_of_round(r)
         for k, tree in enumerate(trees):
             masks = rows_under(tree.nodes, leaves[:, r, k])
@@ -122,7 +123,7 @@ def test_sum_hessians_are_the_hessians_of_the_rows_under_the_node(kind):
 
 def children_sum_to_parent(model):
     n_inner = 0
-    for trees in model._predictors:
+    for trees in rounds(model):
         for tree in trees:
             nodes = tree.nodes
             inner = np.flatnonzero(nodes["is_leaf"] == 0)
@@ -169,7 +170,7 @@ def test_constant_hessian_is_the_row_count(params):
     """Unweighted squared error keeps one hessian (1) per tree: the histograms
     count rows, and a node's hessian sum is its count times 1."""
     model = fit("regression", weighted=False, **params)[0]
-    for trees in model._predictors:
+    for trees in rounds(model):
         nodes = trees[0].nodes
         assert nodes.shape[0] > 1
         np.testing.assert_array_equal(nodes["sum_hessians"], nodes["count"].astype(float))
@@ -195,7 +196,7 @@ def test_model_file_without_the_field_loads_with_nan(tmp_path):
     path.write_text(json.dumps(document))
     loaded = load_model(path)
     assert loaded.decision_function(X).tobytes() == model.decision_function(X).tobytes()
-    for old, new in zip(model._predictors, loaded._predictors):
+    for old, new in zip(rounds(model), rounds(loaded)):
         assert new[0].nodes.dtype == NODE_DTYPE
         assert np.isnan(new[0].nodes["sum_hessians"]).all()
         for name in NODE_FIELDS_FIRST:
@@ -219,13 +220,13 @@ def test_new_files_and_pickles_keep_the_field(tmp_path):
     model, X, _, _ = fit("binary")
     model.save_model(tmp_path / "m.json")
     for loaded in (load_model(tmp_path / "m.json"), pickle.loads(pickle.dumps(model))):
-        for old, new in zip(model._predictors, loaded._predictors):
+        for old, new in zip(rounds(model), rounds(loaded)):
             assert new[0].nodes.tobytes() == old[0].nodes.tobytes()
 
 
 def test_tree_pickled_before_the_field_loads_with_nan():
     model = fit("binary")[0]
-    tree = model._predictors[2][0]
+    tree = tree_at(model, 2)
     first = np.dtype([(name, NODE_DTYPE.fields[name][0]) for name in NODE_FIELDS_FIRST])
     old_nodes = np.zeros(tree.nodes.shape[0], dtype=first)
     for name in NODE_FIELDS_FIRST:

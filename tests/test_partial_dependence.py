@@ -16,6 +16,7 @@ import hgbt
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.tree import contributions as contrib
 from hgbt.tree.predictor import ForestPredictor
+from fitted import baseline_prediction, rounds
 from reference_trees import (conditional_value, data, fitted, plan_frame, random_rows,
                              random_tree)
 
@@ -33,7 +34,7 @@ def reference_pd(trees_by_output, grid, features, baseline):
 
 
 def model_trees(model):
-    return [(k, tree) for trees in model._predictors for k, tree in enumerate(trees)]
+    return [(k, tree) for trees in rounds(model) for k, tree in enumerate(trees)]
 
 
 def test_kernel_equals_python_walk_on_random_trees():
@@ -60,11 +61,11 @@ def test_fitted_models_equal_python_walk(kind, features):
     result = hgbt.partial_dependence(model, X, features, grid_resolution=12)
     grid = np.stack([g.ravel() for g in np.meshgrid(*result.grid_values, indexing="ij")],
                     axis=1)
-    want = reference_pd(model_trees(model), grid, features, model._baseline_prediction)
+    want = reference_pd(model_trees(model), grid, features, baseline_prediction(model))
     np.testing.assert_allclose(result.average.reshape(len(want), -1), want, rtol=0,
                                atol=1e-12)
     shape = [len(v) for v in result.grid_values]
-    assert result.average.shape == (len(model._baseline_prediction), *shape)
+    assert result.average.shape == (len(baseline_prediction(model)), *shape)
     if 3 in features:  # the categories seen in X, as a grid
         col = X[:, 3]
         np.testing.assert_array_equal(result.grid_values[features.index(3)],

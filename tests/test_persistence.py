@@ -13,6 +13,8 @@ import hgbt
 from hgbt import (HistGBDTClassifier, HistGBDTRegressor, InconsistentVersionWarning,
                   load_model)
 from hgbt.persistence import FORMAT_VERSION, model_from_dict, model_to_dict
+from fitted import (all_trees, baseline_prediction, bin_mapper, class_weights, fit_seed,
+                   set_tree, tree_at)
 
 
 # ------------------------------------------------------------------ fixtures
@@ -81,12 +83,12 @@ def _assert_same_model(a, b, X):
             assert [type(v) for v in oa[key]] == [type(v) for v in ob[key]], key
         else:
             assert oa[key].tobytes() == ob[key].tobytes(), key
-    ta = [t.nodes for trees in a._predictors for t in trees]
-    tb = [t.nodes for trees in b._predictors for t in trees]
+    ta = [t.nodes for t in all_trees(a)]
+    tb = [t.nodes for t in all_trees(b)]
     assert len(ta) == len(tb) == a.n_iter_ * a.n_trees_per_iteration_
     assert all(x.dtype == y.dtype and x.tobytes() == y.tobytes() for x, y in zip(ta, tb))
-    assert a._baseline_prediction.tobytes() == b._baseline_prediction.tobytes()
-    for t1, t2 in zip(a._bin_mapper.bin_thresholds_, b._bin_mapper.bin_thresholds_):
+    assert baseline_prediction(a).tobytes() == baseline_prediction(b).tobytes()
+    for t1, t2 in zip(bin_mapper(a).bin_thresholds_, bin_mapper(b).bin_thresholds_):
         assert t1.tobytes() == t2.tobytes()
     if hasattr(a, "classes_"):
         assert a.classes_.dtype == b.classes_.dtype
@@ -149,9 +151,9 @@ def test_json_round_trip_infinite_values(tmp_path):
     X[80:120, 2] = np.nan
     y = np.isinf(X[:, 0]) * 3.0 + np.isinf(X[:, 1]) * -2.0 + np.isnan(X[:, 2]) * 5.0
     model = HistGBDTRegressor(max_iter=10, random_state=0).fit(X, y)
-    thresholds = np.concatenate(model._bin_mapper.bin_thresholds_)
+    thresholds = np.concatenate(bin_mapper(model).bin_thresholds_)
     node_thresholds = np.concatenate([t.nodes["num_threshold"]
-                                      for trees in model._predictors for t in trees])
+                                      for t in all_trees(model)])
     assert np.isneginf(thresholds).any() and np.isposinf(node_thresholds).any()
     path = tmp_path / "inf.json"
     model.save_model(path)
@@ -183,8 +185,8 @@ def test_json_round_trip_feature_names_and_params(tmp_path):
     assert isinstance(loaded.random_state, np.random.RandomState)
     expected = copy.deepcopy(model.random_state).randint(10**9)
     assert loaded.random_state.randint(10**9) == expected
-    np.testing.assert_array_equal(loaded._class_weights, model._class_weights)
-    assert loaded._seed == model._seed
+    np.testing.assert_array_equal(class_weights(loaded), class_weights(model))
+    assert fit_seed(loaded) == fit_seed(model)
     assert loaded.predict_proba(X).tobytes() == model.predict_proba(X).tobytes()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # feature names are checked as before
@@ -599,8 +601,6 @@ def test_random_truncation_never_crashes(saved, tmp_path):
 
 
 # ------------------------------------------------------- categorical nodes
-@pytest.mark.skipif("bitset_idx" not in hgbt.persistence.NODE_DTYPE.names,
-                    reason="no categorical node fields in this build")
 def test_categorical_nodes_and_bitsets_round_trip(tmp_path):
     """Node fields and per-tree arrays beyond the numeric ones are saved too."""
     from hgbt.tree.predictor import TreePredictor
@@ -610,7 +610,7 @@ def test_categorical_nodes_and_bitsets_round_trip(tmp_path):
     X = X.copy()
     X[:, 3] = rng.integers(0, 10, size=len(X))
     X[::17, 3] = np.nan
-    tree = model._predictors[1][0]
+    tree = tree_at(model, 1)
     nodes = tree.nodes.copy()
     nodes[0]["feature_idx"] = 3
     nodes[0]["is_categorical"] = 1
@@ -619,13 +619,13 @@ def test_categorical_nodes_and_bitsets_round_trip(tmp_path):
     bitsets = np.zeros((2, 8), dtype=np.uint32)
     bitsets[1, 0] = (1 << 0) | (1 << 2) | (1 << 5) | (1 << 9)
     before = model.predict(X)
-    model._predictors[1][0] = TreePredictor(nodes, bitsets)
+    set_tree(model, 1, 0, TreePredictor(nodes, bitsets))
     after = model.predict(X)
     assert not np.array_equal(before, after)  # the categorical root routes rows
 
     for loaded in (_json_round_trip(model, tmp_path), pickle.loads(pickle.dumps(model))):
         assert loaded.predict(X).tobytes() == after.tobytes()
-        t = loaded._predictors[1][0]
+        t = tree_at(loaded, 1)
         assert t.nodes.tobytes() == nodes.tobytes()
         np.testing.assert_array_equal(t.cat_bitsets, bitsets)
 
@@ -651,14 +651,11 @@ def test_categorical_dataframe_model_round_trips(tmp_path):
     })
     X.loc[::13, "x"] = np.nan
     y = X["colour"].isin(["red", "teal"]) * 2.0 + X["x"].fillna(0) + (X["k"] % 3 == 0)
-    try:
-        model = HistGBDTRegressor(max_iter=8, categorical_features=["colour", "k"],
-                                  random_state=0).fit(X, y)
-    except (ValueError, TypeError, NotImplementedError) as exc:
-        pytest.skip(f"categorical features not available yet: {exc}")
+    model = HistGBDTRegressor(max_iter=8, categorical_features=["colour", "k"],
+                              random_state=0).fit(X, y)
     n_categorical = sum(int(np.sum((t.nodes["is_categorical"] != 0)
                                    & (t.nodes["is_leaf"] == 0)))
-                        for trees in model._predictors for t in trees)
+                        for t in all_trees(model))
     assert n_categorical > 0
     X_test = X.copy()
     X_test.loc[:20, "k"] = 99.0  # unseen category code

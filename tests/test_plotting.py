@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import hgbt  # noqa: E402
 from hgbt import HistGBDTClassifier, HistGBDTRegressor, plotting  # noqa: E402
+from fitted import rounds  # noqa: E402
 from reference_trees import fitted, plan_frame  # noqa: E402
 
 
@@ -151,7 +152,7 @@ def test_bad_arguments():
         plotting.plot_importance(model, "weight")
     with pytest.raises(ValueError, match="max_features"):
         plotting.plot_importance(model, max_features=0)
-    n_trees = len(model._predictors) * len(model.classes_)
+    n_trees = len(rounds(model)) * len(model.classes_)
     with pytest.raises(ValueError, match=rf"tree_index must be an integer in \[0, "
                                          rf"{n_trees - 1}\]"):
         plotting.plot_tree(model, n_trees)

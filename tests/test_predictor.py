@@ -8,6 +8,7 @@ from hgbt.tree._predictor import (add_leaf_values, nodes_from_grown, predict_add
                                   predict_csr_add)
 from hgbt.core._types import (BITSET_DTYPE, GROWN_NODE_DTYPE, NODE_DTYPE, SIZE_DTYPE)
 from hgbt.tree.predictor import TreePredictor
+from fitted import all_trees, baseline_prediction, rounds, tree_at
 
 
 def random_tree(rng, n_features, X_pool, max_depth=6, leaf_prob=0.25):
@@ -228,11 +229,11 @@ def test_forest_predictor_equals_tree_by_tree(categorical_model, n_rows):
     model = categorical_model
     x = categorical_test_X(np.random.default_rng(n_rows), n_rows)
     expected = np.zeros((3, n_rows))
-    for trees in model._predictors:
+    for trees in rounds(model):
         for k, tree in enumerate(trees):
             tree.predict_add(x, expected[k])
     for n_threads in (1, 2):
-        got = ForestPredictor(model._predictors).predict_add(x, np.zeros((3, n_rows)),
+        got = ForestPredictor(rounds(model)).predict_add(x, np.zeros((3, n_rows)),
                                                              n_threads)
         np.testing.assert_array_equal(got, expected)
     empty = ForestPredictor([]).predict_add(x, np.zeros((3, n_rows)))
@@ -343,7 +344,7 @@ def categorical_model():
     X[rng.random(X.shape) < 0.05] = np.nan
     model = HistGBDTClassifier(max_iter=12, categorical_features=[3], early_stopping=False,
                                random_state=0).fit(X, y)
-    assert any(t.cat_bitsets.shape[0] for trees in model._predictors for t in trees)
+    assert any(t.cat_bitsets.shape[0] for t in all_trees(model))
     return model
 
 
@@ -363,15 +364,15 @@ def test_csr_categorical_trees_and_forest_match_dense(categorical_model, n_rows,
     rng = np.random.default_rng(n_rows)
     A, dense = to_csr(categorical_test_X(rng, n_rows), rng, "csr_matrix", dtype,
                       (np.int64, np.int64))
-    rounds = categorical_model._predictors
+    model_rounds = rounds(categorical_model)
     expected = np.zeros((3, n_rows))
-    for trees in rounds:
+    for trees in model_rounds:
         for k, tree in enumerate(trees):
             tree.predict_add(dense, expected[k])
-    forest = ForestPredictor(rounds)
+    forest = ForestPredictor(model_rounds)
     for n_threads in (1, 2):
         got = np.zeros((3, n_rows))
-        for trees in rounds:
+        for trees in model_rounds:
             for k, tree in enumerate(trees):
                 tree.predict_add(A, got[k], n_threads)
         np.testing.assert_array_equal(got, expected)
@@ -385,8 +386,8 @@ def test_csr_only_format_accepted(categorical_model):
     from hgbt.tree.predictor import ForestPredictor
 
     X = np.eye(4, 5)
-    tree = categorical_model._predictors[0][0]
-    forest = ForestPredictor(categorical_model._predictors)
+    tree = tree_at(categorical_model, 0)
+    forest = ForestPredictor(rounds(categorical_model))
     for fmt in ("csc", "coo", "lil", "dok", "bsr"):
         for A in (sp.csr_matrix(X).asformat(fmt), sp.csr_array(X).asformat(fmt)):
             with pytest.raises(TypeError, match="CSR"):
@@ -609,11 +610,11 @@ def test_packed_forest_of_fitted_models():
                              random_state=0).fit(X, y)
     reg = HistGBDTRegressor(max_iter=25, early_stopping=False, random_state=0).fit(X, y_reg)
     for model in (clf, reg):
-        base = model._baseline_prediction
+        base = baseline_prediction(model)
         for dtype in (np.float64, np.float32):
             for order in ("C", "F"):
                 x = np.asarray(X[:2999], dtype=dtype, order=order)
-                expected = tree_by_tree(model._predictors, x, base)
+                expected = tree_by_tree(rounds(model), x, base)
                 got = model._raw_predict(x)
                 assert got.tobytes() == expected.tobytes()
                 assert model._raw_predict(x[:9]).tobytes() == expected[:, :9].tobytes()

@@ -9,6 +9,7 @@ from hgbt.tree._histogram import build_histogram, build_histogram_packed, build_
 from hgbt.tree._quantize import leaf_sums, quantize_gradients
 from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
 from hgbt.tree.training_data import packed_layout, padded_row_major, quantize_exponents
+from fitted import baseline_prediction
 
 EMPTY = np.empty(0, dtype=G_H_DTYPE)
 LAYOUT = packed_layout(16, False)  # levels within ±8 and [0, 16]
@@ -329,11 +330,11 @@ def test_quantized_leaf_values_are_float_newton_values():
     est = HistGBDTRegressor(use_quantized_grad=True, num_grad_quant_bins=4, max_iter=1,
                             early_stopping=False, learning_rate=0.5,
                             l2_regularization=1.0, random_state=0).fit(X, y)
-    raw = est._raw_predict(X)[0] - est._baseline_prediction[0]
+    raw = est._raw_predict(X)[0] - baseline_prediction(est)[0]
     # every leaf's value is -lr * sum(g) / (count + l2) of its own rows (g = pred - y)
     for value in np.unique(raw):
         rows = raw == value
-        g = est._baseline_prediction[0] - y[rows]
+        g = baseline_prediction(est)[0] - y[rows]
         np.testing.assert_allclose(value, -0.5 * g.sum() / (rows.sum() + 1.0), rtol=1e-6)
 
 

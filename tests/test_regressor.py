@@ -14,6 +14,7 @@ import hgbt
 from hgbt import HistGBDTRegressor
 from hgbt.core._openmp import openmp_enabled
 from hgbt.datasets import make_regression_task
+from fitted import all_trees
 
 
 def _rmse(y, p):
@@ -21,7 +22,7 @@ def _rmse(y, p):
 
 
 def _node_arrays(model):
-    return [p.nodes for trees in model._predictors for p in trees]
+    return [p.nodes for p in all_trees(model)]
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def test_tree_limits_respected(task, grow_policy):
     X, y, _, _ = task
     m = HistGBDTRegressor(max_iter=5, grow_policy=grow_policy, max_leaf_nodes=7,
                           max_depth=3, min_samples_leaf=50).fit(X, y)
-    for p in (t for trees in m._predictors for t in trees):
+    for p in all_trees(m):
         leaves = p.nodes[p.nodes["is_leaf"] == 1]
         assert len(leaves) <= 7
         assert leaves["depth"].max() <= 3
@@ -151,7 +152,7 @@ def test_constant_and_all_nan_columns():
     X = np.column_stack([np.full(500, 3.0), np.full(500, np.nan), rng.normal(size=500)])
     y = 3 * X[:, 2]
     m = HistGBDTRegressor(max_iter=20).fit(X, y)
-    used = {int(f) for trees in m._predictors for p in trees for f in p.nodes["feature_idx"][p.nodes["is_leaf"] == 0]}
+    used = {int(f) for p in all_trees(m) for f in p.nodes["feature_idx"][p.nodes["is_leaf"] == 0]}
     assert used == {2}
     assert m.score(X, y) > 0.9
 

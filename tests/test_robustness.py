@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor, load_model
 from hgbt.engine.numeric_range import MAX_VALUE, MIN_SPREAD
+from fitted import all_trees
 
 
 def _data(n=200, seed=0):
@@ -177,10 +178,10 @@ def test_random_small_fits(tmp_path, fit):
     out = one.predict_proba(X) if cls is HistGBDTClassifier else one.predict(X)
     assert np.isfinite(out).all()
     assert np.isfinite(raw).all()
-    nodes = [t.nodes.tobytes() for trees in one._predictors for t in trees]
-    assert nodes == [t.nodes.tobytes() for trees in two._predictors for t in trees]
+    nodes = [t.nodes.tobytes() for t in all_trees(one)]
+    assert nodes == [t.nodes.tobytes() for t in all_trees(two)]
     for copy in (pickle.loads(pickle.dumps(one)), _json_round_trip(one, tmp_path)):
-        assert [t.nodes.tobytes() for trees in copy._predictors for t in trees] == nodes
+        assert [t.nodes.tobytes() for t in all_trees(copy)] == nodes
         again = copy.predict_proba(X) if cls is HistGBDTClassifier else copy.predict(X)
         assert again.tobytes() == out.tobytes()
 

@@ -13,6 +13,7 @@ from hgbt import HistGBDTRegressor
 from hgbt.tree import contributions as contrib
 from hgbt.tree._shap_table import tree_widths
 from hgbt.tree.predictor import ForestPredictor, TreePredictor
+from fitted import baseline_prediction, rounds
 from reference_trees import conditional_value, data, fitted, random_rows, random_tree
 
 
@@ -63,7 +64,7 @@ def fitted_trees(n_features=4):
     y = np.nan_to_num(X[:, 1]) * (X[:, 0] == 2) + np.nan_to_num(X[:, 2]) ** 2
     model = HistGBDTRegressor(max_iter=3, max_leaf_nodes=8, categorical_features=[0],
                               early_stopping=False, random_state=0).fit(X, y)
-    return [trees[0] for trees in model._predictors], X
+    return [trees[0] for trees in rounds(model)], X
 
 
 def tree_cases():
@@ -229,7 +230,7 @@ def test_a_child_without_rows_is_not_tabled():
 def test_few_rows_take_the_recursion():
     # building a table costs about what a row's recursion does: not for one row
     model, X = fitted("regressor")
-    forest = ForestPredictor(model._predictors)
+    forest = ForestPredictor(rounds(model))
     _, sizes, slots = tree_widths(forest.nodes, forest.tree_starts)
     assert tabled_trees(forest, 1) == 0
     assert tabled_trees(forest, X.shape[0]) == forest.n_trees
@@ -242,7 +243,7 @@ def test_few_rows_take_the_recursion():
 
 def test_tables_and_recursion_agree_on_multiclass_models(monkeypatch):
     model, X = fitted("multiclass")
-    forest = ForestPredictor(model._predictors)
+    forest = ForestPredictor(rounds(model))
     n_outputs = model.classes_.size
     assert tabled_trees(forest, X.shape[0]) == forest.n_trees
     np.testing.assert_allclose(contrib.contributions(forest, X, n_outputs),
@@ -277,13 +278,13 @@ def test_local_accuracy(kind):
         assert phi.shape == (X.shape[0], X.shape[1] + 1)
     np.testing.assert_allclose(phi.sum(axis=-1), raw, rtol=0, atol=1e-10)
     # the last column: baseline plus each tree's count-weighted mean leaf
-    means = np.zeros(model._baseline_prediction.shape)
-    for trees in model._predictors:
+    means = np.zeros(baseline_prediction(model).shape)
+    for trees in rounds(model):
         for k, tree in enumerate(trees):
             leaves = tree.nodes[tree.nodes["is_leaf"] == 1]
             means[k] += (leaves["value"] * leaves["count"]).sum() / tree.nodes["count"][0]
     np.testing.assert_allclose(phi[..., -1], np.broadcast_to(
-        model._baseline_prediction + means, phi.shape[:-1]), rtol=0, atol=1e-12)
+        baseline_prediction(model) + means, phi.shape[:-1]), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["regressor", "multiclass"])

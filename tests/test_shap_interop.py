@@ -11,6 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.export import shap_model
+from fitted import all_trees, target_stats
 
 shap = pytest.importorskip("shap")
 
@@ -159,12 +160,12 @@ def test_probability_output_of_a_binary_classifier():
 
 def test_the_model_is_not_changed():
     model, X = numeric_model("regressor")
-    nodes = [tree.nodes.copy() for trees in model._predictors for tree in trees]
+    nodes = [tree.nodes.copy() for tree in all_trees(model)]
     before = model.predict_contributions(X[:20])
     description = shap_model(model)
     # an explainer with background data rewrites the description's weights
     shap.TreeExplainer(description, X[:30], feature_perturbation="interventional")
-    after = [tree.nodes for trees in model._predictors for tree in trees]
+    after = [tree.nodes for tree in all_trees(model)]
     assert all(np.array_equal(a, b) for a, b in zip(nodes, after))
     np.testing.assert_array_equal(model.predict_contributions(X[:20]), before)
 
@@ -187,7 +188,7 @@ def test_target_statistics_are_refused():
     # one split per tree on the statistic or x1: no categorical split to refuse
     model = HistGBDTRegressor(max_iter=5, max_depth=1, categorical_features=[0],
                               max_cat_to_onehot=1, random_state=0).fit(X, y)
-    assert model._target_stats is not None
+    assert target_stats(model) is not None
     with pytest.raises(ValueError, match="'x0' has more than 255 categories"):
         shap_model(model)
 

@@ -15,6 +15,7 @@ from hgbt.data.binning import BinMapper
 from hgbt.data.sparse import as_csr
 from hgbt.data.thresholds import column_thresholds, find_thresholds
 from test_bundling import sparse_storage_at_any_saving  # noqa: F401 (autouse)
+from fitted import all_trees, baseline_prediction
 
 N_FEATURES = 16
 ONEHOT = list(range(2, 12))   # columns of the one-hot block
@@ -66,7 +67,7 @@ def to_csr(X, rng, n_zeros=200):
 
 
 def trees(model):
-    return [t for round_trees in model._predictors for t in round_trees]
+    return all_trees(model)
 
 
 def assert_same_model(a, b):
@@ -77,7 +78,7 @@ def assert_same_model(a, b):
         for name in x.nodes.dtype.names:
             np.testing.assert_array_equal(x.nodes[name], y.nodes[name], err_msg=name)
         np.testing.assert_array_equal(x.cat_bitsets, y.cat_bitsets)
-    np.testing.assert_array_equal(a._baseline_prediction, b._baseline_prediction)
+    np.testing.assert_array_equal(baseline_prediction(a), baseline_prediction(b))
     assert a.n_iter_ == b.n_iter_
 
 
@@ -411,7 +412,7 @@ def test_stored_nan_follows_the_missing_direction():
     assert any(f == 0 and not leaf for t in as_lists
                for f, leaf in zip(t["feature_idx"], t["is_leaf"]))
     rows = np.r_[np.flatnonzero(missing), np.flatnonzero(~missing)[:100]]
-    routed = [model._baseline_prediction[0] + sum(route(t, X[i]) for t in as_lists)
+    routed = [baseline_prediction(model)[0] + sum(route(t, X[i]) for t in as_lists)
               for i in rows]
     np.testing.assert_allclose(pred[rows], routed, rtol=1e-12, atol=1e-12)
 

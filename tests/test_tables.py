@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from hgbt import HistGBDTClassifier
+from fitted import categorical_by_value, rounds
 from reference_trees import fitted, goes_left
 
 
@@ -22,14 +23,14 @@ def frame_model():
 
 
 def all_trees(model):
-    return [(r, k, tree) for r, trees in enumerate(model._predictors)
+    return [(r, k, tree) for r, trees in enumerate(rounds(model))
             for k, tree in enumerate(trees)]
 
 
 def known_categories(model, f):
     """(value shown in the table, code the tree sees) of every category of f."""
     categories = model.categorical_categories_[f]
-    if model._categorical_by_value[f]:
+    if categorical_by_value(model)[f]:
         return [(value, code) for code, value in enumerate(categories)]
     return [(int(code), int(code)) for code in categories]
 

@@ -15,6 +15,8 @@ from hgbt.data.categorical import POOLED_BIN
 from hgbt.estimators.gradient_boosting import BaseHistGBDT
 from hgbt.inspection import partial_dependence
 from hgbt.persistence import load_model, save_model
+from fitted import (set_categorical_pooled, set_target_stats,
+                   target_stats as fitted_target_stats)
 
 N_LEVELS = 1500
 
@@ -52,7 +54,7 @@ def _smoothed_reference(y, w, codes, n_positions):
 
 def _pooled_only(self, X, y, sample_weight, warm):
     """``_encode_pooled`` as a model saved before target statistics fitted."""
-    self._target_stats = None
+    set_target_stats(self, None)
     return self._pooled_input(X)
 
 
@@ -123,7 +125,7 @@ def fitted():
 
 def test_statistics_beat_the_pooled_bin_alone(fitted):
     model, X, y = fitted
-    assert model._target_stats["features"].tolist() == [0]
+    assert fitted_target_stats(model)["features"].tolist() == [0]
     # the model of before: the pooled feature's bins as its input
     bins = model._validate_X(X, reset=False)[:, :2]
     pooled_only = HistGBDTRegressor(categorical_features=[0], max_iter=40, random_state=0,
@@ -132,7 +134,7 @@ def test_statistics_beat_the_pooled_bin_alone(fitted):
     mse_pooled = np.mean((pooled_only.predict(bins[5000:]) - y[5000:]) ** 2)
     assert mse < 0.9 * mse_pooled
     # rare categories are told apart: two pooled ones with different statistics
-    table = model._target_stats["tables"][0][:, 0]
+    table = fitted_target_stats(model)["tables"][0][:, 0]
     low, high = POOLED_BIN + np.argmin(table[POOLED_BIN:]), POOLED_BIN + np.argmax(
         table[POOLED_BIN:])
     rows = np.array([[low, 0.0], [high, 0.0]])
@@ -212,7 +214,7 @@ def test_classifier_statistics_and_round_trips(labels, tmp_path):
     model = HistGBDTClassifier(categorical_features=[0], max_iter=15, random_state=0).fit(
         X, target)
     n_out = 1 if labels == "binary" else 3
-    assert model._target_stats["tables"][0].shape[1] == n_out
+    assert fitted_target_stats(model)["tables"][0].shape[1] == n_out
     proba = model.predict_proba(X)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict_proba(X), proba)
     path = tmp_path / "model.json"
@@ -240,7 +242,7 @@ def test_same_model_for_any_thread_count_and_input_untouched():
     models = [HistGBDTRegressor(max_iter=15, random_state=3, n_threads=t).fit(frame, y)
               for t in (1, 2)]
     pd.testing.assert_frame_equal(frame, before)
-    assert models[0]._target_stats is not None
+    assert fitted_target_stats(models[0]) is not None
     np.testing.assert_array_equal(models[0].predict(frame), models[1].predict(frame))
 
 
@@ -271,24 +273,20 @@ def test_warm_start_of_a_model_saved_before_target_statistics(monkeypatch):
         old = HistGBDTRegressor(categorical_features=[0], max_iter=5, random_state=0,
                                 early_stopping=False, warm_start=True).fit(X, y)
     old.set_params(max_iter=10).fit(X, y)  # continues on the bins alone
-    assert old.n_iter_ == 10 and old._target_stats is None
+    assert old.n_iter_ == 10 and fitted_target_stats(old) is None
     assert np.all(np.isfinite(old.predict(X)))
 
 
 def test_loading_refuses_statistics_that_do_not_match_the_pooled_features(fitted):
     model = fitted[0]
     for edit, message in [
-            (lambda state: state.update(_categorical_pooled=False), "_categorical_pooled"),
-            (lambda state: state["_target_stats"]["tables"].__setitem__(
-                0, state["_target_stats"]["tables"][0][:-1]), "tables"),
-            (lambda state: state["_target_stats"].__setitem__(
+            (lambda m: set_categorical_pooled(m, False), "_categorical_pooled"),
+            (lambda m: fitted_target_stats(m)["tables"].__setitem__(
+                0, fitted_target_stats(m)["tables"][0][:-1]), "tables"),
+            (lambda m: fitted_target_stats(m).__setitem__(
                 "features", np.array([1], dtype=np.int64)), "pooled features")]:
-        clone = pickle.loads(pickle.dumps(model))
-        state = dict(vars(clone))
-        state["_target_stats"] = {k: (list(v) if isinstance(v, list) else v)
-                                  for k, v in state["_target_stats"].items()}
-        edit(state)
-        clone.__dict__.update(state)
+        clone = pickle.loads(pickle.dumps(model))  # a copy of its own: edited in place
+        edit(clone)
         with pytest.raises(ValueError, match=message):
             pickle.loads(pickle.dumps(clone))
 

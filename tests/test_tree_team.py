@@ -9,6 +9,7 @@ from hgbt import HistGBDTClassifier
 from hgbt.datasets import make_multiclass_task
 from hgbt.tree.training_data import LocalTrainingData
 from hgbt.engine.tree_team import TreeTeam
+from fitted import all_trees, rounds
 
 
 class _Source:
@@ -105,7 +106,7 @@ def multiclass():
 
 
 def _trees(model):
-    return [tree.nodes.tobytes() for trees in model._predictors for tree in trees]
+    return [tree.nodes.tobytes() for tree in all_trees(model)]
 
 
 @pytest.mark.parametrize("params", [
@@ -144,7 +145,7 @@ def test_sparse_multiclass_model_does_not_depend_on_threads():
         max_iter=5, early_stopping=False, random_state=0, n_threads=n_threads,
         colsample_bynode=0.8).fit(X, y)
     one, two = fit(1), fit(2)
-    assert len(one._predictors[0]) == 4
+    assert len(rounds(one)[0]) == 4
     assert _trees(two) == _trees(one)
 
 

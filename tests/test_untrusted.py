@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hgbt import HistGBDTRegressor
+from fitted import bin_mapper, pop_tree, rounds, set_baseline_prediction, tree_at
 
 # The child loads the model and, if it loads, predicts on < 8 rows (node walk),
 # >= 8 rows (packed forest), >= 2,048 rows (threads) and staged.
@@ -65,7 +66,7 @@ def _corrupt_pickle(model, tmp_path, edit):
 
 def _first(model, want_categorical=False):
     """(tree, node) of a split node, categorical or numeric."""
-    for trees in model._predictors:
+    for trees in rounds(model):
         for tree in trees:
             nodes = tree.nodes
             split = (nodes["is_leaf"] == 0) & ((nodes["is_categorical"] != 0)
@@ -94,16 +95,16 @@ def _nan_root_loop(nodes):
     ("feature 3..1000", _set("feature_idx", 1000), "feature index"),
     ("feature 4", _set("feature_idx", 4), "feature index"),
     ("NaN root threshold, right[0] = 0",
-     lambda m: _nan_root_loop(m._predictors[0][0].nodes), "cycle|NaN threshold"),
+     lambda m: _nan_root_loop(tree_at(m, 0).nodes), "cycle|NaN threshold"),
     ("NaN numeric threshold", _set("num_threshold", np.nan), "threshold"),
     ("bitset_idx 2**27", _set("bitset_idx", 2**27, categorical=True), "bitset"),
     ("self loop", lambda m: _set("left", _first(m)[1])(m), "cycle|parent"),
     ("is_leaf 7", _set("is_leaf", 7), "is_leaf"),
     ("nodes of another dtype", lambda m: setattr(
-        m._predictors[0][0], "nodes", np.zeros(3, dtype=[("value", "<f8"), ("left", "<u4")])),
+        tree_at(m, 0), "nodes", np.zeros(3, dtype=[("value", "<f8"), ("left", "<u4")])),
      "whole number"),
-    ("tree missing", lambda m: m._predictors[1].pop(), "trees"),
-    ("baseline too long", lambda m: setattr(m, "_baseline_prediction", np.zeros(3)),
+    ("tree missing", lambda m: pop_tree(m, 1), "trees"),
+    ("baseline too long", lambda m: set_baseline_prediction(m, np.zeros(3)),
      "baseline"),
     ("n_features_in_ 1000", lambda m: setattr(m, "n_features_in_", 1000),
      "1000 arrays"),
@@ -122,11 +123,11 @@ def test_pickles_with_node_arrays_still_load(model, monkeypatch):
     X = np.random.default_rng(2).random((50, 4))
     monkeypatch.setattr(TreePredictor, "__getstate__", lambda self: dict(self.__dict__))
     data = pickle.dumps(model)
-    model._predictors[0][0].nodes["feature_idx"][0] += 100
+    tree_at(model, 0).nodes["feature_idx"][0] += 100
     bad = pickle.dumps(model)
-    model._predictors[0][0].nodes["feature_idx"][0] -= 100
+    tree_at(model, 0).nodes["feature_idx"][0] -= 100
     monkeypatch.undo()
-    assert isinstance(pickle.loads(data)._predictors[0][0].nodes, np.ndarray)
+    assert isinstance(tree_at(pickle.loads(data), 0).nodes, np.ndarray)
     assert pickle.loads(data).predict(X).tobytes() == model.predict(X).tobytes()
     with pytest.raises(ValueError, match="feature index"):
         pickle.loads(bad)
@@ -171,8 +172,8 @@ def test_explicit_n_threads_is_clipped_to_a_few_per_cpu():
 def test_loaded_bin_mapper_threads_are_clipped(model, tmp_path):
     from hgbt.core._openmp import max_threads
     clone = pickle.loads(pickle.dumps(model))
-    clone._bin_mapper.n_threads = 10**6
-    assert pickle.loads(pickle.dumps(clone))._bin_mapper.n_threads == max_threads()
+    bin_mapper(clone).n_threads = 10**6
+    assert bin_mapper(pickle.loads(pickle.dumps(clone))).n_threads == max_threads()
 
 
 # ------------------------------------------------------------------ checksum
