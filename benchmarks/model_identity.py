@@ -403,7 +403,7 @@ def readings(est, Xtr, Xte):
 
 
 def _trees(est):
-    return [tree for trees in est._predictors for tree in trees]
+    return [tree for trees in est.booster_.trees for tree in trees]
 
 
 # The node fields the tree hash covers: the baseline's (saved with it; a
@@ -442,7 +442,7 @@ def describe_layout(est, X):
     layout, rebuilt with the fitted bin mapper (None if unreachable: a failed
     layout check)."""
     try:
-        layout = est._bin(est._validate_X(X, reset=False), 1)
+        layout = est._bin(est._validate_X(X), 1)
     except Exception:  # noqa: BLE001 - reported by the layout check
         return None
     if layout.is_plain:

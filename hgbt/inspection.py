@@ -16,14 +16,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats.mstats import mquantiles
 from sklearn.utils import Bunch
-from sklearn.utils.validation import check_is_fitted
 
-from .estimators.tables import category_values, feature_names
+from .model.booster import fitted_booster
+from .model.explain import partial_dependence_codes
+from .model.tables import category_values, feature_names
 
 
-def feature_index(model, feature):
+def feature_index(booster, feature):
     """The index of ``feature`` (an index or a name) in the model's features."""
-    names = feature_names(model)
+    names = feature_names(booster)
     if isinstance(feature, str):
         if feature not in names:
             raise ValueError(f"Unknown feature {feature!r}; the model's features are "
@@ -37,34 +38,34 @@ def feature_index(model, feature):
     raise TypeError(f"A feature is an int index or a str name, got {feature!r}.")
 
 
-def is_categorical(model, f):
-    mask = getattr(model, "is_categorical_", None)
-    return mask is not None and bool(mask[f])
+def is_categorical(booster, f):
+    encoding = booster.categorical
+    return encoding is not None and bool(encoding.mask[f])
 
 
-def _category_labels(model, f, codes):
+def _category_labels(booster, f, codes):
     """How the grid of categorical feature ``f`` is reported (:func:`category_values`)."""
-    categories = category_values(model, f)
+    categories = category_values(booster, f)
     if categories is not None:
         return np.asarray([categories[int(c)] for c in codes], dtype=object)
     return codes
 
 
-def _axis(model, f, column, grid_resolution, percentiles):
+def _axis(booster, f, column, grid_resolution, percentiles):
     """(codes, labels) of the grid of feature ``f`` from its validated column."""
     values = column[np.isfinite(column)]
     if values.size == 0:
-        raise ValueError(f"Feature {feature_names(model)[f]!r} has no finite value in X "
+        raise ValueError(f"Feature {feature_names(booster)[f]!r} has no finite value in X "
                          "to build a grid from.")
     uniques = np.unique(values)
-    if is_categorical(model, f):
-        return uniques, _category_labels(model, f, uniques)
+    if is_categorical(booster, f):
+        return uniques, _category_labels(booster, f, uniques)
     if uniques.size < grid_resolution:
         return uniques, uniques
     low, high = mquantiles(values, prob=percentiles)
     if np.isclose(low, high):
         raise ValueError(f"The percentiles {tuple(percentiles)} of feature "
-                         f"{feature_names(model)[f]!r} are too close to build a grid; "
+                         f"{feature_names(booster)[f]!r} are too close to build a grid; "
                          "choose percentiles further apart.")
     axis = np.linspace(low, high, num=grid_resolution)
     return axis, axis
@@ -104,7 +105,7 @@ def partial_dependence(model, X, features, *, grid_resolution=100,
 
     Parameters
     ----------
-    model : fitted HistGBDTRegressor or HistGBDTClassifier
+    model : fitted HistGBDTRegressor or HistGBDTClassifier, or a Booster
     X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
         Only used to build the grid (as the model's ``predict`` reads it: the
         same columns and categories). It is not modified.
@@ -143,14 +144,15 @@ def partial_dependence(model, X, features, *, grid_resolution=100,
     >>> pd.average.shape
     (1, 10, 10)
     """
-    check_is_fitted(model)
+    booster, n_threads = fitted_booster(model)
     low_high = check_grid_settings(grid_resolution, percentiles)
     targets = [features] if isinstance(features, (str, Integral)) else list(features)
     if not targets:
         raise ValueError("features must name at least one feature.")
-    indices = [feature_index(model, f) for f in targets]
-    Xv = model._validate_X(X, reset=False)  # codes as prediction sees them
-    return validated_partial_dependence(model, Xv, indices, grid_resolution, low_high)
+    indices = [feature_index(booster, f) for f in targets]
+    Xv = booster.prepare(X, checker=model)  # codes as prediction sees them
+    return validated_partial_dependence(booster, Xv, indices, grid_resolution, low_high,
+                                        n_threads)
 
 
 def column_values(Xv, f):
@@ -159,16 +161,17 @@ def column_values(Xv, f):
     return np.asarray(column, dtype=np.float64)
 
 
-def validated_partial_dependence(model, Xv, indices, grid_resolution, low_high):
+def validated_partial_dependence(booster, Xv, indices, grid_resolution, low_high,
+                                 n_threads):
     """:func:`partial_dependence` of the features ``indices`` on ``Xv``, the
-    input as ``model._validate_X`` returns it, with checked grid settings."""
+    input as ``booster.prepare`` returns it, with checked grid settings."""
     codes, labels = [], []
     for f in indices:
-        axis, label = _axis(model, f, column_values(Xv, f), grid_resolution, low_high)
+        axis, label = _axis(booster, f, column_values(Xv, f), grid_resolution, low_high)
         codes.append(axis)
         labels.append(label)
     grid = np.stack([g.ravel() for g in np.meshgrid(*codes, indexing="ij")], axis=1)
-    average = model._partial_dependence_codes(grid, indices)
+    average = partial_dependence_codes(booster, grid, indices, n_threads)
     return Bunch(grid_values=labels,
                  average=average.reshape(-1, *[len(axis) for axis in codes]))
 

@@ -10,10 +10,10 @@ from numbers import Integral
 
 import numpy as np
 from scipy.stats.mstats import mquantiles
-from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
-from .estimators import tables
+from .model import tables
+from .model.booster import fitted_booster
 from .inspection import (check_grid_settings, column_values, feature_index, is_categorical,
                          validated_partial_dependence)
 
@@ -64,7 +64,7 @@ default='total_gain'
         The bars are ``ax.patches`` (top to bottom: largest first), the
         feature names the y tick labels.
     """
-    check_is_fitted(model)
+    booster = fitted_booster(model)[0]
     if importance_type not in IMPORTANCE_TYPES:
         raise ValueError(f"importance_type must be one of {IMPORTANCE_TYPES}, got "
                          f"{importance_type!r}.")
@@ -72,7 +72,7 @@ default='total_gain'
                                          and max_features >= 1):
         raise ValueError(f"max_features must be a positive integer or None, got "
                          f"{max_features!r}.")
-    table = model.feature_importance_table()
+    table = booster.feature_importance_table()
     values = table[importance_type][table["split"] > 0]
     values = values.sort_values(ascending=False, kind="stable")[:max_features]
     ax = _axes(ax, (6.4, 0.9 + 0.3 * max(len(values), 1)))
@@ -141,8 +141,7 @@ def plot_tree(model, tree_index=0, *, precision=3, ax=None, fontsize=8):
         Each node's box is a text artist with ``gid`` ``"node<i>"`` (``i``
         its index in the tree's node array).
     """
-    check_is_fitted(model)
-    frame = tables.tree_frame(model, tree_index)
+    frame = tables.tree_frame(fitted_booster(model)[0], tree_index)
     x, y = _layout(frame)
     n_leaves = int(frame["is_leaf"].sum())
     ax = _axes(ax, (min(2.0 + 1.6 * n_leaves, 40.0), 1.0 + 1.5 * (1 - y.min())))
@@ -219,16 +218,17 @@ def plot_learning_curve(model, metric=None, sets=None, *, ax=None):
     return ax
 
 
-def _target_index(model, target):
-    if not is_classifier(model) or len(model.classes_) == 2:
+def _target_index(booster, target):
+    classes = booster.classes
+    if classes is None or len(classes) == 2:
         return 0
     if target is None:
         raise ValueError("A multiclass model needs target: the class whose partial "
                          "dependence to draw.")
-    matches = np.flatnonzero(model.classes_ == target)
+    matches = np.flatnonzero(classes == target)
     if matches.size == 0:
         raise ValueError(f"target {target!r} is not a class of the model; classes: "
-                         f"{list(model.classes_)}.")
+                         f"{list(classes)}.")
     return int(matches[0])
 
 
@@ -267,7 +267,7 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
         Drawn; its ``pd_results`` are the Bunches of ``partial_dependence``,
         its ``axes_`` and ``lines_`` the matplotlib objects.
     """
-    check_is_fitted(model)
+    booster, n_threads = fitted_booster(model)
     _pyplot()
     from sklearn.inspection import PartialDependenceDisplay
 
@@ -281,24 +281,24 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
         if len(group) not in (1, 2):
             raise ValueError(f"Each entry of features is a feature or a pair of features, "
                              f"got {item!r}.")
-        group = tuple(feature_index(model, f) for f in group)
-        if len({is_categorical(model, f) for f in group}) > 1:
+        group = tuple(feature_index(booster, f) for f in group)
+        if len({is_categorical(booster, f) for f in group}) > 1:
             raise ValueError(f"Two-way plots need two numeric or two categorical "
                              f"features; {item!r} mixes them.")
         plots.append(group)
-    target_idx = _target_index(model, target)
-    Xv = model._validate_X(X, reset=False)
+    target_idx = _target_index(booster, target)
+    Xv = booster.prepare(X, checker=model)
     deciles = {}
     for f in {f for group in plots for f in group}:
-        if not is_categorical(model, f):
+        if not is_categorical(booster, f):
             column = column_values(Xv, f)
             deciles[f] = mquantiles(column[np.isfinite(column)],
                                     prob=np.arange(0.1, 1.0, 0.1))
     # X validated once for every plot
-    results = [validated_partial_dependence(model, Xv, list(group), grid_resolution,
-                                            low_high) for group in plots]
+    results = [validated_partial_dependence(booster, Xv, list(group), grid_resolution,
+                                            low_high, n_threads) for group in plots]
     display = PartialDependenceDisplay(
-        results, features=plots, feature_names=tables.feature_names(model),
+        results, features=plots, feature_names=tables.feature_names(booster),
         target_idx=target_idx, deciles=deciles, kind="average",
-        is_categorical=[tuple(is_categorical(model, f) for f in group) for group in plots])
+        is_categorical=[tuple(is_categorical(booster, f) for f in group) for group in plots])
     return display.plot(ax=ax, n_cols=n_cols, **plot_kw)

@@ -738,7 +738,8 @@ def test_training_raw_predictions_match_predict():
     model = HistGBDTRegressor(categorical_features=[0], subsample=0.5, max_iter=20,
                               early_stopping=False, random_state=0).fit(X_train, y_train)
     binned = bin_mapper(model).transform(X_train)
-    from_bins = model._raw_from_trees(np.empty((1, X_train.shape[0])), X_binned=binned)
+    from_bins = model.booster_.raw_from_trees(np.empty((1, X_train.shape[0])),
+                                              X_binned=binned)
     np.testing.assert_allclose(from_bins[0], model.predict(X_train), rtol=0, atol=1e-12)
 
 

@@ -458,8 +458,7 @@ def test_bulk_conversion_equals_column_by_column(kind):
     est = HistGBDTRegressor(max_iter=3, random_state=0).fit(X, y)
     if kind != "arrow":
         assert categorical_by_value(est).sum() == 2
-    for reset in (True, False):
-        out = est._validate_X(X, reset=reset)
+    for out in (est._validate_fit_X(X, None)[0], est._validate_X(X)):  # fit, predict
         assert out.dtype == np.float64 and out.flags.f_contiguous
         np.testing.assert_array_equal(out, _column_by_column(X, est))
     # the user's frame is untouched
@@ -485,7 +484,7 @@ def test_bulk_conversion_keeps_scikit_learn_dtype(columns, dtype):
     """Without categorical columns, a pandas frame gets check_array's dtype."""
     df = pd.DataFrame({k: np.arange(30) % 7 for k in columns}).astype(columns)
     est = HistGBDTRegressor(max_iter=2).fit(df, np.arange(30.0))
-    out = est._validate_X(df, reset=False)
+    out = est._validate_X(df)
     assert out.dtype == dtype
     expected = sklearn.utils.check_array(df, dtype=[np.float64, np.float32])
     assert expected.dtype == dtype

@@ -333,7 +333,7 @@ def test_small_input_fast_path_equals_the_validated_path():
 
     import pandas as pd
 
-    from hgbt.estimators.gradient_boosting import FOREST_MAX_ROWS
+    from hgbt.tree.predictor import PACKED_MIN_ROWS as FOREST_MAX_ROWS
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((2000, 5))

@@ -10,9 +10,9 @@ import pytest
 import scipy.sparse as sp
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt.data.categorical import POOLED_BIN, _frequency_order, pooled_features
+from hgbt.data.categorical import POOLED_BIN, _frequency_order
 from hgbt.persistence import load_model, save_model
-from fitted import bin_mapper
+from fitted import bin_mapper, pooled_features
 
 # cat_smooth=10: levels with 10-50 rows may split off (the default of 50 keeps them
 # right), so that a 20-round fit can show it learnt the levels' effects

@@ -1,8 +1,10 @@
 """The package layout: subpackages in layers, imports only downwards, no cycles.
 
-core → data → tree → engine → persistence → estimators → dask, export: a module
-may import from its own layer and the layers below it. (The model format
-sits below the estimators: they register their classes with it.) Python imports are read
+core → data → tree → engine → model → persistence → estimators → dask, export:
+a module may import from its own layer and the layers below it. The fitted
+model (``model/``: the Booster and what reads it) sits between what grows
+trees and the estimators; the model format sits below the estimators, which
+register their classes with it. Python imports are read
 with ``ast``; Cython ``import`` / ``cimport`` lines with a regular
 expression (both relative and absolute forms).
 """
@@ -21,15 +23,16 @@ LAYERS = {
     "data": 1,
     "tree": 2,
     "engine": 3,
-    "persistence": 4,
-    "estimators": 5,
-    "dask": 6,
-    "export": 6,
-    "inspection": 6,
-    "plotting": 6,
-    "__init__": 7,
-    "callbacks": 7,
-    "__main__": 7,
+    "model": 4,
+    "persistence": 5,
+    "estimators": 6,
+    "dask": 7,
+    "export": 7,
+    "inspection": 7,
+    "plotting": 7,
+    "__init__": 8,
+    "callbacks": 8,
+    "__main__": 8,
 }
 
 _CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+c?import\b|c?import\s+([\w.]+))",

@@ -14,8 +14,8 @@ from hgbt.data import target_stats
 from hgbt.data.categorical import POOLED_BIN
 from hgbt.estimators.gradient_boosting import BaseHistGBDT
 from hgbt.inspection import partial_dependence
-from hgbt.persistence import load_model, save_model
-from fitted import (set_categorical_pooled, set_target_stats,
+from hgbt.persistence import load_model, model_from_dict, model_to_dict, save_model
+from fitted import (set_target_stats,
                    target_stats as fitted_target_stats)
 
 N_LEVELS = 1500
@@ -55,7 +55,7 @@ def _smoothed_reference(y, w, codes, n_positions):
 def _pooled_only(self, X, y, sample_weight, warm):
     """``_encode_pooled`` as a model saved before target statistics fitted."""
     set_target_stats(self, None)
-    return self._pooled_input(X)
+    return self.booster_.pooled_input(X)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -127,7 +127,7 @@ def test_statistics_beat_the_pooled_bin_alone(fitted):
     model, X, y = fitted
     assert fitted_target_stats(model)["features"].tolist() == [0]
     # the model of before: the pooled feature's bins as its input
-    bins = model._validate_X(X, reset=False)[:, :2]
+    bins = model._validate_X(X)[:, :2]
     pooled_only = HistGBDTRegressor(categorical_features=[0], max_iter=40, random_state=0,
                                     early_stopping=False).fit(bins[:5000], y[:5000])
     mse = np.mean((model.predict(X[5000:]) - y[5000:]) ** 2)
@@ -166,7 +166,7 @@ def test_partial_dependence_of_a_pooled_feature_is_the_brute_force_average():
                               random_state=0, early_stopping=False).fit(X, y)
     result = partial_dependence(model, X, [0])
     grid = result.grid_values[0]
-    positions = model._validate_X(X, reset=False, positions=True)[:, 0]
+    positions = model.booster_.prepare(X, positions=True)[:, 0]
     counts = np.bincount(positions[~np.isnan(positions)].astype(int))
 
     def brute(position):
@@ -255,7 +255,7 @@ def test_models_saved_before_target_statistics_still_predict(tmp_path, monkeypat
         patch.setattr(BaseHistGBDT, "_encode_pooled", _pooled_only)
         old = HistGBDTRegressor(categorical_features=[0], max_iter=10, random_state=0,
                                 early_stopping=False).fit(X, y)
-        bins = old._validate_X(X, reset=False)
+        bins = old._validate_X(X)
     assert bins.shape == X.shape
     reference = HistGBDTRegressor(categorical_features=[0], max_iter=10, random_state=0,
                                   early_stopping=False).fit(bins, y)
@@ -279,8 +279,12 @@ def test_warm_start_of_a_model_saved_before_target_statistics(monkeypatch):
 
 def test_loading_refuses_statistics_that_do_not_match_the_pooled_features(fitted):
     model = fitted[0]
+    # a file whose record of pooled features contradicts its categories
+    document = model_to_dict(model)
+    document["fitted"]["attributes"]["_categorical_pooled"] = False
+    with pytest.raises(ValueError, match="_categorical_pooled"):
+        model_from_dict(document, verify_checksum=False)
     for edit, message in [
-            (lambda m: set_categorical_pooled(m, False), "_categorical_pooled"),
             (lambda m: fitted_target_stats(m)["tables"].__setitem__(
                 0, fitted_target_stats(m)["tables"][0][:-1]), "tables"),
             (lambda m: fitted_target_stats(m).__setitem__(
@@ -293,7 +297,7 @@ def test_loading_refuses_statistics_that_do_not_match_the_pooled_features(fitted
 
 def test_partial_dependence_refuses_too_many_combinations(fitted, monkeypatch):
     model, X, _ = fitted
-    monkeypatch.setattr("hgbt.estimators.explain.MAX_POOLED_POINTS", 10)
+    monkeypatch.setattr("hgbt.model.explain.MAX_POOLED_POINTS", 10)
     with pytest.raises(ValueError, match="needs .* evaluations"):
         partial_dependence(model, X, [0])
 
@@ -303,6 +307,6 @@ def test_callbacks_see_integer_codes_not_positions(fitted):
     X_codes = X.copy()
     X_codes[:, 0] = np.where(np.isnan(X[:, 0]), np.nan, X[:, 0] * 3 + 1000)
     on_codes = HistGBDTRegressor(categorical_features=[0], max_iter=2).fit(X_codes, X[:, 1])
-    positions = on_codes._validate_X(X_codes, reset=False, positions=True)
+    positions = on_codes.booster_.prepare(X_codes, positions=True)
     assert not np.array_equal(positions, X_codes, equal_nan=True)
-    np.testing.assert_array_equal(on_codes._user_codes(positions), X_codes)
+    np.testing.assert_array_equal(on_codes.booster_.user_codes(positions), X_codes)

@@ -76,11 +76,10 @@ def partitions(client, X, y, sample_weight, what="X"):
 
 
 def set_schema(model, X):
-    """Fit-time input schema on ``model`` from X's metadata (no rows needed).
-
-    Features, names and categorical columns as the local ``fit`` records
-    them; the codes seen in integer-coded categorical columns are filled in
-    later from the shards.
+    """Fit-time input schema on ``model`` from X's metadata (no rows needed):
+    features and names as the local ``fit`` records them; returns the
+    categorical encoding, whose codes seen in integer-coded columns are
+    filled in later from the shards.
     """
     if _is_frame(X):
         meta = X._meta
@@ -99,15 +98,16 @@ def set_schema(model, X):
         if X.ndim != 2:
             raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions.")
         meta = np.empty((0, X.shape[1]), dtype=X.dtype)
-    validate_X(model, meta, reset=True, dtype=[X_DTYPE, np.float32],
-               ensure_all_finite=False, ensure_min_samples=0)
-    pooled = pooled_features(model)
+    _, encoding = validate_X(model, meta, categorical_features=model.categorical_features,
+                             reset=True, dtype=[X_DTYPE, np.float32],
+                             ensure_all_finite=False, ensure_min_samples=0)
+    pooled = pooled_features(encoding)
     if pooled:
         f = pooled[0]
         name = model.feature_names_in_[f] if hasattr(model, "feature_names_in_") else f
         raise ValueError(f"Categorical feature {name!r} has "
-                         f"{len(model.categorical_categories_[f])} categories. "
-                         + DASK_CATEGORIES)
+                         f"{len(encoding.categories[f])} categories. " + DASK_CATEGORIES)
+    return encoding
 
 
 def predict_blocks(X, func, n_outputs, dtype=np.float64):

@@ -16,10 +16,10 @@ from ..core._openmp import effective_n_threads
 from ..data.binning import BinMapper
 from ..engine.evaluation import TRAIN, training_score_rows
 from ..estimators.classifier import HistGBDTClassifier
-from ..estimators.fit_inputs import FitInputs
 from ..estimators.gradient_boosting import interaction_groups
 from ..estimators.monitoring import VALIDATION, Monitor
 from ..estimators.regressor import HistGBDTRegressor
+from ..model.booster import Booster
 from ._collections import is_dask_collection, partitions, predict_blocks, set_schema
 from ._shard import Shard
 from ._training import (ShardGroup, WorkerLostError, boost_on_shards, lost_workers_raise,
@@ -157,7 +157,12 @@ class _DaskMixin:
     def _fit_on_cluster(self, client, X, y, sample_weight, X_val, y_val, sample_weight_val,
                         early_stopping, callbacks):
         has_val = X_val is not None
-        set_schema(self, X)
+        encoding = set_schema(self, X)
+        # the model's input schema now; the rest once the shards are read
+        self.booster_ = Booster(n_features_in=self.n_features_in_,
+                                feature_names_in=getattr(self, "feature_names_in_", None),
+                                categorical=encoding, objective={}, bin_mapper=None,
+                                baseline=None)
         train, train_workers = partitions(client, X, y, sample_weight)
         val, val_workers = (([], []) if not has_val
                             else partitions(client, X_val, y_val, sample_weight_val, "X_val"))
@@ -174,11 +179,6 @@ class _DaskMixin:
             except Exception:  # a lost worker or closed client: nothing left to free
                 pass
 
-    def _fit_inputs(self):
-        # a plain local estimator's copy: it pickles to the workers without a client
-        return FitInputs(self._fitted_copy(self._local_class, self._local_params(),
-                                           skip=("telemetry_", "_forest_cache"), deep=False))
-
     def _fit_shards(self, shards, layout, early_stopping, has_val, callbacks):
         n_threads = effective_n_threads(self.n_threads)
         info = shards.call("inspect", self._fit_inputs())
@@ -187,15 +187,19 @@ class _DaskMixin:
             raise ValueError("X has no rows.")
         if has_val and sum(i["val"]["n_rows"] for i in info) == 0:
             raise ValueError("X_val has no rows.")
+        booster = self.booster_
         if self._stratify:
             self._set_classes(info)
+            booster.classes = self.classes_
+        booster.objective = self._objective()
         categories = {}
-        if self.is_categorical_ is not None:
-            for f in np.flatnonzero(self.is_categorical_):
+        encoding = booster.categorical
+        if encoding is not None:
+            for f in np.flatnonzero(encoding.mask):
                 codes = [i["train"]["codes"][int(f)] for i in info]
                 categories[int(f)] = _union(codes)
-                if not self._categorical_by_value[f]:
-                    self.categorical_categories_[f] = categories[int(f)]
+                if not encoding.by_value[f]:
+                    encoding.categories[f] = categories[int(f)]
         self._seed = self._new_seed()
         self._interaction_groups_ = interaction_groups(self.interaction_cst,
                                                        self.n_features_in_)
@@ -204,17 +208,16 @@ class _DaskMixin:
         bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
                                n_threads=n_threads, is_categorical=self.is_categorical_)
         sizes = [i["partition_sizes"] for i in info]
-        self._bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes,
-                                           n_total, categories)
+        booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes,
+                                             n_total, categories)
         # the training rows scored each round: the local fit's, found on the shards
         score_rows = training_score_rows(n_total, self._seed)
         local_rows = ([None] * len(layout) if score_rows is None else
                       [local for local, _ in _rows_on_shards(score_rows, layout, sizes)])
         statistics = shards.call("start", per_actor=[
-            (inputs, self._bin_mapper, self.n_threads, local) for local in local_rows])
+            (inputs, booster.bin_mapper, self.n_threads, local) for local in local_rows])
         loss = self._make_loss(None)
-        self._baseline_prediction = loss.baseline_from_statistics(merge(statistics))
-        self._predictors = []
+        booster.baseline = loss.baseline_from_statistics(merge(statistics))
         monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,
                           True, callbacks)
         telemetry = {}
@@ -222,8 +225,8 @@ class _DaskMixin:
         def run(settings, history, runner):
             telemetry.update(boost_on_shards(
                 settings, shards, n_total,
-                self._bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
-                self._baseline_prediction, has_val, history, monitor.evaluator(self), runner))
+                booster.bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
+                booster.baseline, has_val, history, monitor.evaluator(self), runner))
 
         self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val,
                          n_threads)
@@ -240,7 +243,7 @@ class _DaskMixin:
         """
         check_is_fitted(self)
         return self._fitted_copy(self._local_class, self._local_params(),
-                                 skip=("telemetry_", "_forest_cache"))
+                                 skip=("telemetry_",))
 
     def _lazy(self, method, X, n_outputs=None, dtype=np.float64):
         if not is_dask_collection(X):

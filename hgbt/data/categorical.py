@@ -208,22 +208,22 @@ def _bulk_numbers(X, dtype=None):
     return None
 
 
-def _to_array(estimator, X, reset, check_params):
+def _to_array(checker, X, reset, check_params):
     """``validate_data`` of X, converting a frame of plain numbers in bulk."""
     is_frame = (_pandas_frame(X) is not None or _polars_frame(X) is not None
                 or _arrow_table(X) is not None)
     out = _bulk_numbers(X) if is_frame else None
     if out is None:
         try:
-            return validate_data(estimator, X, reset=reset, **check_params)
+            return validate_data(checker, X, reset=reset, **check_params)
         except ValueError as exc:
             if "could not convert string to float" not in str(exc):
                 raise
             raise ValueError(f"{exc}: X holds strings. {STRING_HINT}; a NumPy array "
                              "holds numbers only: pass a pandas or polars DataFrame "
                              "with string columns.") from exc
-    validate_data(estimator, X, reset=reset, skip_check_array=True)  # names, n_features
-    return check_array(out, input_name="X", **{"estimator": estimator, **check_params})
+    validate_data(checker, X, reset=reset, skip_check_array=True)  # names, n_features
+    return check_array(out, input_name="X", **{"estimator": checker, **check_params})
 
 
 def _with_codes(columns, by_value, codes_of):
@@ -316,14 +316,38 @@ def is_pooled(categories, by_value):
     return int(np.max(categories)) >= MAX_CATEGORIES
 
 
-def pooled_features(estimator):
-    """Indices of the pooled categorical features of a fitted estimator."""
-    mask = getattr(estimator, "is_categorical_", None)
-    if mask is None:
-        return []
-    return [int(f) for f in np.flatnonzero(mask)
-            if is_pooled(estimator.categorical_categories_[f],
-                         estimator._categorical_by_value[f])]
+class CategoricalEncoding:
+    """The categorical features of a fit and how their values become codes.
+
+    Parameters
+    ----------
+    mask : ndarray of bool of shape (n_features,)
+        The categorical features (at least one).
+    categories : list
+        Per feature None (numeric), or its categories mapped by value (in
+        code order; pooled ones most frequent first) or the integer codes
+        seen at fit.
+    by_value : ndarray of bool of shape (n_features,)
+        The categorical features whose values are looked up in their
+        categories (DataFrame categories and strings); the others hold codes.
+    """
+
+    def __init__(self, mask, categories, by_value):
+        self.mask = mask
+        self.categories = categories
+        self.by_value = by_value
+
+    @property
+    def pooled_features(self):
+        """Indices of the pooled features (more categories than bins)."""
+        return [int(f) for f in np.flatnonzero(self.mask)
+                if is_pooled(self.categories[f], self.by_value[f])]
+
+
+def pooled_features(encoding):
+    """Indices of the pooled features of a :class:`CategoricalEncoding`
+    (none for None: no categorical features)."""
+    return [] if encoding is None else encoding.pooled_features
 
 
 def _frequency_order(counts):
@@ -383,15 +407,15 @@ def _pooled_bins(values, categories, by_value):
     return np.minimum(pooled_positions(values, categories, by_value), POOLED_BIN)
 
 
-def codes_of_values(estimator, feature, values):
+def codes_of_values(encoding, feature, values):
     """The float codes (bins, for a pooled feature) that prediction sees for
     ``values`` of categorical ``feature``, as ``validate_X`` turns a column
     into them: a category mapped by value becomes its position (unknown
     values NaN), an integer code stays itself. ``values`` is not modified.
     (A pooled category's own target statistic is lost in its bin: partial
     dependence averages over the bin's categories.)"""
-    categories = estimator.categorical_categories_[feature]
-    by_value = bool(estimator._categorical_by_value[feature])
+    categories = encoding.categories[feature]
+    by_value = bool(encoding.by_value[feature])
     values = np.asarray(values, dtype=object if by_value else np.float64)
     if by_value:
         position = {category: float(p) for p, category in enumerate(categories)}
@@ -404,50 +428,52 @@ def codes_of_values(estimator, feature, values):
     return codes
 
 
-def validate_X(estimator, X, reset, positions=False, **check_params):
-    """``validate_data`` for X with categorical features turned into codes.
+def validate_X(checker, X, encoding=None, *, categorical_features=None, reset=False,
+               positions=False, **check_params):
+    """``validate_data`` for X with categorical features turned into codes:
+    ``(X, encoding)``.
 
-    With ``reset`` (fit), decides the categorical features from
-    ``estimator.categorical_features`` and sets ``is_categorical_`` (bool
-    mask, or None without categorical features), ``categorical_categories_``
-    (per feature None, or its categories / codes seen) and
-    ``_categorical_by_value``. Feature-name and feature-count checks are those
-    of ``validate_data`` on the user's ``X``. A pooled feature's column holds
-    its bins, or with ``positions`` its categories' positions (the bin is
-    ``min(position, POOLED_BIN)``; ``target_stats.py`` reads the positions).
+    ``checker`` is the object whose ``n_features_in_`` and
+    ``feature_names_in_`` scikit-learn's ``validate_data`` checks X against
+    (and, with ``reset``, records them on). With ``reset`` (fit), the
+    categorical features are decided from ``categorical_features`` and the
+    returned :class:`CategoricalEncoding` (None without categorical
+    features) records them; else ``encoding`` (the fit's) converts X. A
+    pooled feature's column holds its bins, or with ``positions`` its
+    categories' positions (the bin is ``min(position, POOLED_BIN)``;
+    ``target_stats.py`` reads the positions).
     """
     to_codes = pooled_positions if positions else _pooled_bins
     X = normalize_frame(X)
     columns = _Columns(X)
-    if not reset and getattr(estimator, "is_categorical_", None) is None:
+    if not reset and encoding is None:
         _check_strings(columns, None)
-        return _to_array(estimator, X, False, check_params)
-    if reset and estimator.categorical_features is None:
+        return _to_array(checker, X, False, check_params), None
+    if reset and categorical_features is None:
         _check_strings(columns, None)
-        _set_fitted(estimator, None, None, None)
-        return _to_array(estimator, X, True, check_params)
+        return _to_array(checker, X, True, check_params), None
     if columns.is_frame:
         # Names and the number of features, checked (or recorded) on X itself;
         # the columns are converted below.
-        validate_data(estimator, X, reset=reset, skip_check_array=True)
+        validate_data(checker, X, reset=reset, skip_check_array=True)
         n_features = X.shape[1]
     else:
-        X = _to_array(estimator, X, reset, check_params)
+        X = _to_array(checker, X, reset, check_params)
         n_features = X.shape[1]
-    names = getattr(estimator, "feature_names_in_", None)
+    names = getattr(checker, "feature_names_in_", None)
     if reset:
-        mask = _resolve_mask(estimator.categorical_features, columns, n_features, names)
+        mask = _resolve_mask(categorical_features, columns, n_features, names)
         _check_strings(columns, mask)
         if mask is None:
-            _set_fitted(estimator, None, None, None)
-            return _to_array(estimator, X, True, check_params) if columns.is_frame else X
+            return (_to_array(checker, X, True, check_params) if columns.is_frame
+                    else X), None
         by_value = np.zeros(n_features, dtype=bool)
         if columns.is_frame:
             by_value[mask] = [not columns.is_numeric(int(j)) for j in np.flatnonzero(mask)]
         categories = [None] * n_features
     else:
-        mask, by_value = estimator.is_categorical_, estimator._categorical_by_value
-        categories = estimator.categorical_categories_
+        mask, by_value = encoding.mask, encoding.by_value
+        categories = encoding.categories
         _check_strings(columns, mask)
 
     def name(j):
@@ -470,11 +496,11 @@ def validate_X(estimator, X, reset, positions=False, **check_params):
             out = np.empty((columns.X.shape[0], n_features), dtype=np.float64)
             for j in range(n_features):
                 out[:, j] = codes_of(j) if by_value[j] else columns.to_float(j, name(j))
-        X = check_array(out, **{"estimator": estimator, **check_params})
+        X = check_array(out, **{"estimator": checker, **check_params})
     if reset:
         for j in np.flatnonzero(mask & ~by_value):
             categories[j] = _integer_categories(column(X, j), name(j))  # validates the codes
-        _set_fitted(estimator, mask, categories, by_value)
+        encoding = CategoricalEncoding(mask, categories, by_value)
     # Integer codes of pooled features (and, in an array, a by-value feature's
     # positions) become their bins.
     pooled = [j for j in np.flatnonzero(mask) if is_pooled(categories[j], by_value[j])
@@ -488,7 +514,7 @@ def validate_X(estimator, X, reset, positions=False, **check_params):
         X = X.copy(order="K")
         for j in pooled:
             X[:, j] = to_codes(X[:, j], categories[j], by_value[j])
-    return X
+    return X, encoding
 
 
 def _check_strings(columns, mask):
@@ -504,11 +530,3 @@ def _check_strings(columns, mask):
             name = columns.X.columns[j]
             raise ValueError(f"Feature {name!r} holds strings and is not a categorical "
                              f"feature: {STRING_HINT}.")
-
-
-def _set_fitted(estimator, mask, categories, by_value):
-    estimator.is_categorical_ = mask
-    estimator.categorical_categories_ = categories
-    estimator._categorical_by_value = by_value
-    # read by the estimators' unvalidated predict path (raw codes need their bins)
-    estimator._categorical_pooled = bool(pooled_features(estimator))

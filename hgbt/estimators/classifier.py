@@ -6,11 +6,11 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..core._types import Y_DTYPE
 from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
+from .fit_inputs import class_weighted, encode_labels
 from .gradient_boosting import BaseHistGBDT
 from .monitoring import ClassificationRound
-from ..engine.losses import get_loss
+from ..model.booster import objective_from_params
 from ..persistence import register_estimator
 
 
@@ -125,25 +125,16 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
             if self.class_weight is not None:
                 self._class_weights = compute_class_weight(
                     self.class_weight, classes=self.classes_, y=y)
-        encoded = np.searchsorted(self.classes_, y)
-        encoded = np.minimum(encoded, self.classes_.size - 1)
-        unseen = self.classes_[encoded] != y
-        if np.any(unseen):
-            raise ValueError(f"y contains labels not seen during fit: "
-                             f"{np.unique(np.asarray(y)[unseen])[:5]!r}")
-        return encoded.astype(Y_DTYPE)
+        return encode_labels(self.classes_, y)
 
     def _decode(self, y_encoded):
         return self.classes_[y_encoded.astype(np.intp)]
 
     def _class_weighted(self, sample_weight, y_encoded):
-        if self._class_weights is None:
-            return sample_weight
-        weights = self._class_weights[y_encoded.astype(np.intp)]
-        return weights if sample_weight is None else sample_weight * weights
+        return class_weighted(self._class_weights, sample_weight, y_encoded)
 
-    def _make_loss(self, sample_weight):
-        return get_loss(self.loss, sample_weight, n_classes=self.classes_.size)
+    def _objective(self):
+        return objective_from_params(self.get_params(deep=False), self.classes_)
 
     def decision_function(self, X, iteration_range=None):
         """Raw scores (log-odds; per-class scores for multiclass).
@@ -178,7 +169,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         proba : ndarray of shape (n_samples, n_classes)
         """
         raw = self._raw_predict(X, iteration_range)
-        return self._make_loss(None).inverse_link(raw)
+        return self.booster_.loss.inverse_link(raw)
 
     def predict(self, X, iteration_range=None):
         """Most probable class of each row.
@@ -199,7 +190,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         return self.classes_[np.argmax(proba, axis=1)]
 
     def _round_view(self, raw):
-        return ClassificationRound(raw, self._make_loss(None).inverse_link, self.classes_)
+        return ClassificationRound(raw, self.booster_.loss.inverse_link, self.classes_)
 
     def _shape_decision(self, raw):
         return raw[0] if raw.shape[0] == 1 else raw.T.copy()
@@ -212,9 +203,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     def staged_predict_proba(self, X):
         """Class probabilities after each boosting round."""
         check_is_fitted(self)
-        loss = self._make_loss(None)
         for raw in self._staged_raw_predict(X):
-            yield loss.inverse_link(raw)
+            yield self.booster_.loss.inverse_link(raw)
 
     def staged_predict(self, X):
         """Predicted classes after each boosting round."""

@@ -1,6 +1,7 @@
 """What the estimators offer to look inside a fitted model: TreeSHAP
 contributions and interaction values of the raw score, leaf indices, and
-the trees as tables (``tables.py``).
+the trees as tables (computed by the Booster: ``model/explain.py``,
+``model/tables.py``).
 
 Why ``predict_contributions`` (and not ``predict(X, pred_contrib=True)`` as
 LightGBM, ``pred_contribs`` as XGBoost's ``Booster.predict``, or
@@ -19,27 +20,17 @@ from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
-from ..data import target_stats
 from ..data.categorical import codes_of_values
-from ..tree import contributions as _contrib
-from . import tables
-
-
-# Grid points that partial dependence expands the shared bins of pooled
-# features into (one per category, per combination for several features).
-MAX_POOLED_POINTS = 2_000_000
+from ..model import explain, tables
 
 
 class ExplainMixin:
     """Contributions, interaction values and leaf indices of a fitted
     :class:`~hgbt.estimators.gradient_boosting.BaseHistGBDT`."""
 
-    def _explain_inputs(self, X, iteration_range=None):
+    def _explain_inputs(self, X):
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        forest = self._forest(check_trees=True, iteration_range=iteration_range)
-        return X, forest, len(self._baseline_prediction), effective_n_threads(
-            self.n_threads)
+        return self._validate_X(X), effective_n_threads(self.n_threads)
 
     def predict_contributions(self, X, iteration_range=None):
         """Exact TreeSHAP contributions of each feature to the raw score.
@@ -73,11 +64,8 @@ class ExplainMixin:
             score. Multiclass classifiers have one block per class. The
             result does not depend on ``n_threads``.
         """
-        X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
-        out = self._fold_internal(_contrib.contributions(forest, X, n_outputs, n_threads),
-                                  -1)  # a pooled feature's target statistic is its own
-        out[:, :, -1] += self._baseline_prediction
-        return out[:, 0] if n_outputs == 1 else out
+        X, n_threads = self._explain_inputs(X)
+        return explain.contributions(self.booster_, X, iteration_range, n_threads)
 
     def predict_interactions(self, X, iteration_range=None):
         """SHAP interaction values of each pair of features on the raw score.
@@ -103,11 +91,8 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             The last row and column are zero but for ``[..., -1, -1]``, the
             expected value. Multiclass classifiers have one matrix per class.
         """
-        X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
-        out = _contrib.interactions(forest, X, n_outputs, n_threads)
-        out = self._fold_internal(self._fold_internal(out, -1), -2)
-        out[:, :, -1, -1] += self._baseline_prediction
-        return out[:, 0] if n_outputs == 1 else out
+        X, n_threads = self._explain_inputs(X)
+        return explain.interactions(self.booster_, X, iteration_range, n_threads)
 
     def apply(self, X, iteration_range=None):
         """The leaf each row reaches in each tree.
@@ -130,73 +115,9 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             round: last axis of length 1); ``[i, r, k]`` is class ``k``'s tree
             of round ``r``.
         """
-        X, forest, n_outputs, n_threads = self._explain_inputs(X, iteration_range)
-        leaves = _contrib.apply(forest, X, n_threads)
-        leaves = leaves.reshape(X.shape[0], forest.n_trees // n_outputs, n_outputs)
+        X, n_threads = self._explain_inputs(X)
+        leaves = explain.leaves(self.booster_, X, iteration_range, n_threads)
         return leaves if is_classifier(self) else leaves[:, :, 0]
-
-    def _partial_dependence_codes(self, grid, target_features):
-        """Partial dependence on the raw score at ``grid`` (categorical
-        features as the codes prediction sees), by the recursion method:
-        shape (n_outputs, n_points), the baseline included."""
-        check_is_fitted(self)
-        features = np.asarray(target_features, dtype=np.intp).ravel()
-        if features.size == 0 or np.any((features < 0) | (features >= self.n_features_in_)):
-            raise ValueError(f"target_features must be feature indices in "
-                             f"[0, {self.n_features_in_ - 1}], got {features.tolist()}.")
-        grid = np.asarray(grid, dtype=np.float64)
-        if grid.ndim != 2 or grid.shape[1] != features.size:
-            raise ValueError(f"grid must have shape (n_points, {features.size}), got "
-                             f"{grid.shape}.")
-        grid, features, weights, point = self._with_target_stats(grid, features)
-        out = _contrib.partial_dependence(self._forest(check_trees=True), grid, features,
-                                          len(self._baseline_prediction),
-                                          effective_n_threads(self.n_threads))
-        if weights is not None:  # the pooled bin: its categories' weighted mean
-            out = np.stack([np.bincount(point, weights=row * weights) for row in out])
-        return out + self._baseline_prediction[:, None]
-
-    def _with_target_stats(self, grid, features):
-        """The grid with the target-statistic columns of its pooled target
-        features: ``(grid, features, weights, point)``. A kept category's bin
-        has one value; the shared bin stands for each pooled category's, so
-        its point is repeated once per distinct value, with the categories'
-        training weights (``weights`` and ``point``, the row's grid point,
-        are None when no point is repeated)."""
-        stats = getattr(self, "_target_stats", None)
-        pooled = [] if stats is None else [
-            (k, i) for k, f in enumerate(features)
-            for i, g in enumerate(stats["features"]) if f == g]
-        if not pooled or grid.shape[0] == 0:
-            return grid, features, None, None
-        n_out = target_stats.n_outputs(stats)
-        extra, weights, point = [], [], []
-        sets = [target_stats.value_sets(stats, i, grid[:, k]) for k, i in pooled]
-        n_rows = sum(np.prod([len(per_bin[p][1]) for per_bin in sets])
-                     for p in range(grid.shape[0]))
-        if n_rows > MAX_POOLED_POINTS:
-            raise ValueError(
-                f"Partial dependence at these grid points needs {n_rows:,} evaluations: "
-                "the shared bin of a pooled categorical feature (more than 255 "
-                "categories) is averaged over each of its categories, and with several "
-                f"such features over every combination (limit {MAX_POOLED_POINTS:,}). "
-                "Ask for one pooled feature at a time.")
-        for p in range(grid.shape[0]):
-            values, weight = [np.empty(0)], np.ones(1)
-            for per_bin in sets:  # every combination of the features' values
-                v, w = per_bin[p]
-                values = [np.concatenate([a, row]) for a in values for row in v]
-                weight = np.outer(weight, w).ravel()
-            extra.extend(values)
-            weights.append(weight)
-            point.extend([p] * len(values))
-        columns = [self.n_features_in_ + i * n_out + o for _, i in pooled for o in range(n_out)]
-        repeated = len(point) > grid.shape[0]
-        grid = np.concatenate([grid[point], np.asarray(extra)], axis=1)
-        features = np.concatenate([features, np.asarray(columns, dtype=features.dtype)])
-        if not repeated:
-            return grid, features, None, None
-        return grid, features, np.concatenate(weights), np.asarray(point)
 
     def _compute_partial_dependence_recursion(self, grid, target_features):
         """Partial dependence by the recursion method, scikit-learn's protocol.
@@ -225,16 +146,17 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         check_is_fitted(self)
         grid = np.asarray(grid)
         features = np.asarray(target_features, dtype=np.intp).ravel()
+        encoding = self.booster_.categorical
         if grid.ndim == 2 and grid.shape[1] == features.size:
-            mask = getattr(self, "is_categorical_", None)
             codes = np.empty(grid.shape, dtype=np.float64)
             for k, f in enumerate(features):
-                if mask is not None and 0 <= f < len(mask) and mask[f]:
-                    codes[:, k] = codes_of_values(self, f, grid[:, k])
+                if encoding is not None and 0 <= f < len(encoding.mask) and encoding.mask[f]:
+                    codes[:, k] = codes_of_values(encoding, f, grid[:, k])
                 else:
                     codes[:, k] = grid[:, k]
             grid = codes
-        return self._partial_dependence_codes(grid, features)
+        return explain.partial_dependence_codes(self.booster_, grid, features,
+                                                effective_n_threads(self.n_threads))
 
     def trees_to_dataframe(self):
         """Every node of every tree as a pandas DataFrame, one row per node.
@@ -263,7 +185,7 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             weights.
         """
         check_is_fitted(self)
-        return tables.trees_frame(self)
+        return tables.trees_frame(self.booster_)
 
     def dump_trees(self):
         """The trees as readable text: per tree a header, then one indented
@@ -274,7 +196,7 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         text : str
         """
         check_is_fitted(self)
-        return tables.dump_text(tables.trees_frame(self))
+        return tables.dump_text(tables.trees_frame(self.booster_))
 
     def feature_importance_table(self):
         """Importances per feature: number of splits, gain, cover (hessian
@@ -293,4 +215,4 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
             normalised to sum to 1.
         """
         check_is_fitted(self)
-        return tables.importance_frame(self, tables.feature_names(self))
+        return tables.importance_frame(self.booster_)

@@ -1,13 +1,37 @@
 """How a fit turns raw rows into training rows, for code outside the estimator.
 
 ``hgbt.dask``'s shards validate, convert and encode their rows as the local
-``fit`` does: :class:`FitInputs` gives them that, without the estimator's
-private methods.
+``fit`` does: :class:`FitInputs` gives them that as plain data (the Booster's
+input schema, the class labels and weights, the loss's parameters), with
+the functions the estimators use themselves (:func:`encode_labels`,
+:func:`class_weighted`).
 """
 import numpy as np
 from sklearn.utils.validation import check_X_y
 
 from ..core._types import Y_DTYPE
+from ..engine.losses import get_loss
+from ..model.booster import objective_from_params
+
+
+def encode_labels(classes, y):
+    """Class labels ``y`` as indices into the sorted ``classes`` (float64);
+    ValueError for a label not among them."""
+    encoded = np.minimum(np.searchsorted(classes, y), classes.size - 1)
+    unseen = classes[encoded] != y
+    if np.any(unseen):
+        raise ValueError(f"y contains labels not seen during fit: "
+                         f"{np.unique(np.asarray(y)[unseen])[:5]!r}")
+    return encoded.astype(Y_DTYPE)
+
+
+def class_weighted(class_weights, sample_weight, y_encoded):
+    """``sample_weight`` (or None) times the class weights of the rows
+    (``class_weights`` None: unchanged)."""
+    if class_weights is None:
+        return sample_weight
+    weights = class_weights[y_encoded.astype(np.intp)]
+    return weights if sample_weight is None else sample_weight * weights
 
 
 class FitInputs:
@@ -16,13 +40,22 @@ class FitInputs:
 
     Built by the estimator (``BaseHistGBDT._fit_inputs``) once its input
     schema (features, names, categorical columns) and, for a classifier,
-    its classes and class weights are set. It holds a copy of the
-    estimator without trees, so it pickles to Dask workers.
+    its classes and class weights are set. Plain data: it pickles to Dask
+    workers.
 
     Parameters
     ----------
-    estimator : HistGBDTRegressor or HistGBDTClassifier
-        The fit's schema, read only.
+    booster : Booster
+        The model being fitted: its input schema (no trees needed).
+    estimator_name : str
+        Named in input errors.
+    stratify : bool
+        Whether targets are class labels (counted to find the classes, and
+        not required to be numeric).
+    loss_params : dict
+        The estimator's parameters that define the loss.
+    classes, class_weights : ndarray or None
+        The class labels (sorted) and their weights, once known.
 
     Attributes
     ----------
@@ -30,39 +63,45 @@ class FitInputs:
         Features of the fit.
     is_categorical : ndarray of bool or None
         Categorical features; None when there are none.
-    stratify : bool
-        Whether targets are class labels (counted to find the classes, and
-        not required to be numeric).
     """
 
-    def __init__(self, estimator):
-        self._estimator = estimator
-        self.n_features = estimator.n_features_in_
-        self.is_categorical = estimator.is_categorical_
-        self.stratify = estimator._stratify
+    def __init__(self, booster, estimator_name, stratify, loss_params, classes=None,
+                 class_weights=None):
+        self.booster = booster
+        self.estimator_name = estimator_name
+        self.stratify = stratify
+        self.loss_params = loss_params
+        self.classes = classes
+        self.class_weights = class_weights
+        self.n_features = booster.n_features_in_
+        encoding = booster.categorical
+        self.is_categorical = None if encoding is None else encoding.mask
 
     def validate_X(self, X):
         """``X`` validated and converted as the fitted estimator's ``predict``
         converts it (DataFrame categories → codes; a float array)."""
-        return self._estimator._validate_X(X, reset=False)
+        return self.booster.prepare(X)
 
     def check_X_y(self, X, y):
         """The local ``fit``'s checks of validated rows and their targets
         (dtype, finite numeric regression targets); no rows is fine."""
         return check_X_y(X, y, dtype=np.float64, ensure_all_finite=False,
                          ensure_min_samples=0, y_numeric=not self.stratify,
-                         estimator=self._estimator)
+                         estimator=self.estimator_name)
 
     def encode_y(self, y):
         """Targets as the fit encodes them (labels → class indices), float64."""
         if y.shape[0] == 0:
             return np.empty(0, dtype=Y_DTYPE)
-        return np.ascontiguousarray(self._estimator._encode_y(y, reset=False), dtype=Y_DTYPE)
+        if self.classes is not None:
+            return encode_labels(self.classes, y)
+        return np.ascontiguousarray(y, dtype=Y_DTYPE)
 
     def class_weighted(self, sample_weight, y_encoded):
         """``sample_weight`` (or None) times the class weights of the rows."""
-        return self._estimator._class_weighted(sample_weight, y_encoded)
+        return class_weighted(self.class_weights, sample_weight, y_encoded)
 
     def make_loss(self, sample_weight):
         """The fit's loss over rows weighted by ``sample_weight``."""
-        return self._estimator._make_loss(sample_weight)
+        return get_loss(**objective_from_params(self.loss_params, self.classes),
+                        sample_weight=sample_weight)

@@ -1,6 +1,7 @@
 """What the estimators share: validation, binning, the fit's settings for the
 boosting loop (:mod:`hgbt.engine.boosting`), warm start, staged and raw
-prediction."""
+prediction. The fitted model is a :class:`~hgbt.model.booster.Booster`
+(``booster_``)."""
 import copy
 import itertools
 from numbers import Integral, Real
@@ -14,24 +15,24 @@ from sklearn.utils.validation import (_check_sample_weight, check_array, check_i
                                       check_X_y)
 
 from ..core._openmp import effective_n_threads
-from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
+from ..core._types import X_DTYPE, Y_DTYPE
 from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data import target_stats
-from ..data.categorical import pooled_features, validate_X
+from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import can_stratify, split_validation
 from ..engine.evaluation import TRAIN, training_score_rows
 from ..engine.interrupts import running_fit
+from ..engine.losses import get_loss
 from ..engine.numeric_range import check_fit_range
 from ..engine.rows import LocalData, RowState, ValidationRows
 from .explain import ExplainMixin
 from .fit_inputs import FitInputs
 from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
                                 uses_sklearn_callbacks)
-from .monitoring import (VALIDATION, Monitor, check_iteration_range, eval_sets,
-                         history_attributes, scored_rows)
-from ..tree.predictor import PACKED_MIN_ROWS, ForestPredictor
+from .monitoring import VALIDATION, Monitor, eval_sets, history_attributes, scored_rows
+from ..model.booster import Booster, objective_from_params
 from ..persistence import pickle_state, save_model, unpickle_state
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
 
@@ -50,26 +51,18 @@ AUTO_EARLY_STOPPING_ROWS = 100
 # size's.
 AUTO_TREE_SIZES = ({"max_leaf_nodes": 31, "l2_regularization": 1.0},
                    {"max_leaf_nodes": 63, "l2_regularization": 10.0})
-# Prediction is one kernel call over all trees (ForestPredictor): dense inputs
-# below this many rows walk them row by row, larger ones through the packed
-# forest (measured crossover 4-8 rows, benchmarks/RESULTS.md).
-FOREST_MAX_ROWS = PACKED_MIN_ROWS
-# Inputs of this many rows check that the cached forest holds the current tree
-# objects (a tree replaced after fit is seen); smaller ones skip the O(n_trees)
-# check for latency.
-FOREST_CHECK_ROWS = 256
 # LightGBM's quantization uses a few levels; more than this would only shrink
 # the blocks of rows the histogram kernel packs (training_data.packed_layout).
 MAX_GRAD_QUANT_BINS = 1024
-_PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     """Shared fit/predict machinery of the hgbt estimators.
 
     Subclasses provide ``_encode_y(y)`` (validate and encode targets; set
-    fitted label attributes), ``_make_loss(sample_weight)`` and
-    ``_stratify`` (stratified validation split).
+    fitted label attributes), ``_objective()`` (the loss's
+    :func:`~hgbt.engine.losses.get_loss` arguments) and ``_stratify``
+    (stratified validation split).
     """
 
     _parameter_constraints = {
@@ -127,77 +120,58 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         return tags
 
     # ---------------------------------------------------------------- input
-    def _validate_X(self, X, reset, positions=False):
+    @property
+    def is_categorical_(self):
+        """Categorical features (boolean mask), or None without any."""
+        encoding = self.booster_.categorical
+        return None if encoding is None else encoding.mask
+
+    @property
+    def categorical_categories_(self):
+        """Per feature None, or the categories (codes) seen at fit."""
+        encoding = self.booster_.categorical
+        return None if encoding is None else encoding.categories
+
+    def _validate_X(self, X):
+        """``X`` of a prediction, validated and converted as the trees read it
+        (:meth:`Booster.prepare <hgbt.model.booster.Booster.prepare>`; names
+        and feature counts checked against this estimator)."""
+        return self.booster_.prepare(X, checker=self)
+
+    def _validate_fit_X(self, X, booster):
+        """The training rows, validated (pooled features as positions), and
+        the categorical encoding: the warm-started Booster's, or a new one
+        from ``categorical_features``."""
+        if booster is not None:
+            return booster.prepare(X, positions=True, checker=self), booster.categorical
         # ±inf are ordinary values and NaN is missing: no finiteness check on X.
-        # Categorical columns become float codes (categorical.py). Sparse
-        # input stays sparse, as canonical CSR. With `positions`, pooled
-        # features hold their categories' positions (the fit encodes them);
-        # else the matrix is what the trees read (_pooled_input).
+        # Sparse input stays sparse, as canonical CSR.
         check_sparse_format(X)
-        X = validate_X(self, X, reset, positions=True, dtype=[X_DTYPE, np.float32],
-                       ensure_all_finite=False, accept_sparse=ACCEPTED_FORMATS,
-                       accept_large_sparse=True)
-        if sp.issparse(X):
-            return as_csr(X)
-        return X if positions else self._pooled_input(X)
-
-    def _pooled_input(self, X):
-        """Validated ``X`` (pooled features as positions) as the trees read
-        it: pooled features as their bins, followed by the target-statistic
-        columns (``data/target_stats.py``). Other input is returned as is."""
-        if not getattr(self, "_categorical_pooled", False):
-            return X
-        stats = getattr(self, "_target_stats", None)
-        if stats is None:  # a model saved before target statistics: bins only
-            return target_stats.with_columns(X, pooled_features(self),
-                                             np.empty((X.shape[0], 0)))
-        return target_stats.with_columns(X, stats["features"],
-                                         target_stats.transform(stats, X))
-
-    def _user_codes(self, X):
-        """Validated rows (pooled features as positions) as ``predict`` takes
-        them in an array: integer-coded pooled features back to their codes."""
-        pooled = [f for f in pooled_features(self) if not self._categorical_by_value[f]]
-        if not pooled:
-            return X
-        X = np.array(X)
-        for f in pooled:
-            known = ~np.isnan(X[:, f])
-            X[known, f] = self.categorical_categories_[f][X[known, f].astype(np.intp)]
-        return X
-
-    def _n_internal(self):
-        """Features the trees index: the user's, then the target statistics."""
-        stats = getattr(self, "_target_stats", None)
-        return self.n_features_in_ + (0 if stats is None else target_stats.n_columns(stats))
-
-    def _fold_internal(self, values, axis):
-        """``values`` with the target-statistic entries along ``axis`` added
-        to their source features (as feature importances and contributions
-        are reported)."""
-        stats = getattr(self, "_target_stats", None)
-        if stats is None:
-            return values
-        return target_stats.fold(values, stats, self.n_features_in_, axis)
+        X, encoding = validate_X(self, X, categorical_features=self.categorical_features,
+                                 reset=True, positions=True, dtype=[X_DTYPE, np.float32],
+                                 ensure_all_finite=False, accept_sparse=ACCEPTED_FORMATS,
+                                 accept_large_sparse=True)
+        return (as_csr(X) if sp.issparse(X) else X), encoding
 
     def _encode_pooled(self, X, y, sample_weight, warm):
         """The training rows as the trees read them, their pooled features'
         target statistics cross-fitted. A warm start keeps the first fit's
         table (earlier trees split on its values) and cross-fits the rows
         it is given with the same folds: the same columns on the same data."""
-        pooled = pooled_features(self)
-        if warm and getattr(self, "_target_stats", None) is None:
-            return self._pooled_input(X)  # none, or a model saved before them
+        booster = self.booster_
+        pooled = booster.pooled_features
+        if warm and booster.target_stats is None:
+            return booster.pooled_input(X)  # none, or a model saved before them
         if not pooled:
-            self._target_stats = None
             return X
+        categories = booster.categorical.categories
         y_cols = target_stats.target_columns(
             y, len(self.classes_) if self._stratify else None)
         stats, columns = target_stats.fit_transform(
-            X, pooled, [len(self.categorical_categories_[f]) for f in pooled], y_cols,
-            sample_weight, self._seed)
+            X, pooled, [len(categories[f]) for f in pooled], y_cols, sample_weight,
+            self._seed)
         if not warm:
-            self._target_stats = stats
+            booster.target_stats = stats
         return target_stats.with_columns(X, pooled, columns)
 
     def _validate_weight(self, sample_weight, X):
@@ -207,12 +181,19 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             sample_weight, X, dtype=Y_DTYPE, ensure_non_negative=True))
 
     def _is_fitted(self):
-        return hasattr(self, "_predictors")
+        return hasattr(self, "booster_")
+
+    def _make_loss(self, sample_weight):
+        """The fit's loss over rows weighted by ``sample_weight``."""
+        return get_loss(**self._objective(), sample_weight=sample_weight)
 
     def _fit_inputs(self):
         """This fit's input validation, target encoding, class weights and
         loss, for code outside the estimator (:class:`FitInputs`)."""
-        return FitInputs(self)
+        return FitInputs(self.booster_, type(self).__name__, self._stratify,
+                         objective_from_params(self.get_params(deep=False)),
+                         getattr(self, "classes_", None),
+                         getattr(self, "_class_weights", None))
 
     def _fitted_copy(self, cls, params, skip=(), deep=True):
         """``cls(**params)`` holding (deep) copies of this estimator's other
@@ -222,8 +203,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         for name, value in vars(self).items():
             if name not in own_params and name not in skip:
                 setattr(out, name, copy.deepcopy(value) if deep else value)
-        if out._is_fitted():
-            out._set_forest()
+        if "booster_" in vars(out):
+            out.booster_.pack()
         return out
 
     # ---------------------------------------------- importances, persistence
@@ -233,17 +214,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         or of the number of splits ('split') over all trees; all zeros without
         any split. Shape (n_features_in_,)."""
         check_is_fitted(self)
-        if self.importance_type not in ("gain", "split"):
-            raise ValueError(f"importance_type must be 'gain' or 'split', got "
-                             f"{self.importance_type!r}.")
-        n_internal = self._n_internal()
-        totals = np.zeros(n_internal)
-        for tree in itertools.chain.from_iterable(self._predictors):
-            split = tree.nodes[tree.nodes["is_leaf"] == 0]
-            totals += np.bincount(split["feature_idx"], minlength=n_internal,
-                                  weights=split["gain"] if self.importance_type == "gain"
-                                  else None)
-        totals = self._fold_internal(totals, 0)  # a target statistic is its feature's
+        totals = self.booster_.feature_importance(self.importance_type)
         total = totals.sum()
         return totals / total if total > 0 else totals
 
@@ -254,7 +225,6 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     def __getstate__(self):
         state = dict(super().__getstate__())
-        state.pop("_forest_cache", None)  # rebuilt on demand
         for name in ("_callback_fit_ctx", "_skl_callbacks_to_teardown", "_parent_callback_ctx"):
             state.pop(name, None)  # a running fit's scikit-learn callback contexts
         return pickle_state(self._pickled_state(state))  # checksummed, with the version
@@ -273,7 +243,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def __setstate__(self, state):
         super().__setstate__(unpickle_state(self, state))  # warns on another version
         if self._is_fitted():
-            self._set_forest()
+            self.booster_.pack()
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
@@ -346,13 +316,19 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
              eval_names, eval_sample_weight, callbacks):
         warm = self.warm_start and self._is_fitted()
-        X = self._validate_X(X, reset=not warm, positions=True)
+        X, encoding = self._validate_fit_X(X, self.booster_ if warm else None)
         # check_X_y, not validate_data: X is an ndarray now, and a second
         # feature-name check would warn that it has none.
         X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False, accept_sparse=True,
                          accept_large_sparse=True, y_numeric=not self._stratify,
                          estimator=self)
         y = self._encode_y(y, reset=not warm)
+        # the model this fit builds: a warm start's continues the fitted one
+        self.booster_ = (self.booster_.continued(self._objective()) if warm else Booster(
+            n_features_in=self.n_features_in_,
+            feature_names_in=getattr(self, "feature_names_in_", None), categorical=encoding,
+            objective=self._objective(), classes=self.classes_ if self._stratify else None,
+            bin_mapper=None, baseline=None))
         sample_weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
@@ -390,18 +366,19 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             validation.insert(0, (X_hold, y_hold, w_hold))
             names.insert(0, VALIDATION)
 
-        X_user = self._user_codes(X_train)  # as a scikit-learn callback may predict it
+        booster = self.booster_
+        X_user = booster.user_codes(X_train)  # as a scikit-learn callback may predict it
         X_train = self._encode_pooled(X_train, y_train, w_train, warm)
-        validation = [(self._pooled_input(X_v), y_v, w_v) for X_v, y_v, w_v in validation]
+        validation = [(booster.pooled_input(X_v), y_v, w_v) for X_v, y_v, w_v in validation]
         self._set_internal_constraints(interactions, monotonic)
         if not warm:
             is_categorical = self.is_categorical_
             if is_categorical is not None:  # the statistics are numeric
                 is_categorical = np.concatenate([is_categorical, np.zeros(
-                    self._n_internal() - self.n_features_in_, dtype=bool)])
-            self._bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
-                                         n_threads=n_threads, is_categorical=is_categorical)
-            self._bin_mapper.fit(X_train, sample_weight=w_train)
+                    booster.n_internal - self.n_features_in_, dtype=bool)])
+            booster.bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
+                                           n_threads=n_threads, is_categorical=is_categorical)
+            booster.bin_mapper.fit(X_train, sample_weight=w_train)
         binned = self._bin(X_train, n_threads)
         callbacks = list(callbacks or ())
         if uses_sklearn_callbacks(self):
@@ -423,9 +400,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         """Interaction groups and monotonic constraints over the trees'
         features: a target statistic joins its source feature's groups and
         is unconstrained (its source is categorical)."""
-        n_extra = self._n_internal() - self.n_features_in_
+        n_extra = self.booster_.n_internal - self.n_features_in_
         if n_extra and interactions is not None:
-            sources = target_stats.sources(self._target_stats)
+            sources = target_stats.sources(self.booster_.target_stats)
             extra = np.arange(self.n_features_in_, self.n_features_in_ + n_extra)
             interactions = [group | {int(e) for e, s in zip(extra, sources) if s in group}
                             for group in interactions]
@@ -437,7 +414,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _validation_set(self, X, y, sample_weight, name):
         """A validation set's rows (pooled features as positions), encoded
         targets and weights, checked."""
-        X = self._validate_X(X, reset=False, positions=True)
+        X = self.booster_.prepare(X, positions=True, checker=self)
         # as check_X_y checks y: a NaN target would make every score NaN
         y = self._encode_y(check_array(
             y, ensure_2d=False, dtype="numeric" if not self._stratify else None,
@@ -451,7 +428,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _bin(self, X, n_threads):
         """The binned training data, a :class:`~hgbt.data.bundling.FeatureLayout`
         (bundled or sparse-stored columns where they pay, else the plain one)."""
-        mapper = self._bin_mapper
+        mapper = self.booster_.bin_mapper
         if sp.issparse(X):
             X_csc = X.tocsc()
             source = SparseSource(X_csc, bin_stored_entries(X_csc, mapper, n_threads),
@@ -526,21 +503,19 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         loss.check_y(y)
         check_fit_range(loss, y, sample_weight)
         n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
+        booster = self.booster_
         if not warm:
-            self._baseline_prediction = loss.baseline(y)
-            self._predictors = []
-        else:  # a new list: an interrupted fit puts the old one back
-            self._predictors = list(self._predictors)
+            booster.baseline = loss.baseline(y)
         # Without a plain layout, earlier rounds are replayed on the raw values
         # (the same routing: x <= threshold[b] exactly when bin(x) <= b).
-        raw = self._raw_from_trees(np.empty((k_trees, n_samples)),
-                                   X_binned=binned.X_dense if binned.is_plain else None,
-                                   X=X, n_threads=n_threads)
+        raw = booster.raw_from_trees(np.empty((k_trees, n_samples)),
+                                     X_binned=binned.X_dense if binned.is_plain else None,
+                                     X=X, n_threads=n_threads)
         score_rows = training_score_rows(n_samples, self._seed)  # the loss's and scorers'
         full_hessian = self._boost_settings(n_threads).full_hessian
         rows = RowState(loss, y, sample_weight, raw, full_hessian,
                         [ValidationRows(X_v, y_v, w_v,
-                                        self._raw_predict_validated(X_v, n_threads))
+                                        booster.raw_predict_prepared(X_v, None, n_threads))
                          for X_v, y_v, w_v in validation], score_rows)
         evaluator = monitor.evaluator(self, scored_rows(
             score_rows, (X, self._decode(y), sample_weight),
@@ -548,8 +523,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         ) if monitor.needs_predictions else None, self._round_view)
 
         def run(settings, history, runner):
-            with LocalData(rows, X, binned, self._bin_mapper.missing_bin + 1, n_threads,
-                           self._baseline_prediction) as data:
+            with LocalData(rows, X, binned, booster.bin_mapper.missing_bin + 1, n_threads,
+                           booster.baseline) as data:
                 boost(settings, data, history, evaluator, runner)
 
         self._run_rounds(run, monitor, k_trees, early_stopping, bool(validation), n_threads,
@@ -560,7 +535,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         """``run(boost_settings, history, callback_runner)`` boosts; then the
         fitted attributes are set, the trees cut at the best round with
         ``truncate_at_best`` (local and Dask fits alike)."""
-        history = BoostHistory(self._predictors, monitor.history)
+        history = BoostHistory(self.booster_.trees, monitor.history)
         watched = monitor.history.watched
         # two tree sizes are compared on a validation set: early stopping's
         select = (self._may_compare_sizes(warm, early_stopping)
@@ -575,7 +550,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         def finish(evals):  # the fit's model (the kept fit's, after two)
             sync(evals)
             if self.truncate_at_best and self.best_iteration_ is not None:
-                del self._predictors[self.best_iteration_:]
+                del self.booster_.trees[self.best_iteration_:]
             self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation)
 
         run(self._boost_settings(n_threads, warm, select), history,
@@ -588,13 +563,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     def _set_fitted_rounds(self, k_trees, history, early_stopping, has_validation,
                            pack=True):
-        self.n_iter_ = len(self._predictors)
+        self.n_iter_ = self.booster_.n_iter
         self.n_trees_per_iteration_ = k_trees
         for name, value in history_attributes(history, self.n_iter_, early_stopping,
                                               has_validation).items():
             setattr(self, name, value)
         if pack:
-            self._set_forest()
+            self.booster_.pack()
 
     def _may_compare_sizes(self, warm, early_stopping):
         """Whether this fit may compare tree sizes (``max_leaf_nodes='auto'``,
@@ -626,7 +601,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _boost_settings(self, n_threads, warm=False, select=False):
         """The boosting loop's settings of this fit (local and Dask alike);
         with ``select``, ``max_leaf_nodes='auto'`` compares its tree sizes."""
-        mapper = self._bin_mapper
+        mapper = self.booster_.bin_mapper
         tree_size, sizes = self._tree_sizes(warm)
         return BoostSettings(
             max_iter=self.max_iter, seed=self._seed, n_threads=n_threads,
@@ -651,98 +626,35 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             min_gain_to_split=self.min_gain_to_split,
             l1_regularization=self.l1_regularization, learning_rate=self.learning_rate,
             interaction_groups=self._interaction_groups_,
-            is_categorical=self._bin_mapper.is_categorical_,
-            known_cat_bitsets=self._bin_mapper.known_cat_bitsets_,
+            is_categorical=self.booster_.bin_mapper.is_categorical_,
+            known_cat_bitsets=self.booster_.bin_mapper.known_cat_bitsets_,
             max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
             cat_l2=self.cat_l2, min_data_per_group=self.min_data_per_group,
             max_cat_threshold=self.max_cat_threshold,
             monotonic_cst=self._monotonic_cst_)
 
     # -------------------------------------------------------------- predict
-    def _raw_from_trees(self, out, X=None, X_binned=None, n_threads=1):
-        """Baseline plus every tree, on raw ``X`` or on training bins."""
-        out[:] = self._baseline_prediction[:, None]
-        all_rows = None
-        for trees in self._predictors:
-            for k, tree in enumerate(trees):
-                if X_binned is not None:
-                    if all_rows is None:
-                        all_rows = np.arange(X_binned.shape[0], dtype=SIZE_DTYPE)
-                    tree.predict_binned_add(X_binned, all_rows,
-                                            self._bin_mapper.missing_bin, out[k], n_threads)
-                else:
-                    tree.predict_add(X, out[k], n_threads)
-        return out
-
-    def _raw_predict_validated(self, X, n_threads):
-        out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
-        out[:] = self._baseline_prediction[:, None]
-        forest = self._forest(check_trees=X.shape[0] >= FOREST_CHECK_ROWS)
-        return forest.predict_add(X, out, n_threads)
-
-    def _set_forest(self):
-        """Pack the fitted trees for prediction (after fit or loading):
-        ``predict`` itself must not change the estimator."""
-        self._forest_cache = (self._predictors, len(self._predictors),
-                              ForestPredictor(self._predictors))
-
-    def _forest(self, check_trees=False, iteration_range=None):
-        """Every tree in one ForestPredictor (packed anew if the trees changed;
-        with ``check_trees``, also if a round holds other tree objects), or
-        the trees of the rounds ``begin <= round < end`` of ``iteration_range``."""
-        if iteration_range is not None:
-            begin, end = check_iteration_range(iteration_range, len(self._predictors))
-            return ForestPredictor(self._predictors[begin:end])
-        cache = getattr(self, "_forest_cache", None)
-        # the list itself (not its id) is kept, so a new list is always noticed
-        if (cache is None or cache[0] is not self._predictors
-                or cache[1] != len(self._predictors)
-                or (check_trees and not cache[2].holds(self._predictors))):
-            return ForestPredictor(self._predictors)
-        return cache[2]
-
     def _raw_predict(self, X, iteration_range=None):
         """Raw predictions, shape (n_trees_per_iteration, n_samples), of every
         round or of the rounds ``begin <= round < end`` of ``iteration_range``."""
-        if not (self._is_fitted() and self._is_plain_array(X)):
+        if not (self._is_fitted() and self.booster_.is_plain_array(X)):
             check_is_fitted(self)
-            X = self._validate_X(X, reset=False)
-        n_threads = effective_n_threads(self.n_threads)
-        if iteration_range is None:
-            return self._raw_predict_validated(X, n_threads)
-        forest = self._forest(iteration_range=iteration_range)
-        out = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
-        out[:] = self._baseline_prediction[:, None]
-        return forest.predict_add(X, out, n_threads)
-
-    def _is_plain_array(self, X):
-        """X needs no validation: a 2-D float array of the fitted width, fitted on
-        an array (no feature names to check) without pooled categorical
-        features. The lean path of small predictions."""
-        return (type(X) is np.ndarray and X.ndim == 2 and X.shape[0] > 0
-                and X.dtype in _PLAIN_DTYPES and X.shape[1] == self.n_features_in_
-                and getattr(self, "feature_names_in_", None) is None
-                and not getattr(self, "_categorical_pooled", None))  # codes -> bins
+            X = self._validate_X(X)
+        return self.booster_.raw_predict_prepared(X, iteration_range,
+                                                  effective_n_threads(self.n_threads))
 
     def _staged_raw_predict(self, X):
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        n_threads = effective_n_threads(self.n_threads)
-        raw = np.empty((len(self._baseline_prediction), X.shape[0]), dtype=Y_DTYPE)
-        raw[:] = self._baseline_prediction[:, None]
-        for trees in self._predictors:
-            for k, tree in enumerate(trees):
-                tree.predict_add(X, raw[k], n_threads)
-            yield raw.copy()
+        yield from self.booster_.staged_raw_predict_prepared(
+            self._validate_X(X), effective_n_threads(self.n_threads))
 
 
 def _round_state(estimator):
     """The fitted attributes that make a copy of ``estimator`` a model of the
     rounds so far (scikit-learn's ``fitted_estimator``)."""
     params = estimator.get_params(deep=False)
-    state = {name: value for name, value in vars(estimator).items()
-             if name not in params and name != "_forest_cache"}
-    state["_predictors"] = list(estimator._predictors)  # later rounds not included
+    state = {name: value for name, value in vars(estimator).items() if name not in params}
+    state["booster_"] = estimator.booster_.continued()  # later rounds not included
     state["evals_result_"] = {s: {m: list(v) for m, v in metrics.items()}
                               for s, metrics in estimator.evals_result_.items()}
     return state

@@ -10,7 +10,6 @@ callbacks. Scorers see the model of the rounds so far through
 raw predictions the rounds keep, so no round predicts from scratch.
 """
 import copy
-from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -254,19 +253,3 @@ def history_attributes(history, n_rounds, early_stopping, has_validation):
     # checkpoint) finishes it when warm-started
     out["_tree_size_comparing"] = history.comparing
     return out
-
-
-def check_iteration_range(iteration_range, n_iter):
-    """``(begin, end)`` rounds to predict with, checked (None: every round)."""
-    if iteration_range is None:
-        return 0, n_iter
-    try:
-        begin, end = iteration_range
-    except (TypeError, ValueError):
-        raise ValueError(f"iteration_range must be (begin, end), got "
-                         f"{iteration_range!r}.") from None
-    if not (isinstance(begin, Integral) and isinstance(end, Integral)
-            and 0 <= begin <= end <= n_iter):
-        raise ValueError(f"iteration_range={iteration_range!r} must hold integers with "
-                         f"0 <= begin <= end <= n_iter_={n_iter}.")
-    return int(begin), int(end)

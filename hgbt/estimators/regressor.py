@@ -10,7 +10,7 @@ from ..core._types import Y_DTYPE
 from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
 from .gradient_boosting import BaseHistGBDT
 from .monitoring import RegressionRound
-from ..engine.losses import get_loss
+from ..model.booster import objective_from_params
 from ..persistence import register_estimator
 
 REGRESSION_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
@@ -133,12 +133,11 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _make_loss(self, sample_weight):
+    def _objective(self):
         if self.loss == "quantile" and self.quantile is None:
             raise ValueError("loss='quantile' needs the quantile parameter, e.g. "
                              "quantile=0.9.")
-        return get_loss(self.loss, sample_weight, huber_delta=self.huber_delta,
-                        quantile=self.quantile, tweedie_power=self.tweedie_power)
+        return objective_from_params(self.get_params(deep=False))
 
     def _encode_y(self, y, reset):
         return np.ascontiguousarray(y, dtype=Y_DTYPE)
@@ -162,10 +161,10 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         y : ndarray of shape (n_samples,)
         """
         raw = self._raw_predict(X, iteration_range)
-        return self._make_loss(None).inverse_link(raw)
+        return self.booster_.loss.inverse_link(raw)
 
     def _round_view(self, raw):
-        return RegressionRound(raw, self._make_loss(None).inverse_link)
+        return RegressionRound(raw, self.booster_.loss.inverse_link)
 
     def staged_predict(self, X):
         """Predictions after each boosting round.
@@ -179,6 +178,5 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         y : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        loss = self._make_loss(None)
         for raw in self._staged_raw_predict(X):
-            yield loss.inverse_link(raw)
+            yield self.booster_.loss.inverse_link(raw)

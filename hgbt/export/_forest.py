@@ -25,11 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_is_fitted
 
 from ..data.binning import bitset_to_codes
-from ..data.categorical import pooled_features
-from ..estimators.tables import feature_names
+from ..model.booster import Booster, fitted_booster
+from ..model.tables import feature_names
 
 
 @dataclass(frozen=True)
@@ -78,10 +77,6 @@ class Forest:
     trees: list
     classes: np.ndarray = None
     feature_names: tuple = ()
-
-
-def _link(model):
-    return model._make_loss(None).link
 
 
 def _walk(predictor, output):
@@ -144,40 +139,41 @@ def describe(model):
         categorical feature (more than 255 categories or codes >= 255), whose
         codes reach the trees only through a lookup table.
     """
-    link = check_exportable(model)
-    trees = [_walk(tree, k) for trees in model._predictors for k, tree in enumerate(trees)]
+    booster = check_exportable(model)
+    trees = [_walk(tree, k) for trees in booster.trees for k, tree in enumerate(trees)]
     if not trees:  # cut to no round (truncate_at_best): the formats want a tree
-        trees = [_leaf(k) for k in range(len(model._baseline_prediction))]
-    return Forest(n_features=int(model.n_features_in_),
-                  n_outputs=len(model._baseline_prediction),
-                  baseline=np.array(model._baseline_prediction, dtype=np.float64),
-                  link=link, trees=trees, classes=getattr(model, "classes_", None),
-                  feature_names=tuple(feature_names(model)))
+        trees = [_leaf(k) for k in range(booster.n_trees_per_iteration)]
+    return Forest(n_features=int(booster.n_features_in_),
+                  n_outputs=booster.n_trees_per_iteration,
+                  baseline=np.array(booster.baseline, dtype=np.float64),
+                  link=booster.loss.link, trees=trees, classes=booster.classes,
+                  feature_names=tuple(feature_names(booster)))
 
 
 def check_fitted_model(model, caller=None):
-    """TypeError unless ``model`` is an hgbt estimator, NotFittedError unless fitted."""
+    """The Booster of ``model``, a fitted hgbt estimator or a Booster:
+    TypeError for anything else, NotFittedError for an unfitted estimator."""
     from ..estimators.gradient_boosting import BaseHistGBDT
 
-    if not isinstance(model, BaseHistGBDT):
+    if not isinstance(model, (BaseHistGBDT, Booster)):
         wants = "Expected" if caller is None else f"{caller} takes"
         raise TypeError(f"{wants} a fitted hgbt estimator, got {type(model).__name__}.")
-    check_is_fitted(model)
+    return fitted_booster(model)[0]
 
 
 def check_exportable(model):
     """The errors of :func:`describe` without walking the trees; returns the
-    model's link."""
-    check_fitted_model(model)
-    pooled = pooled_features(model)
+    model's Booster."""
+    booster = check_fitted_model(model)
+    pooled = booster.pooled_features
     if pooled:
-        names = feature_names(model)
+        names = feature_names(booster)
         raise ValueError(
             f"Cannot export: categorical feature {names[pooled[0]]!r} has more than 255 "
             "categories (or codes >= 255), so its values reach the trees through a lookup "
             "table that the exported formats cannot hold. Group its rare categories "
             "into fewer than 255 before fitting.")
-    return _link(model)
+    return booster
 
 
 def numeric_input(model, X):
@@ -195,9 +191,9 @@ def numeric_input(model, X):
         A new array (``X`` is not modified): categorical columns of a
         DataFrame become their codes, sparse input is densified.
     """
-    check_is_fitted(model)
+    booster = fitted_booster(model)[0]
     # without the target statistics of pooled features (refused by the exporters)
-    out = model._validate_X(X, reset=False)[:, :model.n_features_in_]
+    out = booster.prepare(X, checker=model)[:, :booster.n_features_in_]
     if sp.issparse(out):
         out = out.toarray()
     return np.array(out, dtype=np.float64, order="C", copy=True)

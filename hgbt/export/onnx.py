@@ -264,7 +264,7 @@ def to_onnx(model, *, dtype=np.float32, zipmap=False, target_opset=None,
         raise ValueError(f"dtype must be float32 or float64, got {dtype}.")
     # a clear error before skl2onnx sees the model (its converter walks the trees)
     classes = getattr(model, "classes_", None)
-    _check_link(check_exportable(model), classes)
+    _check_link(check_exportable(model).loss.link, classes)
     register()
     tensor = FloatTensorType if dtype == np.float32 else DoubleTensorType
     options = {id(model): {"zipmap": zipmap}} if classes is not None else None

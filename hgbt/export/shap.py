@@ -14,9 +14,8 @@ the description, whose splits are all numeric thresholds.
 This module does not import shap: the description is plain NumPy.
 """
 import numpy as np
-from sklearn.base import is_classifier
 
-from ..estimators.tables import feature_names
+from ..model.tables import feature_names
 from ._forest import check_fitted_model
 
 # Description keys that let shap transform the raw score (its
@@ -26,9 +25,9 @@ _BINARY_LOG_LOSS = {"objective": "binary_crossentropy", "tree_output": "log_odds
 _SQUARED_ERROR = {"objective": "squared_error", "tree_output": "raw_value"}
 
 
-def _check_numeric(model, trees):
-    if getattr(model, "_target_stats", None) is not None:
-        name = feature_names(model)[int(model._target_stats["features"][0])]
+def _check_numeric(booster, trees):
+    if booster.target_stats is not None:
+        name = feature_names(booster)[int(booster.target_stats["features"][0])]
         raise ValueError(
             f"Categorical feature {name!r} has more than 255 categories: the trees also "
             "split on its target statistic, a lookup table that the shap library's tree "
@@ -38,7 +37,7 @@ def _check_numeric(model, trees):
         nodes = tree.nodes
         categorical = np.flatnonzero((nodes["is_categorical"] != 0) & (nodes["is_leaf"] == 0))
         if categorical.size:
-            name = feature_names(model)[nodes["feature_idx"][categorical[0]]]
+            name = feature_names(booster)[nodes["feature_idx"][categorical[0]]]
             raise ValueError(
                 f"The model has categorical splits (the first in tree {index}, on feature "
                 f"{name!r}); the shap library's tree description has only numeric "
@@ -136,20 +135,21 @@ def shap_model(model):
     ``data`` overwrites ``node_sample_weight`` in the description with the
     background's counts, so build a fresh description for each explainer.
     """
-    check_fitted_model(model, "shap_model")
-    n_outputs = len(model._baseline_prediction)
-    trees = [(tree, k) for round_ in model._predictors for k, tree in enumerate(round_)]
+    booster = check_fitted_model(model, "shap_model")
+    n_outputs = booster.n_trees_per_iteration
+    trees = [(tree, k) for round_ in booster.trees for k, tree in enumerate(round_)]
     if not trees:
         raise ValueError("The model has no trees to describe.")
-    _check_numeric(model, trees)
+    _check_numeric(booster, trees)
     description = {
         "trees": [_tree_description(tree, k, n_outputs) for tree, k in trees],
-        "base_offset": np.array(model._baseline_prediction, dtype=np.float64),
+        "base_offset": np.array(booster.baseline, dtype=np.float64),
         "input_dtype": np.float64,
         "internal_dtype": np.float64,
     }
-    if is_classifier(model) and n_outputs == 1:
+    loss = booster.objective["loss"]
+    if loss == "log_loss" and n_outputs == 1:
         description.update(_BINARY_LOG_LOSS)
-    elif not is_classifier(model) and model.loss == "squared_error":
+    elif loss == "squared_error":
         description.update(_SQUARED_ERROR)
     return description

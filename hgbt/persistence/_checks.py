@@ -2,17 +2,15 @@
 
 A model file or a pickle is untrusted input: the prediction and binning
 kernels index arrays with the stored values without bounds checks. Both
-loaders run :func:`check_state` on the attributes they are about to set,
-once, before anything is packed or predicted; a violation is a
-``ValueError`` that names the attribute.
+loaders run :func:`check_state` on the flat state (``_flat.py``) they are
+about to set, once, before a Booster is built from it or anything is packed
+or predicted; a violation is a ``ValueError`` that names the attribute.
 """
-from types import SimpleNamespace
-
 import numpy as np
 
 from ..core._openmp import effective_n_threads, max_threads
 from ..data.binning import BinMapper
-from ..data.categorical import pooled_features
+from ..data.categorical import CategoricalEncoding
 from ..data.target_stats import n_columns
 from ..tree.predictor import TreePredictor
 from ..tree.validation import InvalidTreeError, check_tree
@@ -48,8 +46,8 @@ def check_params(cls, state):
 
 
 def check_state(cls, state):
-    """Raise ``ValueError`` unless ``state`` (an estimator's ``__dict__``) is
-    safe to set on a ``cls`` and predict with.
+    """Raise ``ValueError`` unless ``state`` (an estimator's flat state,
+    ``_flat.py``) is safe to set on a ``cls`` and predict with.
 
     Parameters are checked as ``fit`` checks them. A fitted state (one with
     ``_predictors``) must also have consistent counts (features, rounds,
@@ -116,7 +114,8 @@ def _pooled(state, n_features):
             and mask.shape == (n_features,)):
         fail("is_categorical_", f"expected None or {n_features} booleans")
     try:
-        return pooled_features(SimpleNamespace(**state))
+        return CategoricalEncoding(mask, state["categorical_categories_"],
+                                   state["_categorical_by_value"]).pooled_features
     except (TypeError, ValueError, IndexError, KeyError, AttributeError):
         fail("categorical_categories_", "expected the categories of each categorical "
                                         "feature")

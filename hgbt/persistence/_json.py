@@ -21,9 +21,9 @@ import numpy as np
 
 from ..core._types import NODE_DTYPE, NODE_FIELDS_ADDED, stored_node_dtype, upgrade_nodes
 from ..data.binning import BinMapper
-from ..data.categorical import pooled_features
 from ..tree.predictor import TreePredictor
 from ._checks import check_bin_mapper, check_state, check_target_stats
+from ._flat import FLAT_MODEL_KEYS, flatten, nest
 from ._pickle import hgbt_version
 
 FORMAT = "hgbt-model"
@@ -46,15 +46,16 @@ def register_estimator(cls):
     _CLASSES[cls.__name__] = cls
     return cls
 
-# Fitted attributes written under their own keys of "fitted"; every other
-# instance attribute that is not a parameter goes to "fitted.attributes".
+# Fitted attributes (of the flat state, _flat.py) written under their own keys
+# of "fitted"; every other one that is not a parameter goes to
+# "fitted.attributes".
 _EXPLICIT_ATTRIBUTES = frozenset({
     "n_features_in_", "feature_names_in_", "classes_", "n_iter_",
     "n_trees_per_iteration_", "_baseline_prediction", "_bin_mapper", "_predictors",
 })
 # Derived from the trees and rebuilt on loading, or scikit-learn's callbacks
 # and their contexts (objects of the process, not of the model): never written.
-_DERIVED_ATTRIBUTES = frozenset({"_forest_cache", "_skl_callbacks", "_callback_fit_ctx",
+_DERIVED_ATTRIBUTES = frozenset({"_skl_callbacks", "_callback_fit_ctx",
                                  "_skl_callbacks_to_teardown", "_parent_callback_ctx"})
 _BIN_MAPPER_EXPLICIT = frozenset({"max_bins", "missing_bin", "bin_thresholds_"})
 
@@ -317,17 +318,18 @@ def _decode(value, where):
     _fail(where, f"unknown value type {tag!r}")
 
 
-def _encode_attributes(obj, skip, where):
+def _encode_attributes(attributes, skip, where):
     return {name: _encode(value, f"{where}.{name}")
-            for name, value in vars(obj).items() if name not in skip}
+            for name, value in attributes.items() if name not in skip}
 
 
-def _decode_attributes(value, cls, reserved, where):
-    """Instance attributes (names checked: no dunder, nothing the class defines)."""
+def _decode_attributes(value, cls, reserved, where, allowed=frozenset()):
+    """Instance attributes (names checked: no dunder, nothing the class defines
+    but the names ``allowed``)."""
     out = {}
     for name, item in _as_dict(value, where).items():
         if (not name.isidentifier() or name.startswith("__") or name in reserved
-                or hasattr(cls, name)):
+                or (hasattr(cls, name) and name not in allowed)):
             _fail(where, f"attribute name {name!r} is not allowed")
         out[name] = _decode(item, f"{where}.{name}")
     return out
@@ -343,7 +345,7 @@ def _encode_tree(tree):
     nodes = tree.nodes
     out = {"n_nodes": int(nodes.shape[0]),
            "nodes": {name: _numeric_data(nodes[name]) for name in nodes.dtype.names}}
-    extra = _encode_attributes(tree, {"nodes"}, "tree")
+    extra = _encode_attributes(vars(tree), {"nodes"}, "tree")
     if extra:
         out["attributes"] = extra
     return out
@@ -424,37 +426,38 @@ def model_to_dict(estimator):
                              f"or save it with a built-in {key}.")
     encoded_params = {key: _encode(value, f"params.{key}") for key, value in params.items()}
 
-    bin_mapper = estimator._bin_mapper
-    n_features = int(estimator.n_features_in_)
-    names = getattr(estimator, "feature_names_in_", None)
-    classes = getattr(estimator, "classes_", None)
+    state = flatten(vars(estimator))
+    bin_mapper = state["_bin_mapper"]
+    n_features = int(state["n_features_in_"])
+    names = state.get("feature_names_in_")
+    classes = state.get("classes_")
     fitted = {
         "n_features_in_": n_features,
         "feature_names_in_": None if names is None else [str(s) for s in names],
         "classes_": None if classes is None else _encode(np.asarray(classes), "classes_"),
-        "n_iter_": int(estimator.n_iter_),
-        "n_trees_per_iteration_": int(estimator.n_trees_per_iteration_),
-        "baseline": _numeric_data(np.asarray(estimator._baseline_prediction,
+        "n_iter_": int(state["n_iter_"]),
+        "n_trees_per_iteration_": int(state["n_trees_per_iteration_"]),
+        "baseline": _numeric_data(np.asarray(state["_baseline_prediction"],
                                              dtype=np.float64)),
         "bin_mapper": {
             "max_bins": int(bin_mapper.max_bins),
             "missing_bin": int(bin_mapper.missing_bin),
             "bin_thresholds": [_numeric_data(np.asarray(t, dtype=np.float64))
                                for t in bin_mapper.bin_thresholds_],
-            "attributes": _encode_attributes(bin_mapper, _BIN_MAPPER_EXPLICIT,
+            "attributes": _encode_attributes(vars(bin_mapper), _BIN_MAPPER_EXPLICIT,
                                              "bin_mapper"),
         },
         "node_dtype": _node_dtype_description(NODE_DTYPE),
         "trees": [[_encode_tree(tree) for tree in trees]
-                  for trees in estimator._predictors],
-        "attributes": _encode_attributes(estimator,
+                  for trees in state["_predictors"]],
+        "attributes": _encode_attributes(state,
                                          _EXPLICIT_ATTRIBUTES | _DERIVED_ATTRIBUTES | set(params),
                                          "estimator"),
     }
     document = {
         "format": FORMAT,
-        "format_version": (FORMAT_VERSION if getattr(estimator, "_target_stats", None)
-                           else 2 if pooled_features(estimator) else 1),
+        "format_version": (FORMAT_VERSION if state["_target_stats"] is not None
+                           else 2 if state["_categorical_pooled"] else 1),
         "hgbt_version": hgbt_version(),
         "estimator": name,
         "params": encoded_params,
@@ -615,7 +618,8 @@ def _model_from_dict(document, verify_checksum):
 
     attributes = _decode_attributes(
         _get(fitted, "attributes", "fitted"), cls,
-        _EXPLICIT_ATTRIBUTES | set(params), "fitted.attributes")
+        _EXPLICIT_ATTRIBUTES | set(params), "fitted.attributes",
+        allowed=frozenset(FLAT_MODEL_KEYS))  # the Booster's, not the class's
     # the bin mapper (and the trees) also cover the target-statistic columns
     n_internal = n_features + check_target_stats(attributes, n_features, k_trees,
                                                  "fitted.attributes._target_stats")
@@ -627,21 +631,19 @@ def _model_from_dict(document, verify_checksum):
         round_trees = _as_list(round_trees, f"fitted.trees[{i}]", length=k_trees)
         predictors.append([_decode_tree(tree, f"fitted.trees[{i}][{k}]", stored)
                            for k, tree in enumerate(round_trees)])
-    estimator.__dict__.update(attributes)
-    estimator.n_features_in_ = n_features
+    state = dict(vars(estimator), **attributes, n_features_in_=n_features,
+                 n_iter_=n_iter, n_trees_per_iteration_=k_trees,
+                 _baseline_prediction=baseline, _bin_mapper=bin_mapper,
+                 _predictors=predictors)
     if names is not None:
-        estimator.feature_names_in_ = names
+        state["feature_names_in_"] = names
     if name == "HistGBDTClassifier":
-        estimator.classes_ = classes
-    estimator.n_iter_ = n_iter
-    estimator.n_trees_per_iteration_ = k_trees
-    estimator._baseline_prediction = baseline
-    estimator._bin_mapper = bin_mapper
-    estimator._predictors = predictors
-    check_state(cls, vars(estimator))
+        state["classes_"] = classes
+    check_state(cls, state)
     if verify_checksum:
         _verify_checksum(document)
-    estimator._set_forest()
+    estimator.__dict__.update(nest(cls, state))
+    estimator.booster_.pack()
     return estimator
 
 

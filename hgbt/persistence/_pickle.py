@@ -16,6 +16,7 @@ import warnings
 
 from ..core import version
 from ._checks import check_state
+from ._flat import flatten, nest
 
 
 def hgbt_version():
@@ -56,9 +57,9 @@ class InconsistentVersionWarning(UserWarning):
 
 
 def pickle_state(state):
-    """``__getstate__``: the state pickled into one checksummed payload, with
-    the hgbt version."""
-    payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    """``__getstate__``: the state (flat: ``_flat.py``) pickled into one
+    checksummed payload, with the hgbt version."""
+    payload = pickle.dumps(flatten(state), protocol=pickle.HIGHEST_PROTOCOL)
     return {"_hgbt_version": hgbt_version(), "_hgbt_payload": payload,
             "_hgbt_sha256": hashlib.sha256(payload).hexdigest()}
 
@@ -82,8 +83,9 @@ def _unwrap(state):
 
 def unpickle_state(estimator, state):
     """``__setstate__``: unpack the payload (its checksum first), pop the
-    recorded hgbt version, warn if it differs, and check the state
-    (:func:`._checks.check_state`).
+    recorded hgbt version, warn if it differs, check the state
+    (:func:`._checks.check_state`) and return it as the estimator's
+    ``__dict__`` (its model a Booster: ``_flat.nest``).
 
     Raises
     ------
@@ -102,4 +104,4 @@ def unpickle_state(estimator, state):
             estimator_name=type(estimator).__name__, current_hgbt_version=current,
             original_hgbt_version=original), stacklevel=3)
     check_state(type(estimator), state)
-    return state
+    return nest(type(estimator), state)

@@ -82,7 +82,8 @@ class LocalTrainingData:
         buffers included)."""
         fork = LocalTrainingData(self.layout, self.n_bins, n_threads,
                                  _row_major=self._row_major)
-        fork._tree_gradients, fork._tree_hessians = self._tree_gradients, self._tree_hessians
+        if self._tree_gradients is not None:
+            fork.use_gradients(self._tree_gradients, self._tree_hessians)
         return fork
 
     def use_gradients(self, gradients, hessians):

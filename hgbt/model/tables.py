@@ -1,4 +1,4 @@
-"""A fitted model's trees as tables: one row per node (pandas), a text dump,
+"""A Booster's trees as tables: one row per node (pandas), a text dump,
 and per-feature importances (split count, gain, cover and row count, totals
 and means per split).
 
@@ -20,67 +20,68 @@ NODE_COLUMNS = ["tree", "round", "output", "node", "depth", "is_leaf", "feature"
                 "value"]
 
 
-def feature_names(model):
-    names = getattr(model, "feature_names_in_", None)
+def feature_names(booster):
+    """The user's feature names (``x0``, ``x1``, ... without names)."""
+    names = booster.feature_names_in_
     if names is None:
-        return [f"x{f}" for f in range(model.n_features_in_)]
+        return [f"x{f}" for f in range(booster.n_features_in_)]
     return [str(name) for name in names]
 
 
-def source_features(model, features):
+def source_features(booster, features):
     """The user's feature of each tree feature index: a pooled feature's
     target statistic (``data/target_stats.py``) stands for the feature."""
     features = np.asarray(features, dtype=np.int64)
-    stats = getattr(model, "_target_stats", None)
+    stats = booster.target_stats
     if stats is None:
         return features
-    n = model.n_features_in_
+    n = booster.n_features_in_
     extra = features >= n
     out = features.copy()
     out[extra] = target_stats.sources(stats)[features[extra] - n]
     return out
 
 
-def _split_type(model, feature, categorical):
+def _split_type(booster, feature, categorical):
     """'numeric', 'categorical', or for a target statistic 'target_mean'
     ('target_mean:<class>' for a multiclass target: the class's share)."""
     if categorical:
         return "categorical"
-    if feature < model.n_features_in_:
+    if feature < booster.n_features_in_:
         return "numeric"
-    n_out = target_stats.n_outputs(model._target_stats)
+    n_out = target_stats.n_outputs(booster.target_stats)
     if n_out == 1:
         return "target_mean"
-    return f"target_mean:{model.classes_[(feature - model.n_features_in_) % n_out]}"
+    return f"target_mean:{booster.classes[(feature - booster.n_features_in_) % n_out]}"
 
 
-def category_values(model, feature):
+def category_values(booster, feature):
     """The categories that categorical ``feature``'s codes index (features
     mapped by value), or None where the codes stand for themselves (for a
     pooled feature, its bins: ``doc/categorical.md``)."""
-    categories = model.categorical_categories_[feature]
-    by_value = model._categorical_by_value[feature]
+    categories = booster.categorical.categories[feature]
+    by_value = booster.categorical.by_value[feature]
     return categories if by_value and not is_pooled(categories, by_value) else None
 
 
-def _left_categories(model, feature, bitset):
+def _left_categories(booster, feature, bitset):
     """The categories known at fit that a categorical split sends left, as
     :func:`category_values` reports them."""
-    known = model._bin_mapper.known_cat_bitsets_[feature]
+    known = booster.bin_mapper.known_cat_bitsets_[feature]
     codes = bitset_to_codes(np.asarray(bitset) & known)
-    categories = category_values(model, feature)
+    categories = category_values(booster, feature)
     if categories is not None:
         return tuple(categories[c] for c in codes)
     return tuple(int(c) for c in codes)
 
 
-def _tree_frame(model, pd, names, tree, index, round_, output):
+def _tree_frame(booster, pd, names, tree, index, round_, output):
     nodes = tree.nodes
     n = nodes.shape[0]
     leaf = nodes["is_leaf"] != 0
     categorical = (nodes["is_categorical"] != 0) & ~leaf
     internal = nodes["feature_idx"].astype(np.int64)
-    features = source_features(model, internal)
+    features = source_features(booster, internal)
     inner = np.where(~leaf)[0]
     column = np.full(n, None, dtype=object)
 
@@ -94,10 +95,10 @@ def _tree_frame(model, pd, names, tree, index, round_, output):
         "node": np.arange(n), "depth": nodes["depth"].astype(np.int64), "is_leaf": leaf,
         "feature": inner_only(lambda j: names[features[j]]),
         "feature_idx": np.where(leaf, -1, features),
-        "split_type": inner_only(lambda j: _split_type(model, internal[j], categorical[j])),
+        "split_type": inner_only(lambda j: _split_type(booster, internal[j], categorical[j])),
         "threshold": np.where(leaf | categorical, np.nan, nodes["num_threshold"]),
         "left_categories": inner_only(lambda j: _left_categories(
-            model, features[j], tree.cat_bitsets[nodes["bitset_idx"][j]])
+            booster, features[j], tree.cat_bitsets[nodes["bitset_idx"][j]])
             if categorical[j] else None),
         "missing_go_to_left": inner_only(lambda j: bool(nodes["missing_go_to_left"][j])),
         "left": np.where(leaf, -1, nodes["left"].astype(np.int64)),
@@ -109,33 +110,33 @@ def _tree_frame(model, pd, names, tree, index, round_, output):
     }, columns=NODE_COLUMNS)
 
 
-def trees_frame(model):
+def trees_frame(booster):
     """Every node of every tree as one pandas DataFrame (see
-    ``ExplainMixin.trees_to_dataframe``)."""
+    ``Booster.trees_to_dataframe``)."""
     import pandas as pd
 
-    names = feature_names(model)
-    k_trees = len(model._baseline_prediction)
-    frames = [_tree_frame(model, pd, names, tree, r * k_trees + k, r, k)
-              for r, trees in enumerate(model._predictors) for k, tree in enumerate(trees)]
+    names = feature_names(booster)
+    k_trees = booster.n_trees_per_iteration
+    frames = [_tree_frame(booster, pd, names, tree, r * k_trees + k, r, k)
+              for r, trees in enumerate(booster.trees) for k, tree in enumerate(trees)]
     if not frames:
         return pd.DataFrame(columns=NODE_COLUMNS)
     return pd.concat(frames, ignore_index=True)
 
 
-def tree_frame(model, tree_index):
+def tree_frame(booster, tree_index):
     """The nodes of one tree (``tree`` as in :func:`trees_frame`: position over
     all trees, round by round) as a pandas DataFrame."""
     import pandas as pd
 
-    k_trees = len(model._baseline_prediction)
-    n_trees = len(model._predictors) * k_trees
+    k_trees = booster.n_trees_per_iteration
+    n_trees = booster.n_iter * k_trees
     if not (isinstance(tree_index, (int, np.integer)) and not isinstance(tree_index, bool)
             and 0 <= tree_index < n_trees):
         raise ValueError(f"tree_index must be an integer in [0, {n_trees - 1}] (the model "
                          f"has {n_trees} trees), got {tree_index!r}.")
     round_, output = divmod(int(tree_index), k_trees)
-    return _tree_frame(model, pd, feature_names(model), model._predictors[round_][output],
+    return _tree_frame(booster, pd, feature_names(booster), booster.trees[round_][output],
                        int(tree_index), round_, output)
 
 
@@ -182,16 +183,17 @@ def dump_text(frame):
 _TOTALS = {"gain": "gain", "cover": "sum_hessians", "count": "count"}
 
 
-def importance_frame(model, names):
+def importance_frame(booster):
     """Per feature: splits, and the total and mean per split of the gain, the
     cover (hessian sums) and the row count."""
     import pandas as pd
 
+    names = feature_names(booster)
     # the inner nodes' importance fields only, trees in the order of trees_frame
     nodes = [tree.nodes[tree.nodes["is_leaf"] == 0]
-             for trees in model._predictors for tree in trees]
+             for trees in booster.trees for tree in trees]
     nodes = np.concatenate(nodes) if nodes else np.zeros(0, dtype=NODE_DTYPE)
-    inner = pd.DataFrame({"feature_idx": source_features(model, nodes["feature_idx"]),
+    inner = pd.DataFrame({"feature_idx": source_features(booster, nodes["feature_idx"]),
                           "gain": nodes["gain"], "count": nodes["count"].astype(np.int64),
                           "sum_hessians": nodes["sum_hessians"]})
     grouped = inner.groupby("feature_idx")
