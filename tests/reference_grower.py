@@ -41,10 +41,10 @@ class PythonLoopGrower(TreeGrower):
     """:class:`hgbt.tree.grower.TreeGrower` with its loop in Python."""
 
     def _may_split(self, node):
-        if self.max_depth is not None and node.depth >= self.max_depth:
+        if self.settings.max_depth is not None and node.depth >= self.settings.max_depth:
             return False
-        return (node.count >= 2 * self.min_samples_leaf
-                and node.sum_hessians >= 2 * self.min_child_weight)
+        return (node.count >= 2 * self.settings.min_samples_leaf
+                and node.sum_hessians >= 2 * self.settings.min_child_weight)
 
     def _feature_mask(self, node):
         mask = (None if self.feature_sampler is None
@@ -52,7 +52,7 @@ class PythonLoopGrower(TreeGrower):
         if node.groups is not None:
             allowed = np.zeros(self.data.n_features, dtype=np.uint8)
             for g in node.groups:
-                allowed[list(self.interaction_groups[g])] = 1
+                allowed[list(self.settings.interaction_groups[g])] = 1
             mask = allowed if mask is None else mask & allowed
         return _ALL_FEATURES if mask is None else mask
 
@@ -66,7 +66,7 @@ class PythonLoopGrower(TreeGrower):
             return
         node.split = split
         node.histogram = histogram
-        key = -float(split["gain"]) if self.grow_policy == "lossguide" else node.depth
+        key = -float(split["gain"]) if self.settings.grow_policy == "lossguide" else node.depth
         heapq.heappush(self._heap, (key, node.node_id, node))
 
     def _child(self, parent, side):
@@ -74,7 +74,7 @@ class PythonLoopGrower(TreeGrower):
         groups = parent.groups
         if groups is not None:  # keep the groups that allow the split feature
             f = int(s["feature_idx"])
-            groups = [g for g in groups if f in self.interaction_groups[g]]
+            groups = [g for g in groups if f in self.settings.interaction_groups[g]]
         node = _Node(len(self._nodes), parent.depth + 1,
                      float(s["sum_gradients_" + side]), float(s["sum_hessians_" + side]),
                      int(s["n_samples_" + side]), groups)
@@ -96,16 +96,16 @@ class PythonLoopGrower(TreeGrower):
         totals = hist[0]  # every row falls in one bin of column 0
         root = _Node(0, 0, float(totals["sum_gradients"].sum()),
                      float(totals["sum_hessians"].sum()), int(totals["count"].sum()),
-                     None if self.interaction_groups is None
-                     else list(range(len(self.interaction_groups))))
+                     None if self.settings.interaction_groups is None
+                     else list(range(len(self.settings.interaction_groups))))
         self._nodes = [root]
         if self._may_split(root):
             self._find_split(root, hist)
         else:
             data.release(hist)
         n_leaves = 1
-        while self._heap and (self.max_leaf_nodes is None
-                              or n_leaves < self.max_leaf_nodes):
+        while self._heap and (self.settings.max_leaf_nodes is None
+                              or n_leaves < self.settings.max_leaf_nodes):
             _, _, node = heapq.heappop(self._heap)
             s = node.split
             left, right = self._child(node, "left"), self._child(node, "right")
@@ -117,7 +117,7 @@ class PythonLoopGrower(TreeGrower):
                        s["cat_bitset"] if s["is_categorical"] else None)
             n_leaves += 1
             parent_hist, node.histogram = node.histogram, None
-            more = self.max_leaf_nodes is None or n_leaves < self.max_leaf_nodes
+            more = self.settings.max_leaf_nodes is None or n_leaves < self.settings.max_leaf_nodes
             small, large = (left, right) if left.count <= right.count else (right, left)
             small_ok = more and self._may_split(small)
             large_ok = more and self._may_split(large)
@@ -154,9 +154,9 @@ class PythonLoopGrower(TreeGrower):
     def _unshrunk_value(self, node):
         # Newton value -T(G)/(H + lambda), clipped to the node's bounds; none
         # below min_child_weight of hessian (only a root can be there).
-        return leaf_value(node.sum_gradients, node.sum_hessians, self.l1_regularization,
-                          self.l2_regularization, node.lower, node.upper,
-                          self.min_child_weight)
+        return leaf_value(node.sum_gradients, node.sum_hessians, self.settings.l1_regularization,
+                          self.settings.l2_regularization, node.lower, node.upper,
+                          self.settings.min_child_weight)
 
     def _bound_children(self, parent, left, right):
         left.lower = right.lower = parent.lower

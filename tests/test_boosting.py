@@ -15,7 +15,7 @@ from hgbt.engine.callbacks import CallbackRunner, EarlyStopping
 from hgbt.engine.evaluation import Evaluator, LossMetric
 from hgbt.engine.history import EvalHistory
 from hgbt.engine.rows import LocalData, RowState, ValidationRows
-from hgbt.estimators.gradient_boosting import AUTO_TREE_SIZES
+from hgbt.core.params import AUTO_TREE_SIZES
 from hgbt.engine.sampling import RowSampler
 from hgbt.tree.training_data import LocalTrainingData
 from fitted import baseline_prediction, bin_mapper, rounds

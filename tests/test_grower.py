@@ -5,7 +5,7 @@ import pytest
 from hgbt.core._types import G_H_DTYPE, Y_DTYPE
 from hgbt.data.binning import BinMapper
 from hgbt.data.bundling import FeatureLayout
-from hgbt.tree.grower import TreeGrower
+from hgbt.tree.grower import TreeGrower, TreeSettings
 from hgbt.tree.training_data import LocalTrainingData
 from reference_grower import PythonLoopGrower
 from test_bundling import sparse_storage_at_any_saving  # noqa: F401 (autouse)
@@ -39,9 +39,12 @@ def make_problem(seed, n_samples=2000, n_features=5, max_bins=255, nan_rate=0.1,
     return X, X_binned, mapper, g, h
 
 
+# the grower settings of these tests (the categorical ones as they were when
+# the tests were written; the estimators' defaults are hgbt/core/params.py's)
 DEFAULTS = dict(grow_policy="lossguide", max_leaf_nodes=31, max_depth=None,
                 min_samples_leaf=20, min_child_weight=1e-3, min_gain_to_split=0.0,
-                l2_regularization=0.0, learning_rate=1.0)
+                l2_regularization=0.0, learning_rate=1.0, cat_smooth=10.0,
+                max_cat_threshold=32)
 
 
 def grow(X_binned, mapper, g, h, n_threads=1, **params):
@@ -50,7 +53,7 @@ def grow(X_binned, mapper, g, h, n_threads=1, **params):
     data.use_gradients(g, h)
     data.start_tree(0)
     grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
-                        n_threads=n_threads, **p)
+                        TreeSettings(**p), n_threads=n_threads)
     predictor = grower.grow()
     return grower, predictor, data, p
 
@@ -397,10 +400,10 @@ def test_training_data_reused_for_several_trees():
         hess = np.array([1.0], dtype=G_H_DTYPE)
         data.use_gradients(grad, hess)
         data.start_tree(0)
-        grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
-                            max_leaf_nodes=8, min_samples_leaf=20, learning_rate=0.5)
-        pred = grower.grow()
         p = {**DEFAULTS, "max_leaf_nodes": 8, "min_samples_leaf": 20, "learning_rate": 0.5}
+        grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                            TreeSettings(**p))
+        pred = grower.grow()
         check_tree(X, Xb, mapper, grad, hess, grower, pred, data, p)
         ids = grower.leaf_ids()
         data.add_leaf_values(raw, ids, pred.nodes["value"][ids])
@@ -474,10 +477,12 @@ def test_categorical_tree_routes_values_and_gains(max_cat_to_onehot):
         data.use_gradients(g, h)
         data.start_tree(0)
         grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
-                            min_samples_leaf=10, learning_rate=1.0, is_categorical=is_cat,
-                            known_cat_bitsets=mapper.known_cat_bitsets_,
-                            max_cat_to_onehot=max_cat_to_onehot, n_threads=n_threads,
-                            cat_l2=0.0)  # so that node gains are the plain formula
+                            TreeSettings(**{**DEFAULTS, "min_samples_leaf": 10},
+                                         is_categorical=is_cat,
+                                         known_cat_bitsets=mapper.known_cat_bitsets_,
+                                         max_cat_to_onehot=max_cat_to_onehot,
+                                         cat_l2=0.0),  # node gains: the plain formula
+                            n_threads=n_threads)
         trees.append((grower.grow(), grower, data))
     (tree, grower, data), (tree2, _, _) = trees
     assert tree.nodes.tobytes() == tree2.nodes.tobytes()
@@ -634,9 +639,10 @@ def _grow_both_ways(case, n_threads):
         sampler = (None if colsample == (1.0, 1.0) else
                    FeatureSampler(n_features, *colsample, np.random.default_rng(3)))
         grower = grower_class(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
-                              feature_sampler=sampler, n_threads=n_threads,
-                              is_categorical=mapper.is_categorical_,
-                              known_cat_bitsets=mapper.known_cat_bitsets_, **params)
+                              TreeSettings(is_categorical=mapper.is_categorical_,
+                                           known_cat_bitsets=mapper.known_cat_bitsets_,
+                                           **params),
+                              feature_sampler=sampler, n_threads=n_threads)
         tree = grower.grow()
         leaves = grower.leaf_ids()
         raw = np.zeros(n)

@@ -9,13 +9,13 @@ process, :class:`~hgbt.engine.rows.LocalData`, or a Dask driver's shards,
 the loop needs from the estimator comes in a :class:`BoostSettings`.
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..core.exact import GradientOverflowError
-from ..tree.grower import TreeGrower
+from ..tree.grower import TreeGrower, TreeSettings
 from .callbacks import CallbackRunner
 from .history import EvalHistory
 from .numeric_range import diverged_message
@@ -150,8 +150,8 @@ class BoostSettings:
         ``num_grad_quant_bins`` with ``use_quantized_grad``, else None.
     bin_thresholds : list of ndarray
     n_bins_non_missing : ndarray
-    grower : dict
-        :class:`~hgbt.tree.grower.TreeGrower` keyword settings.
+    grower : TreeSettings
+        How the trees grow (:class:`~hgbt.tree.grower.TreeSettings`).
     tree_sizes : tuple of dict
         ``max_leaf_nodes='auto'``: the two tree sizes (:data:`TREE_SIZE`
         settings) it compares, the smaller first; ``grower`` holds the one
@@ -176,7 +176,7 @@ class BoostSettings:
     quantized_bins: Optional[int]
     bin_thresholds: list
     n_bins_non_missing: np.ndarray
-    grower: dict
+    grower: TreeSettings
     tree_sizes: tuple = ()
     select_at_best: bool = False
     select_tol: float = 0.0
@@ -301,12 +301,12 @@ def _start_over(settings, tree_size, data, history, evaluator, callbacks):
     evals.start(0)
     evals.stop_reason = MAX_ITER_REACHED
     callbacks.restart(evals)
-    return _rounds(settings, {**settings.grower, **tree_size}, data, history, evaluator,
+    return _rounds(settings, replace(settings.grower, **tree_size), data, history, evaluator,
                    callbacks)
 
 
 def _tree_size(grower):
-    return {name: grower.get(name) for name in TREE_SIZE}
+    return {name: getattr(grower, name) for name in TREE_SIZE}
 
 
 def _trial(evals, at_best):
@@ -351,7 +351,7 @@ def _rounds(settings, grower_settings, data, history, evaluator, callbacks):
             if id(source) not in growers:
                 growers[id(source)] = TreeGrower(
                     source, settings.bin_thresholds, settings.n_bins_non_missing,
-                    n_threads=source.n_threads, **grower_settings)
+                    grower_settings, n_threads=source.n_threads)
             return _grow_tree(settings, data, growers[id(source)], k, rows, samplers[k],
                               iteration)
 

@@ -126,8 +126,11 @@ COMMON_PARAMETERS_DOC = """\
         ``|gradient × hessian|`` and a random ``goss_other_rate`` of the
         others, whose gradients and hessians are scaled by
         ``(1 - top_rate) / other_rate`` so sums stay unbiased.
-    goss_top_rate, goss_other_rate : float, default=0.2, 0.1
-        GOSS shares (see ``data_sample_strategy``).
+    goss_top_rate : float, default=0.2
+        GOSS: share of rows kept for their large gradients (see
+        ``data_sample_strategy``).
+    goss_other_rate : float, default=0.1
+        GOSS: share of the other rows sampled (see ``data_sample_strategy``).
     colsample_bytree : float, default=1.0
         Share of features each tree may split on.
     colsample_bynode : float, default=1.0

@@ -4,18 +4,18 @@ prediction. The fitted model is a :class:`~hgbt.model.booster.Booster`
 (``booster_``)."""
 import copy
 import itertools
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (_check_sample_weight, check_array, check_is_fitted,
                                       check_X_y)
 
 from ..core._openmp import effective_n_threads
 from ..core._types import X_DTYPE, Y_DTYPE
+from ..core.params import AUTO_TREE_SIZES
 from ..data.binning import BinMapper
 from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data import target_stats
@@ -27,6 +27,7 @@ from ..engine.interrupts import running_fit
 from ..engine.losses import get_loss
 from ..engine.numeric_range import check_fit_range
 from ..engine.rows import LocalData, RowState, ValidationRows
+from ..tree.grower import TreeSettings
 from .explain import ExplainMixin
 from .fit_inputs import FitInputs
 from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
@@ -41,19 +42,6 @@ from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sp
 # defaults with a hold-out were within noise of the best library on 15-16 of
 # 20, the same settings fitting every round on 0-9 (benchmarks/accuracy_study.md).
 AUTO_EARLY_STOPPING_ROWS = 100
-# max_leaf_nodes='auto': trees of the first size; a fit that runs to max_iter
-# without stopping early (still improving: the data may carry larger trees) is
-# made again with the second, on the same validation rows, and the model that
-# scores better there is kept. It took the real-data suite from 12 to 13 of 15
-# tables within noise of the best library, at 0.99x LightGBM's default fit time
-# (0.83x before), and made no table worse, there or on 20 small tables
-# (benchmarks/RESULTS.md). With a fixed max_leaf_nodes, 'auto' L2 is the first
-# size's.
-AUTO_TREE_SIZES = ({"max_leaf_nodes": 31, "l2_regularization": 1.0},
-                   {"max_leaf_nodes": 63, "l2_regularization": 10.0})
-# LightGBM's quantization uses a few levels; more than this would only shrink
-# the blocks of rows the histogram kernel packs (training_data.packed_layout).
-MAX_GRAD_QUANT_BINS = 1024
 
 
 class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
@@ -64,54 +52,6 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     :func:`~hgbt.engine.losses.get_loss` arguments) and ``_stratify``
     (stratified validation split).
     """
-
-    _parameter_constraints = {
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None,
-                           StrOptions({"auto"})],
-        "max_depth": [Interval(Integral, 1, None, closed="left"), None],
-        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
-        "min_child_weight": [Interval(Real, 0, None, closed="left")],
-        "min_gain_to_split": [Interval(Real, 0, None, closed="left")],
-        "l1_regularization": [Interval(Real, 0, None, closed="left")],
-        "l2_regularization": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-        "max_bins": [Interval(Integral, 2, 255, closed="both")],
-        "enable_bundle": ["boolean"],
-        "max_conflict_rate": [Interval(Real, 0, 1, closed="left")],
-        "use_quantized_grad": ["boolean"],
-        "num_grad_quant_bins": [Interval(Integral, 2, MAX_GRAD_QUANT_BINS, closed="both")],
-        "grow_policy": [StrOptions({"lossguide", "depthwise"})],
-        "early_stopping": [StrOptions({"auto"}), "boolean"],
-        "scoring": [str, callable, None],
-        "eval_metric": [str, callable, list, tuple, dict, None],
-        "early_stopping_set": [str, None],
-        "truncate_at_best": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither"),
-                                Interval(Integral, 1, None, closed="left"), None],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "warm_start": ["boolean"],
-        "subsample": [Interval(Real, 0, 1, closed="right")],
-        "data_sample_strategy": [StrOptions({"bagging", "goss"})],
-        "goss_top_rate": [Interval(Real, 0, 1, closed="right")],
-        "goss_other_rate": [Interval(Real, 0, 1, closed="right")],
-        "colsample_bytree": [Interval(Real, 0, 1, closed="right")],
-        "colsample_bynode": [Interval(Real, 0, 1, closed="right")],
-        "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
-        "max_cat_to_onehot": [Interval(Integral, 1, None, closed="left")],
-        "cat_smooth": [Interval(Real, 0, None, closed="left")],
-        "cat_l2": [Interval(Real, 0, None, closed="left")],
-        "min_data_per_group": [Interval(Integral, 0, None, closed="left")],
-        "max_cat_threshold": [Interval(Integral, 1, None, closed="left")],
-        "monotonic_cst": ["array-like", dict, None],
-        "interaction_cst": [list, tuple, StrOptions({"pairwise", "no_interactions"}),
-                            None],
-        "importance_type": [StrOptions({"gain", "split"})],
-        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -612,7 +552,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             quantized_bins=self.num_grad_quant_bins if self.use_quantized_grad else None,
             bin_thresholds=mapper.bin_thresholds_,
             n_bins_non_missing=mapper.n_bins_non_missing_,
-            grower={**self._grower_params(), **tree_size},
+            grower=TreeSettings(**self._grower_params(), **tree_size),
             tree_sizes=sizes if select else (), select_at_best=self.truncate_at_best,
             select_tol=self.tol)
 

@@ -30,6 +30,10 @@ import numpy as np
 
 from ..core._types cimport hist_struct, split_info_struct, BITSET_WORD_C
 from ..core._types import SPLIT_INFO_DTYPE
+from ..core.params import TREE_PARAMS, resolved_default
+
+# defaults of the split settings: the parameters' (hgbt/core/params.py)
+_DEFAULT = {name: resolved_default(name) for name in TREE_PARAMS}
 
 # Below this many features x bins the scan runs without an OpenMP region.
 DEF MIN_PARALLEL_WORK = 2048
@@ -620,11 +624,11 @@ def find_node_split(
     const unsigned char[::1] feature_mask,
     int n_threads,
     is_categorical=None,
-    unsigned int max_cat_to_onehot=4,
-    double cat_smooth=10.0,
-    double cat_l2=10.0,
-    unsigned int min_data_per_group=100,
-    unsigned int max_cat_threshold=32,
+    unsigned int max_cat_to_onehot=_DEFAULT["max_cat_to_onehot"],
+    double cat_smooth=_DEFAULT["cat_smooth"],
+    double cat_l2=_DEFAULT["cat_l2"],
+    unsigned int min_data_per_group=_DEFAULT["min_data_per_group"],
+    unsigned int max_cat_threshold=_DEFAULT["max_cat_threshold"],
     monotonic_cst=None,
     double lower_bound=-INFINITY,
     double upper_bound=INFINITY,
@@ -708,12 +712,18 @@ cdef class SplitSettings:
     """
 
     def __init__(self, n_bins_non_missing, int missing_bin, *,
-                 double l1_regularization=0.0, double l2_regularization=0.0,
-                 double min_gain_to_split=0.0, double min_child_weight=1e-3,
-                 unsigned int min_samples_leaf=20, is_categorical=None,
-                 unsigned int max_cat_to_onehot=4, double cat_smooth=10.0,
-                 double cat_l2=10.0, unsigned int min_data_per_group=100,
-                 unsigned int max_cat_threshold=32, monotonic_cst=None,
+                 double l1_regularization=_DEFAULT["l1_regularization"],
+                 double l2_regularization=_DEFAULT["l2_regularization"],
+                 double min_gain_to_split=_DEFAULT["min_gain_to_split"],
+                 double min_child_weight=_DEFAULT["min_child_weight"],
+                 unsigned int min_samples_leaf=_DEFAULT["min_samples_leaf"],
+                 is_categorical=None,
+                 unsigned int max_cat_to_onehot=_DEFAULT["max_cat_to_onehot"],
+                 double cat_smooth=_DEFAULT["cat_smooth"],
+                 double cat_l2=_DEFAULT["cat_l2"],
+                 unsigned int min_data_per_group=_DEFAULT["min_data_per_group"],
+                 unsigned int max_cat_threshold=_DEFAULT["max_cat_threshold"],
+                 monotonic_cst=None,
                  feature_column=None, bundle_offset=None, bundle_n_codes=None,
                  default_bin=None, n_columns=None):
         cdef const unsigned int[::1] n_bins = np.ascontiguousarray(n_bins_non_missing,

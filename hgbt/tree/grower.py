@@ -1,10 +1,81 @@
 """Grow one tree: choose splits from node histograms, best-first or level by level."""
+from dataclasses import dataclass
+from typing import Optional
+
 import numpy as np
 
 from ._splitting import SplitSettings, leaf_value
 from ..core._types import BITSET_DTYPE
+from ..core.params import resolved_default
 from ._predictor import nodes_from_grown
 from .predictor import TreePredictor
+
+
+@dataclass(frozen=True)
+class TreeSettings:
+    """How every tree of a fit grows, built once per fit.
+
+    The tree-stage parameters (defaults: ``hgbt.core.params``, a tree size
+    ``'auto'`` as its first size), the shrinkage, and the fit's constraints
+    over the trees' features.
+
+    Attributes
+    ----------
+    grow_policy : {'lossguide', 'depthwise'}
+    max_leaf_nodes, max_depth : int or None
+    min_samples_leaf : int
+    min_child_weight, min_gain_to_split, l1_regularization, l2_regularization : float
+    max_cat_to_onehot : int
+    cat_smooth, cat_l2 : float
+    min_data_per_group, max_cat_threshold : int
+        Categorical split search (see ``_splitting``).
+    learning_rate : float
+        Shrinkage applied to the leaf values.
+    interaction_groups : list of sets of int, or None
+        Interaction constraints: a node may split only on features of the
+        groups that contain every feature used above it.
+    is_categorical : array-like of bool of shape (n_features,) or None
+        Categorical features (bin = category code): split on category sets.
+    known_cat_bitsets : ndarray of shape (n_features, 8), uint32, or None
+        Per categorical feature, the codes seen at fit time. In the tree's
+        bitsets every other code takes the missing direction, so categories
+        unseen at fit time follow missing values.
+    monotonic_cst : ndarray of int8 of shape (n_features,) or None
+        -1 / 0 / 1 per feature. A split on a constrained feature must order
+        its children's values accordingly, and the children's subtrees are
+        bounded on either side of the midpoint of the two values, so the
+        whole tree is monotone in that feature.
+    """
+
+    grow_policy: str = resolved_default("grow_policy")
+    max_leaf_nodes: Optional[int] = resolved_default("max_leaf_nodes")
+    max_depth: Optional[int] = resolved_default("max_depth")
+    min_samples_leaf: int = resolved_default("min_samples_leaf")
+    min_child_weight: float = resolved_default("min_child_weight")
+    min_gain_to_split: float = resolved_default("min_gain_to_split")
+    l1_regularization: float = resolved_default("l1_regularization")
+    l2_regularization: float = resolved_default("l2_regularization")
+    max_cat_to_onehot: int = resolved_default("max_cat_to_onehot")
+    cat_smooth: float = resolved_default("cat_smooth")
+    cat_l2: float = resolved_default("cat_l2")
+    min_data_per_group: int = resolved_default("min_data_per_group")
+    max_cat_threshold: int = resolved_default("max_cat_threshold")
+    learning_rate: float = resolved_default("learning_rate")
+    interaction_groups: Optional[list] = None
+    is_categorical: Optional[np.ndarray] = None
+    known_cat_bitsets: Optional[np.ndarray] = None
+    monotonic_cst: Optional[np.ndarray] = None
+
+    def split_params(self):
+        """The split search's settings, as :class:`SplitSettings` names them."""
+        return dict(min_samples_leaf=self.min_samples_leaf,
+                    min_child_weight=self.min_child_weight,
+                    min_gain_to_split=self.min_gain_to_split,
+                    l1_regularization=self.l1_regularization,
+                    l2_regularization=self.l2_regularization,
+                    max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
+                    cat_l2=self.cat_l2, min_data_per_group=self.min_data_per_group,
+                    max_cat_threshold=self.max_cat_threshold)
 
 
 class TreeGrower:
@@ -27,85 +98,43 @@ class TreeGrower:
     bin_thresholds : list of ndarray
         Per feature, the raw value of each bin's upper edge.
     n_bins_non_missing : ndarray of uint32
-    grow_policy : {'lossguide', 'depthwise'}
-    max_leaf_nodes, max_depth : int or None
-    min_samples_leaf : int
-    min_child_weight, min_gain_to_split, l1_regularization, l2_regularization : float
-    learning_rate : float
-        Shrinkage applied to the leaf values.
+    settings : TreeSettings, default=None
+        How the tree grows (None: the defaults).
     feature_sampler : FeatureSampler or None
         Draws the features a tree, and each of its nodes, may split on.
-    interaction_groups : list of sets of int, or None
-        Interaction constraints: a node may split only on features of the
-        groups that contain every feature used above it.
-    is_categorical : array-like of bool of shape (n_features,) or None
-        Categorical features (bin = category code): split on category sets.
-    known_cat_bitsets : ndarray of shape (n_features, 8), uint32, or None
-        Per categorical feature, the codes seen at fit time. In the tree's
-        bitsets every other code takes the missing direction, so categories
-        unseen at fit time follow missing values.
-    max_cat_to_onehot : int
-    cat_smooth, cat_l2 : float
-    min_data_per_group, max_cat_threshold : int
-        Categorical split search (see ``_splitting``).
-    monotonic_cst : ndarray of int8 of shape (n_features,) or None
-        -1 / 0 / 1 per feature. A split on a constrained feature must order
-        its children's values accordingly, and the children's subtrees are
-        bounded on either side of the midpoint of the two values, so the
-        whole tree is monotone in that feature.
     n_threads : int
     split_settings : SplitSettings or None
         The fit's split settings when already built (else built here from
-        the parameters above).
+        ``settings``).
     """
 
-    def __init__(self, data, bin_thresholds, n_bins_non_missing, *,
-                 grow_policy="lossguide", max_leaf_nodes=31, max_depth=None,
-                 min_samples_leaf=20, min_child_weight=1e-3, min_gain_to_split=0.0,
-                 l1_regularization=0.0, l2_regularization=0.0, learning_rate=1.0,
-                 feature_sampler=None, interaction_groups=None, is_categorical=None,
-                 known_cat_bitsets=None, max_cat_to_onehot=4, cat_smooth=10.0,
-                 cat_l2=10.0, min_data_per_group=100, max_cat_threshold=32,
-                 monotonic_cst=None, n_threads=1, split_settings=None):
+    def __init__(self, data, bin_thresholds, n_bins_non_missing, settings=None, *,
+                 feature_sampler=None, n_threads=1, split_settings=None):
+        settings = TreeSettings() if settings is None else settings
         self.data = data
         self.bin_thresholds = bin_thresholds
         self.n_bins_non_missing = n_bins_non_missing
-        self.grow_policy = grow_policy
-        self.max_leaf_nodes = max_leaf_nodes
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.min_child_weight = min_child_weight
-        self.min_gain_to_split = min_gain_to_split
-        self.l1_regularization = l1_regularization
-        self.l2_regularization = l2_regularization
-        self.learning_rate = learning_rate
+        self.settings = settings
         self.feature_sampler = feature_sampler
-        self.interaction_groups = interaction_groups
-        self.is_categorical = (None if is_categorical is None or not np.any(is_categorical)
-                               else np.asarray(is_categorical, dtype=np.uint8))
-        self.known_cat_bitsets = (None if known_cat_bitsets is None else
-                                  np.ascontiguousarray(known_cat_bitsets, dtype=BITSET_DTYPE))
-        self.max_cat_to_onehot = max_cat_to_onehot
-        self.cat_smooth = cat_smooth
-        self.cat_l2 = cat_l2
-        self.min_data_per_group = min_data_per_group
-        self.max_cat_threshold = max_cat_threshold
-        self.monotonic_cst = (None if monotonic_cst is None or not np.any(monotonic_cst)
-                              else np.asarray(monotonic_cst, dtype=np.int8))
+        self.is_categorical = (None if settings.is_categorical is None
+                               or not np.any(settings.is_categorical)
+                               else np.asarray(settings.is_categorical, dtype=np.uint8))
+        self.known_cat_bitsets = (
+            None if settings.known_cat_bitsets is None else
+            np.ascontiguousarray(settings.known_cat_bitsets, dtype=BITSET_DTYPE))
+        self.monotonic_cst = (None if settings.monotonic_cst is None
+                              or not np.any(settings.monotonic_cst)
+                              else np.asarray(settings.monotonic_cst, dtype=np.int8))
         self.n_threads = n_threads
         self.split_settings = split_settings or self.make_split_settings(
-            data, n_bins_non_missing, min_samples_leaf=min_samples_leaf,
-            min_child_weight=min_child_weight, min_gain_to_split=min_gain_to_split,
-            l1_regularization=l1_regularization, l2_regularization=l2_regularization,
-            is_categorical=self.is_categorical, max_cat_to_onehot=max_cat_to_onehot,
-            cat_smooth=cat_smooth, cat_l2=cat_l2, min_data_per_group=min_data_per_group,
-            max_cat_threshold=max_cat_threshold, monotonic_cst=self.monotonic_cst)
+            data, n_bins_non_missing, **settings.split_params(),
+            is_categorical=self.is_categorical, monotonic_cst=self.monotonic_cst)
         self._group_members = None
-        if interaction_groups is not None:
+        if settings.interaction_groups is not None:
             # uint8 membership (n_groups, n_features): the kernel's groups
-            self._group_members = np.zeros((len(interaction_groups), data.n_features),
-                                           dtype=np.uint8)
-            for g, group in enumerate(interaction_groups):
+            self._group_members = np.zeros((len(settings.interaction_groups),
+                                            data.n_features), dtype=np.uint8)
+            for g, group in enumerate(settings.interaction_groups):
                 self._group_members[g, list(group)] = 1
 
     @staticmethod
@@ -137,8 +166,8 @@ class TreeGrower:
             node_masks = lambda k: np.stack([sampler.node_mask(tree_mask)
                                              for _ in range(k)])
         nodes = self.data.grow_tree(
-            self.split_settings, lossguide=self.grow_policy == "lossguide",
-            max_leaf_nodes=self.max_leaf_nodes, max_depth=self.max_depth,
+            self.split_settings, lossguide=self.settings.grow_policy == "lossguide",
+            max_leaf_nodes=self.settings.max_leaf_nodes, max_depth=self.settings.max_depth,
             interaction_groups=self._group_members, tree_mask=self._tree_mask,
             node_masks=node_masks)
         return self._finish(nodes)
@@ -157,15 +186,16 @@ class TreeGrower:
         # The grown tree (the kernel's node records) as a TreePredictor.
         self._records = records
         nodes, bitsets, self._leaves = nodes_from_grown(
-            records, self.learning_rate, self._thresholds(), self.known_cat_bitsets)
+            records, self.settings.learning_rate, self._thresholds(), self.known_cat_bitsets)
         return TreePredictor(nodes, bitsets)
 
     def renewed_value(self, node_id, sum_gradients, sum_hessians):
         """A leaf's shrunk Newton value from other (e.g. unquantized) sums,
         within the leaf's bounds (none below ``min_child_weight`` of hessian)."""
-        return self.learning_rate * leaf_value(
-            sum_gradients, sum_hessians, self.l1_regularization, self.l2_regularization,
-            *self._bounds(node_id), self.min_child_weight)
+        settings = self.settings
+        return settings.learning_rate * leaf_value(
+            sum_gradients, sum_hessians, settings.l1_regularization,
+            settings.l2_regularization, *self._bounds(node_id), settings.min_child_weight)
 
     def clip_leaf_value(self, node_id, value):
         """Clip a re-fitted (unshrunk) leaf value into the leaf's bounds."""

@@ -1,0 +1,292 @@
+"""Every parameter of hgbt, declared once.
+
+Each :class:`Param` has its name, default, constraint (scikit-learn's
+parameter-validation form), a one-line description, where it acts
+(``stage``), which estimators take it, and the closest LightGBM, XGBoost and
+scikit-learn names. From this table come the estimators' ``__init__``
+signatures and ``_parameter_constraints`` (:func:`make_init`,
+:func:`constraints`), the parameters ``hgbt.train`` accepts, the defaults of
+the settings objects below the estimators (:func:`default`), and the check
+of ``doc/parameters.md`` (``tests/test_params.py``). A parameter added here is
+added everywhere; one added anywhere else fails that test.
+
+Stages: ``'objective'`` (the loss), ``'binning'`` (the binned data: a
+``Dataset`` reused with other values would need binning again), ``'tree'``
+(how one tree grows), ``'boosting'`` (the rounds), ``'early_stopping'``
+(validation and the stopping rule), ``'estimator'`` (the estimator's own
+behaviour: warm start, reporting, threads).
+"""
+import inspect
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+from sklearn.utils._param_validation import Interval, StrOptions
+
+#: the estimators, by the kind of target they take
+REGRESSOR, CLASSIFIER = "regressor", "classifier"
+BOTH = (REGRESSOR, CLASSIFIER)
+STAGES = ("objective", "binning", "tree", "boosting", "early_stopping", "estimator")
+# LightGBM's quantization uses a few levels; more than this would only shrink
+# the blocks of rows the histogram kernel packs (training_data.packed_layout).
+MAX_GRAD_QUANT_BINS = 1024
+REGRESSION_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
+                     "gamma", "tweedie")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter.
+
+    Attributes
+    ----------
+    name : str
+    default : object
+    constraint : list
+        scikit-learn's parameter-validation constraints (any one must hold).
+    doc : str
+        One line: what it does.
+    stage : str
+        Where it acts (see the module doc).
+    estimators : tuple of str
+        The estimators that take it (``'regressor'``, ``'classifier'``).
+    lightgbm, xgboost, sklearn : str or None
+        The closest parameter of each (None: none).
+    """
+
+    name: str
+    default: object
+    constraint: list
+    doc: str
+    stage: str
+    estimators: tuple = BOTH
+    lightgbm: str = None
+    xgboost: str = None
+    sklearn: str = None
+
+
+def _p(name, default, constraint, doc, stage, estimators=BOTH, lightgbm=None, xgboost=None,
+       sklearn=None):
+    return Param(name, default, constraint, doc, stage, estimators, lightgbm, xgboost, sklearn)
+
+
+_UNIT = Interval(Real, 0, 1, closed="right")  # a share in (0, 1]
+_NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+
+#: every parameter, in the estimators' signature order (``loss`` first and
+#: positional; the rest keyword-only)
+PARAMS = (
+    _p("loss", "squared_error", [StrOptions(set(REGRESSION_LOSSES)), callable],
+       "The regression loss, or a callable returning (gradient, hessian).", "objective",
+       (REGRESSOR,), "objective", "objective", "loss"),
+    _p("loss", "log_loss", [StrOptions({"log_loss"})],
+       "Binary or multinomial log-loss, from the number of classes.", "objective",
+       (CLASSIFIER,), "objective", "objective", "loss"),
+    _p("class_weight", None, [dict, StrOptions({"balanced"}), None],
+       "Weights per class label, multiplied into sample_weight.", "objective",
+       (CLASSIFIER,), "class_weight", "scale_pos_weight", "class_weight"),
+    _p("quantile", None, [Interval(Real, 0, 1, closed="neither"), None],
+       "The quantile predicted with loss='quantile'.", "objective", (REGRESSOR,),
+       "alpha", "quantile_alpha", "quantile"),
+    _p("huber_delta", None, [Interval(Real, 0, None, closed="neither"), None],
+       "Huber threshold; None re-estimates it each round.", "objective", (REGRESSOR,),
+       "alpha"),
+    _p("tweedie_power", 1.5, [Interval(Real, 1, 2, closed="both")],
+       "Power of the Tweedie deviance.", "objective", (REGRESSOR,),
+       "tweedie_variance_power", "tweedie_variance_power"),
+    _p("learning_rate", 0.15, [Interval(Real, 0, None, closed="neither")],
+       "Shrinkage of every leaf value.", "boosting", BOTH, "learning_rate", "eta",
+       "learning_rate"),
+    _p("max_iter", 150, [Interval(Integral, 1, None, closed="left")],
+       "Boosting rounds (K trees a round for K > 2 classes).", "boosting", BOTH,
+       "num_iterations", "num_boost_round", "max_iter"),
+    _p("max_leaf_nodes", "auto", [Interval(Integral, 2, None, closed="left"), None,
+                                  StrOptions({"auto"})],
+       "Leaves per tree; None: no limit; 'auto': 31, or 63 when it scores better.",
+       "tree", BOTH, "num_leaves", "max_leaves", "max_leaf_nodes"),
+    _p("max_depth", None, [Interval(Integral, 1, None, closed="left"), None],
+       "Depth limit of a tree (the root at 0); None: none.", "tree", BOTH, "max_depth",
+       "max_depth", "max_depth"),
+    _p("min_samples_leaf", 20, [Interval(Integral, 1, None, closed="left")],
+       "Fewest rows in a leaf.", "tree", BOTH, "min_data_in_leaf", None,
+       "min_samples_leaf"),
+    _p("min_child_weight", 1e-3, [_NON_NEGATIVE],
+       "Smallest hessian sum in a leaf.", "tree", BOTH, "min_sum_hessian_in_leaf",
+       "min_child_weight"),
+    _p("min_gain_to_split", 0.0, [_NON_NEGATIVE],
+       "Subtracted from every split's gain.", "tree", BOTH, "min_gain_to_split",
+       "gamma"),
+    _p("l1_regularization", 0.0, [_NON_NEGATIVE],
+       "L1 penalty on leaf values.", "tree", BOTH, "lambda_l1", "alpha"),
+    _p("l2_regularization", "auto", [_NON_NEGATIVE, StrOptions({"auto"})],
+       "L2 penalty on leaf values; 'auto': the tree size's (1 or 10).", "tree", BOTH,
+       "lambda_l2", "lambda", "l2_regularization"),
+    _p("max_bins", 255, [Interval(Integral, 2, 255, closed="both")],
+       "Value bins per feature, plus one for missing values.", "binning", BOTH,
+       "max_bin", "max_bin", "max_bins"),
+    _p("enable_bundle", True, ["boolean"],
+       "Bundle rarely non-zero features into shared columns.", "binning", BOTH,
+       "enable_bundle"),
+    _p("max_conflict_rate", 0.0, [Interval(Real, 0, 1, closed="left")],
+       "Share of rows on which bundled features may both be non-zero.", "binning",
+       BOTH, "max_conflict_rate"),
+    _p("use_quantized_grad", False, ["boolean"],
+       "Histograms of stochastically rounded integer gradients.", "boosting", BOTH,
+       "use_quantized_grad"),
+    _p("num_grad_quant_bins", 32,
+       [Interval(Integral, 2, MAX_GRAD_QUANT_BINS, closed="both")],
+       "Levels of the quantized gradients.", "boosting", BOTH, "num_grad_quant_bins"),
+    _p("grow_policy", "lossguide", [StrOptions({"lossguide", "depthwise"})],
+       "Best-first by gain, or level by level.", "tree", BOTH, None, "grow_policy"),
+    _p("early_stopping", "auto", [StrOptions({"auto"}), "boolean"],
+       "Stop when the watched score stops improving; 'auto': from 100 rows.",
+       "early_stopping", BOTH, "early_stopping_round", "early_stopping_rounds",
+       "early_stopping"),
+    _p("scoring", "loss", [str, callable, None],
+       "The metric early stopping watches.", "early_stopping", BOTH, "metric",
+       "eval_metric", "scoring"),
+    _p("eval_metric", None, [str, callable, list, tuple, dict, None],
+       "More metrics recorded on every set.", "early_stopping", BOTH, "metric",
+       "eval_metric"),
+    _p("early_stopping_set", None, [str, None],
+       "The set early stopping watches.", "early_stopping", BOTH),
+    _p("truncate_at_best", False, ["boolean"],
+       "Drop the rounds after the best one.", "early_stopping", BOTH),
+    _p("validation_fraction", 0.1, [Interval(Real, 0, 1, closed="neither"),
+                                    Interval(Integral, 1, None, closed="left"), None],
+       "The hold-out of early stopping: a share or a count of rows.", "early_stopping",
+       BOTH, None, None, "validation_fraction"),
+    _p("n_iter_no_change", 8, [Interval(Integral, 1, None, closed="left")],
+       "Rounds without improvement before stopping.", "early_stopping", BOTH,
+       "early_stopping_round", "early_stopping_rounds", "n_iter_no_change"),
+    _p("tol", 1e-7, [_NON_NEGATIVE],
+       "The least improvement that counts.", "early_stopping", BOTH,
+       "early_stopping_min_delta", None, "tol"),
+    _p("warm_start", False, ["boolean"],
+       "Continue from the fitted rounds.", "estimator", BOTH, "init_model",
+       "xgb_model", "warm_start"),
+    _p("subsample", 1.0, [_UNIT],
+       "Share of rows drawn for each round (bagging).", "boosting", BOTH,
+       "bagging_fraction", "subsample"),
+    _p("data_sample_strategy", "bagging", [StrOptions({"bagging", "goss"})],
+       "Row sampling: 'bagging' or 'goss'.", "boosting", BOTH, "data_sample_strategy"),
+    _p("goss_top_rate", 0.2, [_UNIT],
+       "GOSS: share of rows kept by largest gradient.", "boosting", BOTH, "top_rate"),
+    _p("goss_other_rate", 0.1, [_UNIT],
+       "GOSS: share of the other rows sampled.", "boosting", BOTH, "other_rate"),
+    _p("colsample_bytree", 1.0, [_UNIT],
+       "Share of features each tree may split on.", "boosting", BOTH,
+       "feature_fraction", "colsample_bytree"),
+    _p("colsample_bynode", 1.0, [_UNIT],
+       "Share of the tree's features each node may split on.", "boosting", BOTH,
+       "feature_fraction_bynode", "colsample_bynode", "max_features"),
+    _p("categorical_features", "from_dtype",
+       ["array-like", StrOptions({"from_dtype"}), None],
+       "The categorical columns: from the dtypes, a mask, indices or names.",
+       "binning", BOTH, "categorical_feature", "enable_categorical",
+       "categorical_features"),
+    _p("max_cat_to_onehot", 4, [Interval(Integral, 1, None, closed="left")],
+       "Up to this many categories: one category against the rest.", "tree", BOTH,
+       "max_cat_to_onehot", "max_cat_to_onehot"),
+    _p("cat_smooth", 50.0, [_NON_NEGATIVE],
+       "Added to the hessian when sorting categories.", "tree", BOTH, "cat_smooth"),
+    _p("cat_l2", 10.0, [_NON_NEGATIVE],
+       "Extra L2 of a sorted categorical split's children.", "tree", BOTH, "cat_l2"),
+    _p("min_data_per_group", 100, [Interval(Integral, 0, None, closed="left")],
+       "Rows between candidates of a sorted categorical split.", "tree", BOTH,
+       "min_data_per_group"),
+    _p("max_cat_threshold", 8, [Interval(Integral, 1, None, closed="left")],
+       "Most categories taken from either end of the sorted order.", "tree", BOTH,
+       "max_cat_threshold", "max_cat_threshold"),
+    _p("monotonic_cst", None, ["array-like", dict, None],
+       "Per feature -1, 0 or 1: a decreasing, free or increasing effect.", "tree", BOTH,
+       "monotone_constraints", "monotone_constraints", "monotonic_cst"),
+    _p("interaction_cst", None, [list, tuple, StrOptions({"pairwise", "no_interactions"}),
+                                 None],
+       "Groups of features a branch may combine.", "tree", BOTH,
+       "interaction_constraints", "interaction_constraints", "interaction_cst"),
+    _p("importance_type", "gain", [StrOptions({"gain", "split"})],
+       "What feature_importances_ counts: split gain or number of splits.", "estimator",
+       BOTH, "importance_type", "importance_type"),
+    _p("n_threads", None, [Interval(Integral, 1, None, closed="left"), None],
+       "OpenMP threads; None: every usable CPU.", "estimator", BOTH, "num_threads",
+       "nthread"),
+    _p("random_state", None, ["random_state"],
+       "Seeds binning, the hold-out and every sampling.", "boosting", BOTH, "seed",
+       "seed", "random_state"),
+    _p("verbose", 0, ["verbose"],
+       "Print the scores every this many rounds.", "estimator", BOTH, "verbosity",
+       "verbosity", "verbose"),
+)
+
+
+# max_leaf_nodes='auto': trees of the first size; a fit that runs to max_iter
+# without stopping early (still improving: the data may carry larger trees) is
+# made again with the second, on the same validation rows, and the model that
+# scores better there is kept. It took the real-data suite from 12 to 13 of 15
+# tables within noise of the best library, at 0.99x LightGBM's default fit time
+# (0.83x before), and made no table worse, there or on 20 small tables
+# (benchmarks/RESULTS.md). With a fixed max_leaf_nodes, 'auto' L2 is the first
+# size's.
+AUTO_TREE_SIZES = ({"max_leaf_nodes": 31, "l2_regularization": 1.0},
+                   {"max_leaf_nodes": 63, "l2_regularization": 10.0})
+
+
+#: the parameters of how one tree grows (stage 'tree', as the settings below
+#: the estimators take them)
+TREE_PARAMS = ("grow_policy", "max_leaf_nodes", "max_depth", "min_samples_leaf",
+               "min_child_weight", "min_gain_to_split", "l1_regularization",
+               "l2_regularization", "max_cat_to_onehot", "cat_smooth", "cat_l2",
+               "min_data_per_group", "max_cat_threshold")
+
+
+def params_of(estimator):
+    """The parameters of ``'regressor'`` or ``'classifier'``, in signature order."""
+    return [p for p in PARAMS if estimator in p.estimators]
+
+
+def default(name, estimator=REGRESSOR):
+    """The default of parameter ``name`` (of the regressor unless said)."""
+    for p in params_of(estimator):
+        if p.name == name:
+            return p.default
+    raise KeyError(f"hgbt has no parameter {name!r}.")
+
+
+def resolved_default(name):
+    """The default a setting below the estimators takes: the parameter's,
+    with ``'auto'`` tree sizes resolved to the first of ``AUTO_TREE_SIZES``."""
+    value = default(name)
+    return AUTO_TREE_SIZES[0][name] if value == "auto" else value
+
+
+def names(stage=None, estimator=REGRESSOR):
+    """Names of the parameters of a stage (None: every stage)."""
+    return [p.name for p in params_of(estimator) if stage is None or p.stage == stage]
+
+
+def constraints(estimator):
+    """The ``_parameter_constraints`` of an estimator."""
+    return {p.name: list(p.constraint) for p in params_of(estimator)}
+
+
+def make_init(estimator):
+    """The ``__init__`` of an estimator: its parameters as keyword arguments
+    (``loss`` also positional) with their defaults, each set as an attribute
+    of the same name. Its signature is what scikit-learn's ``get_params``
+    reads."""
+    params = params_of(estimator)
+    signature = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD if i == 0
+                             else inspect.Parameter.KEYWORD_ONLY, default=p.default)
+           for i, p in enumerate(params)])
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
+    __init__.__signature__ = signature
+    return __init__
