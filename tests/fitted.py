@@ -63,11 +63,6 @@ def target_stats(est):
     return est.booster_.target_stats
 
 
-def set_target_stats(est, value):
-    """Replace the model's target statistics by ``value`` (None: none)."""
-    est.booster_.target_stats = value
-
-
 def categorical_by_value(est):
     """Per feature, whether its categories are matched by value (strings: a
     boolean array), or None for a model without categorical features."""

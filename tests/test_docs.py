@@ -1,5 +1,5 @@
 """The python examples of doc/sklearn.md, doc/sparse.md, doc/training.md,
-doc/explain.md and doc/plots.md run.
+doc/explain.md, doc/plots.md and doc/native.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
 DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md",
-        ROOT / "doc" / "explain.md", ROOT / "doc" / "plots.md")
+        ROOT / "doc" / "explain.md", ROOT / "doc" / "plots.md", ROOT / "doc" / "native.md")
 
 
 def _installed(*modules):
@@ -69,6 +69,10 @@ def test_training_doc_has_examples():
 
 def test_explain_doc_has_examples():
     assert len(_blocks((DOCS[3],))) >= 4
+
+
+def test_native_doc_has_examples():
+    assert len(_blocks((DOCS[5],))) >= 3
 
 
 def test_plots_doc_has_examples_and_images():

@@ -12,11 +12,9 @@ import pytest
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.data import target_stats
 from hgbt.data.categorical import POOLED_BIN
-from hgbt.estimators.gradient_boosting import BaseHistGBDT
 from hgbt.inspection import partial_dependence
 from hgbt.persistence import load_model, model_from_dict, model_to_dict, save_model
-from fitted import (set_target_stats,
-                   target_stats as fitted_target_stats)
+from fitted import target_stats as fitted_target_stats
 
 N_LEVELS = 1500
 
@@ -52,10 +50,10 @@ def _smoothed_reference(y, w, codes, n_positions):
     return out
 
 
-def _pooled_only(self, X, y, sample_weight, warm):
-    """``_encode_pooled`` as a model saved before target statistics fitted."""
-    set_target_stats(self, None)
-    return self.booster_.pooled_input(X)
+def _no_statistics(X, features, *args):
+    """``target_stats.fit_transform`` as fits were before target statistics:
+    no statistics, no columns (the pooled bins alone)."""
+    return None, np.empty((X.shape[0], 0))
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -252,7 +250,7 @@ def test_models_saved_before_target_statistics_still_predict(tmp_path, monkeypat
     bins = None
 
     with monkeypatch.context() as patch:
-        patch.setattr(BaseHistGBDT, "_encode_pooled", _pooled_only)
+        patch.setattr(target_stats, "fit_transform", _no_statistics)
         old = HistGBDTRegressor(categorical_features=[0], max_iter=10, random_state=0,
                                 early_stopping=False).fit(X, y)
         bins = old._validate_X(X)
@@ -269,7 +267,7 @@ def test_warm_start_of_a_model_saved_before_target_statistics(monkeypatch):
     X, y = _task(n=3000, seed=9)
 
     with monkeypatch.context() as patch:
-        patch.setattr(BaseHistGBDT, "_encode_pooled", _pooled_only)
+        patch.setattr(target_stats, "fit_transform", _no_statistics)
         old = HistGBDTRegressor(categorical_features=[0], max_iter=5, random_state=0,
                                 early_stopping=False, warm_start=True).fit(X, y)
     old.set_params(max_iter=10).fit(X, y)  # continues on the bins alone

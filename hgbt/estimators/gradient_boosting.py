@@ -9,16 +9,14 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import (_check_sample_weight, check_array, check_is_fitted,
                                       check_X_y)
 
 from ..core._openmp import effective_n_threads
 from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import AUTO_TREE_SIZES
-from ..data.binning import BinMapper
-from ..data.bundling import DenseSource, SparseSource, build_layout
 from ..data import target_stats
+from ..data.dataset import BINNING_PARAMS, Dataset, bin_rows, new_seed
 from ..data.categorical import validate_X
 from ..engine.boosting import BoostHistory, BoostSettings, boost
 from ..engine.early_stopping import can_stratify, split_validation
@@ -35,7 +33,7 @@ from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
 from .monitoring import VALIDATION, Monitor, eval_sets, history_attributes, scored_rows
 from ..model.booster import Booster, objective_from_params
 from ..persistence import pickle_state, save_model, unpickle_state
-from ..data.sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
+from ..data.sparse import ACCEPTED_FORMATS, as_csr, check_sparse_format
 
 # early_stopping='auto' turns on from this many rows (scikit-learn's: above
 # 10,000): on 20 real tables (506-10,000 rows, and cut to 250 and 125) the
@@ -92,27 +90,6 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                  ensure_all_finite=False, accept_sparse=ACCEPTED_FORMATS,
                                  accept_large_sparse=True)
         return (as_csr(X) if sp.issparse(X) else X), encoding
-
-    def _encode_pooled(self, X, y, sample_weight, warm):
-        """The training rows as the trees read them, their pooled features'
-        target statistics cross-fitted. A warm start keeps the first fit's
-        table (earlier trees split on its values) and cross-fits the rows
-        it is given with the same folds: the same columns on the same data."""
-        booster = self.booster_
-        pooled = booster.pooled_features
-        if warm and booster.target_stats is None:
-            return booster.pooled_input(X)  # none, or a model saved before them
-        if not pooled:
-            return X
-        categories = booster.categorical.categories
-        y_cols = target_stats.target_columns(
-            y, len(self.classes_) if self._stratify else None)
-        stats, columns = target_stats.fit_transform(
-            X, pooled, [len(categories[f]) for f in pooled], y_cols, sample_weight,
-            self._seed)
-        if not warm:
-            booster.target_stats = stats
-        return target_stats.with_columns(X, pooled, columns)
 
     def _validate_weight(self, sample_weight, X):
         if sample_weight is None:
@@ -186,7 +163,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             self.booster_.pack()
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
+    def fit(self, X, y=None, sample_weight=None, *, X_val=None, y_val=None,
             sample_weight_val=None, eval_set=None, eval_names=None,
             eval_sample_weight=None, callbacks=None):
         """Fit the gradient-boosted trees.
@@ -198,8 +175,11 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data. NaN marks a missing value; ±inf are allowed.
+        X : array-like of shape (n_samples, n_features), or Dataset
+            Training data. NaN marks a missing value; ±inf are allowed. An
+            :class:`hgbt.Dataset` (with its label and weights, no ``y``)
+            is binned by its first fit and reused by later ones; its
+            binning parameters must be the estimator's.
         y : array-like of shape (n_samples,)
             Targets (regression: finite numbers; classification: labels).
             Gradients are float32, so regression targets must satisfy
@@ -214,10 +194,11 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         X_val, y_val : array-like, default=None
             Validation set for early stopping, used instead of holding out
             ``validation_fraction`` of the training data; named
-            'validation' in ``evals_result_``.
+            'validation' in ``evals_result_``. ``X_val`` may be a validation
+            Dataset (``reference=`` the training Dataset; no ``y_val``).
         sample_weight_val : array-like of shape (n_val,), default=None
             Weights of the validation rows.
-        eval_set : list of (X, y) pairs, default=None
+        eval_set : list of (X, y) pairs or validation Datasets, default=None
             More validation sets, scored after every round into
             ``evals_result_`` (each metric of ``eval_metric`` and the loss).
             Early stopping watches the first of them when there is no
@@ -256,21 +237,32 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
              eval_names, eval_sample_weight, callbacks):
         warm = self.warm_start and self._is_fitted()
-        X, encoding = self._validate_fit_X(X, self.booster_ if warm else None)
-        # check_X_y, not validate_data: X is an ndarray now, and a second
-        # feature-name check would warn that it has none.
-        X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False, accept_sparse=True,
-                         accept_large_sparse=True, y_numeric=not self._stratify,
-                         estimator=self)
+        given = isinstance(X, Dataset)  # the user's: binned once, no hold-out from it
+        if given:
+            X, y, sample_weight = self._dataset_rows(X, y, sample_weight, warm)
+        else:
+            X, encoding = self._validate_fit_X(X, self.booster_ if warm else None)
+            # check_X_y, not validate_data: X is an ndarray now, and a second
+            # feature-name check would warn that it has none.
+            X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False, accept_sparse=True,
+                             accept_large_sparse=True, y_numeric=not self._stratify,
+                             estimator=self)
+            sample_weight = self._validate_weight(sample_weight, X)
+            X = Dataset.from_prepared(
+                X, None, None, categorical=encoding, n_features_in=self.n_features_in_,
+                feature_names_in=getattr(self, "feature_names_in_", None),
+                **{name: getattr(self, name) for name in BINNING_PARAMS})
+        dataset, X = X, X.X
         y = self._encode_y(y, reset=not warm)
         # the model this fit builds: a warm start's continues the fitted one
         self.booster_ = (self.booster_.continued(self._objective()) if warm else Booster(
             n_features_in=self.n_features_in_,
-            feature_names_in=getattr(self, "feature_names_in_", None), categorical=encoding,
-            objective=self._objective(), classes=self.classes_ if self._stratify else None,
-            bin_mapper=None, baseline=None))
-        sample_weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
-        if (X_val is None) != (y_val is None):
+            feature_names_in=getattr(self, "feature_names_in_", None),
+            categorical=dataset.categorical, objective=self._objective(),
+            classes=self.classes_ if self._stratify else None, bin_mapper=None,
+            baseline=None))
+        sample_weight = self._class_weighted(sample_weight, y)
+        if (X_val is None) != (y_val is None) and not isinstance(X_val, Dataset):
             raise ValueError("X_val and y_val must be given together.")
         if X_val is None and sample_weight_val is not None:
             raise ValueError("sample_weight_val was given without X_val and y_val.")
@@ -285,8 +277,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError(f"max_iter={self.max_iter} must be >= n_iter_={self.n_iter_} "
                              "when warm_start=True.")
 
-        early_stopping = self._early_stopping_enabled(y, X_val is not None)
-        validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]")
+        early_stopping = (self._early_stopping_enabled(y, X_val is not None) if not given
+                          else self._dataset_early_stopping(X_val is not None or eval_rows))
+        validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]", dataset)
                       for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
         X_train, y_train, w_train = X, y, sample_weight
         if X_val is not None:
@@ -295,7 +288,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                  "which early_stopping=False turns off (eval_set scores "
                                  "sets without it).")
             validation.insert(0, self._validation_set(X_val, y_val, sample_weight_val,
-                                                      "X_val"))
+                                                      "X_val", dataset))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
@@ -305,21 +298,22 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 X, y, sample_weight, self.validation_fraction, self._seed, self._stratify)
             validation.insert(0, (X_hold, y_hold, w_hold))
             names.insert(0, VALIDATION)
+            dataset = Dataset.from_prepared(
+                X_train, None, None, categorical=dataset.categorical,
+                n_features_in=dataset.n_features_in_,
+                feature_names_in=getattr(dataset, "feature_names_in_", None),
+                **dataset.binning)
 
         booster = self.booster_
         X_user = booster.user_codes(X_train)  # as a scikit-learn callback may predict it
-        X_train = self._encode_pooled(X_train, y_train, w_train, warm)
+        binned = dataset.construct(
+            target_stats.target_columns(y_train, len(self.classes_) if self._stratify
+                                        else None), w_train, self._binning_key(), self._seed,
+            n_threads, (booster.bin_mapper, booster.target_stats) if warm else None)
+        if not warm:
+            booster.bin_mapper, booster.target_stats = binned.bin_mapper, binned.target_stats
         validation = [(booster.pooled_input(X_v), y_v, w_v) for X_v, y_v, w_v in validation]
         self._set_internal_constraints(interactions, monotonic)
-        if not warm:
-            is_categorical = self.is_categorical_
-            if is_categorical is not None:  # the statistics are numeric
-                is_categorical = np.concatenate([is_categorical, np.zeros(
-                    booster.n_internal - self.n_features_in_, dtype=bool)])
-            booster.bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
-                                           n_threads=n_threads, is_categorical=is_categorical)
-            booster.bin_mapper.fit(X_train, sample_weight=w_train)
-        binned = self._bin(X_train, n_threads)
         callbacks = list(callbacks or ())
         if uses_sklearn_callbacks(self):
             # the fit is scikit-learn's task, each round a subtask
@@ -333,8 +327,60 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 None if w_train is None else {"sample_weight": w_train}, _round_state))
         monitor = Monitor(self, [TRAIN] + names, early_stopping, not self._custom_loss(),
                           callbacks, getattr(self, "evals_result_", None) if warm else None)
-        self._fit_rounds(X_train, binned, y_train, w_train, validation, monitor,
+        self._fit_rounds(binned.X, binned.layout, y_train, w_train, validation, monitor,
                          early_stopping, warm, n_threads)
+
+    def _dataset_rows(self, dataset, y, sample_weight, warm):
+        """A Dataset given to ``fit``: its rows checked against this fit (its
+        binning parameters, a warm start's features), its label and weights;
+        the estimator's input schema from it."""
+        if y is not None or sample_weight is not None:
+            raise ValueError("A Dataset holds its label and weights: fit(dataset) takes "
+                             "no y or sample_weight.")
+        if dataset.reference is not None:
+            raise ValueError("This Dataset is a validation set (it has a reference): fit "
+                             "on its reference, and pass it as X_val or in eval_set.")
+        if dataset.label is None:
+            raise ValueError("The Dataset has no label: Dataset(data, label).")
+        dataset.check_binning(self.get_params(deep=False))
+        names = getattr(dataset, "feature_names_in_", None)
+        if warm:
+            if dataset.n_features_in_ != self.n_features_in_ or not np.array_equal(
+                    names, getattr(self, "feature_names_in_", None)):
+                raise ValueError("warm_start: the Dataset's features are not the fitted "
+                                 "model's.")
+        else:
+            self.n_features_in_ = dataset.n_features_in_
+            if names is not None:
+                self.feature_names_in_ = names
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        y = check_array(dataset.label, ensure_2d=False,
+                        dtype="numeric" if not self._stratify else None,
+                        ensure_all_finite=not self._stratify, input_name="label")
+        return dataset, y, dataset.weight
+
+    def _dataset_early_stopping(self, has_validation):
+        """Early stopping of a fit on a Dataset: 'auto' watches a validation
+        set when one is given; a hold-out would bin the rows again."""
+        if self.early_stopping == "auto":
+            return bool(has_validation)
+        if self.early_stopping and not has_validation and \
+                self.validation_fraction is not None:
+            raise ValueError(
+                "Early stopping on a hold-out of a Dataset's rows would bin them again "
+                "without the held-out rows: pass a validation Dataset (X_val=, or "
+                "eval_set= / hgbt.train's valid_sets=), set validation_fraction=None to "
+                "watch the training rows, or early_stopping=False.")
+        return bool(self.early_stopping)
+
+    def _binning_key(self):
+        """What a Dataset's bins depend on besides its rows and binning
+        parameters: the kind of target (the pooled features' statistics)
+        and the class weights (the weighted bin boundaries)."""
+        if not self._stratify:
+            return ("regression",)
+        return (f"classification ({len(self.classes_)} classes)", repr(self.class_weight))
 
     def _set_internal_constraints(self, interactions, monotonic):
         """Interaction groups and monotonic constraints over the trees'
@@ -351,10 +397,20 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         self._interaction_groups_ = interactions
         self._monotonic_cst_ = monotonic
 
-    def _validation_set(self, X, y, sample_weight, name):
+    def _validation_set(self, X, y, sample_weight, name, train_set):
         """A validation set's rows (pooled features as positions), encoded
-        targets and weights, checked."""
-        X = self.booster_.prepare(X, positions=True, checker=self)
+        targets and weights, checked; ``X`` a validation Dataset of
+        ``train_set`` (its label and weights inside), or arrays."""
+        if isinstance(X, Dataset):
+            if X.reference is not train_set and X is not train_set:
+                raise ValueError(f"{name} is a Dataset whose reference is not the training "
+                                 "Dataset: build it as Dataset(X, y, reference=train_set).")
+            if y is not None or sample_weight is not None or X.label is None:
+                raise ValueError(f"{name}: a validation Dataset holds its label and "
+                                 "weights (and needs a label).")
+            X, y, sample_weight = X.X, X.label, X.weight
+        else:
+            X = self.booster_.prepare(X, positions=True, checker=self)
         # as check_X_y checks y: a NaN target would make every score NaN
         y = self._encode_y(check_array(
             y, ensure_2d=False, dtype="numeric" if not self._stratify else None,
@@ -366,24 +422,14 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         return X, y, weight
 
     def _bin(self, X, n_threads):
-        """The binned training data, a :class:`~hgbt.data.bundling.FeatureLayout`
-        (bundled or sparse-stored columns where they pay, else the plain one)."""
-        mapper = self.booster_.bin_mapper
-        if sp.issparse(X):
-            X_csc = X.tocsc()
-            source = SparseSource(X_csc, bin_stored_entries(X_csc, mapper, n_threads),
-                                  mapper.zero_bins(), mapper.missing_bin)
-            del X_csc
-        else:
-            source = DenseSource(mapper.transform(X), mapper.zero_bins(), mapper.missing_bin,
-                                 n_threads)
-        return build_layout(source, mapper.is_categorical_, mapper.n_bins_non_missing_,
-                            mapper.missing_bin, enable_bundle=self.enable_bundle,
-                            max_conflict_rate=self.max_conflict_rate)
+        """Rows as the trees read them, binned by the fitted bin mapper with
+        this estimator's layout settings (a FeatureLayout)."""
+        return bin_rows(X, self.booster_.bin_mapper, n_threads, self.enable_bundle,
+                        self.max_conflict_rate)
 
     def _new_seed(self):
         """The seed of every random draw of a fit, from ``random_state``."""
-        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        return new_seed(self.random_state)
 
     def _check_monotonic_cst(self, n_features):
         """``monotonic_cst`` as an int8 array of -1/0/1, or None if unconstrained."""

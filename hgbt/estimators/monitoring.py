@@ -14,6 +14,7 @@ import copy
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
+from ..data.dataset import Dataset
 from ..engine.callbacks import CallbackRunner, EarlyStopping
 from ..engine.evaluation import TRAIN, Evaluator, LossMetric, ScorerMetric, ScoredRows
 from ..engine.history import EvalHistory
@@ -136,8 +137,11 @@ def eval_sets(eval_set, eval_names, eval_sample_weight):
                          f"{TRAIN!r} and {VALIDATION!r}.")
     triples = []
     for i, (pair, weight) in enumerate(zip(pairs, weights)):
+        if isinstance(pair, Dataset):  # holds its label and weights
+            triples.append((pair, None, weight))
+            continue
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-            raise ValueError(f"eval_set[{i}] must be an (X, y) pair.")
+            raise ValueError(f"eval_set[{i}] must be an (X, y) pair or a Dataset.")
         triples.append((pair[0], pair[1], weight))
     return names, triples
 

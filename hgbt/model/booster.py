@@ -90,6 +90,11 @@ class Booster:
     baseline : ndarray of float64
     n_features_in_, feature_names_in_
         As the estimators' attributes of those names.
+    best_iteration : int or None
+        The best round early stopping saw (``hgbt.train``; None otherwise).
+    evals_result : dict or None
+        The scores per set and metric of ``hgbt.train`` (entry ``i`` after
+        ``i`` rounds).
     """
 
     def __init__(self, *, n_features_in, objective, bin_mapper, baseline, trees=None,
@@ -104,6 +109,8 @@ class Booster:
         self.bin_mapper = bin_mapper
         self.baseline = baseline
         self.trees = [] if trees is None else trees
+        self.best_iteration = None
+        self.evals_result = None
         self._forest_cache = None
         self._loss = None
 

@@ -1,0 +1,295 @@
+"""``hgbt.Dataset``: rows validated once and binned once, reusable across fits.
+
+A Dataset holds the rows as the trees read them before binning: categorical
+columns as codes (a pooled feature's as its categories' positions), sparse
+input as canonical CSR, with the label and the weights. The first fit on it
+bins it (:meth:`Dataset.construct`): the target statistics of pooled
+categorical features, the bin boundaries and the feature layout (bundles,
+sparse-stored columns). Later fits on the same Dataset take those bins as
+they are, so a search over tree or boosting parameters bins once; a fit
+whose parameters would bin differently (``max_bins``, ``enable_bundle``,
+``max_conflict_rate``, ``categorical_features``, another target kind or
+class weights) is refused with a ValueError, as LightGBM refuses to change
+``max_bin`` on a constructed Dataset.
+
+A validation set is a Dataset with ``reference=`` the training one: its
+columns are converted with the reference's categorical encoding and names.
+"""
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import Tags, TargetTags, check_random_state
+from sklearn.utils.validation import _check_sample_weight, check_array
+
+from ..core._types import X_DTYPE, Y_DTYPE
+from ..core.params import resolved_default
+from . import target_stats
+from .binning import BinMapper
+from .bundling import DenseSource, SparseSource, build_layout
+from .categorical import pooled_features, validate_X
+from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
+
+#: the parameters that decide how rows are binned (a reused Dataset keeps them)
+BINNING_PARAMS = ("max_bins", "enable_bundle", "max_conflict_rate", "categorical_features")
+
+
+def new_seed(random_state):
+    """The seed of every random draw of a fit, from ``random_state``."""
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+class Binned:
+    """What construction made of a Dataset's rows for one kind of target.
+
+    Attributes
+    ----------
+    X : ndarray or sparse matrix
+        The training rows as the trees read them: pooled features as their
+        bins, followed by the target-statistic columns.
+    layout : FeatureLayout
+        The binned rows (bundled and sparse-stored columns where they pay).
+    bin_mapper : BinMapper
+    target_stats : dict or None
+        The target statistics of the pooled features (None without any).
+    """
+
+    def __init__(self, X, layout, bin_mapper, target_stats):
+        self.X = X
+        self.layout = layout
+        self.bin_mapper = bin_mapper
+        self.target_stats = target_stats
+
+
+class Dataset:
+    """Training or validation rows, validated once and binned once.
+
+    Parameters
+    ----------
+    data : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        Anything the estimators' ``fit`` takes: NumPy, pandas, polars,
+        Arrow, scipy.sparse. NaN marks a missing value.
+    label : array-like of shape (n_samples,), default=None
+        Targets (regression) or class labels (classification).
+    weight : array-like of shape (n_samples,), default=None
+        Non-negative row weights.
+    reference : Dataset, default=None
+        The training Dataset this one validates: its categorical encoding,
+        feature names and binning are used. Only for validation sets.
+    categorical_features : 'from_dtype', array-like or None, default='from_dtype'
+        As the estimators' parameter.
+    max_bins, enable_bundle, max_conflict_rate : default as the estimators'
+        How the rows are binned (see the estimators).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the binning's row subsample and the target statistics' folds;
+        None: the seed of the first fit on this Dataset.
+    n_threads : int or None, default=None
+        Threads of the binning; None: every usable CPU.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``data`` has feature names.
+    categorical : CategoricalEncoding or None
+    label, weight : ndarray or None
+    binned : Binned or None
+        What the first fit made of the rows (None before it); ``binned_for``
+        says for which kind of target.
+    """
+
+    def __init__(self, data, label=None, *, weight=None, reference=None,
+                 categorical_features=resolved_default("categorical_features"),
+                 max_bins=resolved_default("max_bins"),
+                 enable_bundle=resolved_default("enable_bundle"),
+                 max_conflict_rate=resolved_default("max_conflict_rate"),
+                 random_state=None, n_threads=None):
+        if isinstance(data, Dataset):
+            raise TypeError("data is already a Dataset.")
+        if reference is not None and not isinstance(reference, Dataset):
+            raise TypeError(f"reference must be a Dataset, got {type(reference).__name__}.")
+        self.reference = reference
+        if reference is not None:  # validated as the reference's rows
+            categorical_features = reference.categorical_features
+            max_bins, enable_bundle = reference.max_bins, reference.enable_bundle
+            max_conflict_rate = reference.max_conflict_rate
+        self.categorical_features = categorical_features
+        self.max_bins = max_bins
+        self.enable_bundle = enable_bundle
+        self.max_conflict_rate = max_conflict_rate
+        self.random_state = random_state
+        self.n_threads = n_threads
+        check_sparse_format(data)
+        params = dict(positions=True, dtype=[X_DTYPE, np.float32], ensure_all_finite=False,
+                      accept_sparse=ACCEPTED_FORMATS, accept_large_sparse=True)
+        if reference is None:
+            X, self.categorical = validate_X(self, data,
+                                             categorical_features=categorical_features,
+                                             reset=True, **params)
+        else:
+            X, self.categorical = validate_X(reference, data, reference.categorical,
+                                             **params)
+            self.n_features_in_ = reference.n_features_in_
+            names = getattr(reference, "feature_names_in_", None)
+            if names is not None:
+                self.feature_names_in_ = names
+        self._set_rows(as_csr(X) if sp.issparse(X) else X, label, weight)
+
+    @classmethod
+    def from_prepared(cls, X, label, weight, *, categorical, n_features_in,
+                      feature_names_in=None, **settings):
+        """A Dataset of rows already validated and converted as the
+        constructor converts them (a fit's own input checks do that): X as
+        the trees read it before binning (pooled features as positions),
+        ``label`` and ``weight`` checked arrays. ``settings``: the
+        constructor's binning keywords."""
+        out = cls.__new__(cls)
+        out.reference = None
+        for name in BINNING_PARAMS + ("random_state", "n_threads"):
+            setattr(out, name, settings.get(name, resolved_default(name)
+                                            if name in BINNING_PARAMS else None))
+        out.categorical = categorical
+        out.n_features_in_ = n_features_in
+        if feature_names_in is not None:
+            out.feature_names_in_ = feature_names_in
+        out.X, out.label, out.weight = X, label, weight
+        out.binned = out.binned_for = None
+        return out
+
+    def subset(self, rows, reference=None):
+        """A Dataset of some of these rows (not binned yet): the same
+        categorical encoding, names and binning parameters; a validation
+        set of ``reference`` if given."""
+        rows = np.asarray(rows)
+        out = Dataset.from_prepared(
+            self.X[rows], None if self.label is None else self.label[rows],
+            None if self.weight is None else self.weight[rows],
+            categorical=self.categorical, n_features_in=self.n_features_in_,
+            feature_names_in=getattr(self, "feature_names_in_", None), **self.binning,
+            random_state=self.random_state, n_threads=self.n_threads)
+        out.reference = reference
+        return out
+
+    def _set_rows(self, X, label, weight):
+        n = X.shape[0]
+        if label is not None:
+            label = check_array(label, ensure_2d=False, dtype=None, ensure_all_finite=False,
+                                input_name="label")
+            if label.ndim != 1 or label.shape[0] != n:
+                raise ValueError(f"label has shape {label.shape}; data has {n} rows: it "
+                                 "must be one target per row.")
+        if weight is not None:
+            weight = np.ascontiguousarray(_check_sample_weight(
+                weight, X, dtype=Y_DTYPE, ensure_non_negative=True))
+        self.X, self.label, self.weight = X, label, weight
+        self.binned = self.binned_for = None
+
+    def __sklearn_tags__(self):
+        # scikit-learn's validate_data records and checks feature names and
+        # counts on a Dataset as on an estimator
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+
+    @property
+    def n_rows(self):
+        return self.X.shape[0]
+
+    @property
+    def pooled_features(self):
+        """Indices of the pooled categorical features (more than 255 categories)."""
+        return pooled_features(self.categorical)
+
+    @property
+    def binning(self):
+        """The binning parameters of this Dataset (:data:`BINNING_PARAMS`)."""
+        return {name: getattr(self, name) for name in BINNING_PARAMS}
+
+    @property
+    def is_constructed(self):
+        """Whether a fit has binned these rows."""
+        return self.binned is not None
+
+    def check_binning(self, params):
+        """ValueError unless the binning parameters in ``params`` (a fit's)
+        are this Dataset's: its rows are binned once, by its own."""
+        for name in BINNING_PARAMS:
+            if name in params and not _same(params[name], getattr(self, name)):
+                raise ValueError(
+                    f"{name}={params[name]!r} differs from the Dataset's {name}="
+                    f"{getattr(self, name)!r}: a Dataset's rows are binned once, with its "
+                    f"own {name}. Build a new Dataset(..., {name}={params[name]!r}) for it.")
+
+    def construct(self, y_columns, weight, key, seed, n_threads, model=None):
+        """The rows binned for targets ``y_columns`` (shape (n, n_outputs):
+        what the pooled features' statistics encode) and row weights
+        ``weight``: once, then the same :class:`Binned` for the same ``key``
+        (the target kind and the class weights, as the fit states them).
+
+        ``seed`` is the fit's (used unless the Dataset has its own
+        ``random_state``). ``model`` = ``(bin_mapper, target_stats)`` of a
+        warm start: its bins and statistics table are kept.
+        """
+        if self.binned is not None:
+            if model is not None and model[0] is not self.binned.bin_mapper:
+                return self._bin(y_columns, weight, seed, n_threads, model)
+            if self.binned_for != key:
+                raise ValueError(
+                    f"This Dataset was binned for {self.binned_for}; a fit for {key} needs "
+                    "other bins (the target statistics of its pooled categorical "
+                    "features, or other class weights). Build a new Dataset for it.")
+            return self.binned
+        self.binned = self._bin(y_columns, weight, seed, n_threads, model)
+        self.binned_for = key
+        return self.binned
+
+    def _bin(self, y_columns, weight, seed, n_threads, model):
+        if self.random_state is not None:
+            seed = new_seed(self.random_state)
+        pooled = self.pooled_features
+        stats = None if model is None else model[1]
+        X = self.X
+        if pooled and not (model is not None and stats is None):
+            categories = self.categorical.categories
+            fitted, columns = target_stats.fit_transform(
+                X, pooled, [len(categories[f]) for f in pooled], y_columns, weight, seed)
+            if model is None:  # a warm start keeps its first fit's table
+                stats = fitted
+            X = target_stats.with_columns(X, pooled, columns)
+        elif pooled:  # a model saved before target statistics: bins only
+            X = target_stats.with_columns(X, pooled, np.empty((X.shape[0], 0)))
+        if model is None:
+            is_categorical = None if self.categorical is None else self.categorical.mask
+            n_extra = 0 if stats is None else target_stats.n_columns(stats)
+            if is_categorical is not None:  # the statistics are numeric
+                is_categorical = np.concatenate([is_categorical,
+                                                 np.zeros(n_extra, dtype=bool)])
+            mapper = BinMapper(max_bins=self.max_bins, random_state=seed,
+                               n_threads=n_threads, is_categorical=is_categorical)
+            mapper.fit(X, sample_weight=weight)
+        else:
+            mapper = model[0]
+        return Binned(X, bin_rows(X, mapper, n_threads, self.enable_bundle,
+                                  self.max_conflict_rate), mapper, stats)
+
+
+def bin_rows(X, bin_mapper, n_threads, enable_bundle, max_conflict_rate):
+    """Rows as the trees read them, binned: a :class:`~hgbt.data.bundling.FeatureLayout`
+    (bundled or sparse-stored columns where they pay, else the plain one)."""
+    if sp.issparse(X):
+        X_csc = X.tocsc()
+        source = SparseSource(X_csc, bin_stored_entries(X_csc, bin_mapper, n_threads),
+                              bin_mapper.zero_bins(), bin_mapper.missing_bin)
+        del X_csc
+    else:
+        source = DenseSource(bin_mapper.transform(X), bin_mapper.zero_bins(),
+                             bin_mapper.missing_bin, n_threads)
+    return build_layout(source, bin_mapper.is_categorical_, bin_mapper.n_bins_non_missing_,
+                        bin_mapper.missing_bin, enable_bundle=enable_bundle,
+                        max_conflict_rate=max_conflict_rate)
+
+
+def _same(a, b):
+    """Equal parameter values (arrays and lists element-wise)."""
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return type(a) is type(b) and a == b if not (a is None or b is None) else a is b
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except (TypeError, ValueError):
+        return a == b
