@@ -6,8 +6,8 @@ from .estimators.regressor import HistGBDTRegressor
 from .estimators.train import cv, train
 from .inspection import partial_dependence
 from .model import Booster
-from .persistence import InconsistentVersionWarning, load_model
+from .persistence import InconsistentVersionWarning, load_model, save_model
 
 __all__ = ["Booster", "Dataset", "HistGBDTClassifier", "HistGBDTRegressor",
-           "InconsistentVersionWarning", "cv", "load_model", "partial_dependence", "train",
-           "__version__"]
+           "InconsistentVersionWarning", "cv", "load_model", "partial_dependence",
+           "save_model", "train", "__version__"]

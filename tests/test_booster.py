@@ -173,3 +173,21 @@ def test_the_booster_is_the_model_of_the_files():
     np.testing.assert_array_equal(other.categorical.by_value, booster.categorical.by_value)
     assert other.objective == booster.objective
     _same(other.predict(X), booster.predict(X))
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_a_booster_saves_as_the_estimator_that_holds_it(tmp_path, kind):
+    X, y = _frame()
+    if kind == "classifier":
+        y = np.array(["low", "high"])[(y > np.median(y)).astype(int)]
+        params = {"loss": "log_loss", "max_iter": 6, "random_state": 0}
+    else:
+        params = {"loss": "quantile", "quantile": 0.7, "max_iter": 6, "random_state": 0}
+    booster = hgbt.train(params, hgbt.Dataset(X, y))
+    hgbt.save_model(booster, tmp_path / "booster.json")
+    loaded = hgbt.load_model(tmp_path / "booster.json")
+    assert type(loaded).__name__ == ("HistGBDTClassifier" if kind == "classifier"
+                                     else "HistGBDTRegressor")
+    _same(loaded.booster_.predict(X), booster.predict(X))
+    _same(loaded.booster_.predict(X, raw_score=True), booster.predict(X, raw_score=True))
+    assert loaded.booster_.objective == booster.objective

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core._types import NODE_DTYPE, NODE_FIELDS_ADDED, stored_node_dtype, upgrade_nodes
 from ..data.binning import BinMapper
+from ..model.booster import Booster
 from ..tree.predictor import TreePredictor
 from ._checks import check_bin_mapper, check_state, check_target_stats
 from ._flat import FLAT_MODEL_KEYS, flatten, nest
@@ -408,10 +409,29 @@ def _decode_tree(value, where, stored):
 
 
 # ------------------------------------------------------------------- model
+def _holder(booster):
+    """The estimator that holds ``booster`` (its loss's parameters, the
+    fitted attributes the format needs): how a Booster is written."""
+    name = "HistGBDTClassifier" if booster.classes is not None else "HistGBDTRegressor"
+    params = {key: value for key, value in booster.objective.items() if key != "n_classes"}
+    estimator = _CLASSES[name](**params)
+    vars(estimator).update(booster_=booster, n_features_in_=booster.n_features_in_,
+                           n_iter_=booster.n_iter,
+                           n_trees_per_iteration_=booster.n_trees_per_iteration)
+    if booster.feature_names_in_ is not None:
+        estimator.feature_names_in_ = booster.feature_names_in_
+    if booster.classes is not None:
+        estimator.classes_ = booster.classes
+    return estimator
+
+
 def model_to_dict(estimator):
-    """The JSON document (as Python objects) of a fitted estimator."""
+    """The JSON document (as Python objects) of a fitted estimator, or of a
+    Booster as the estimator that holds it."""
     from sklearn.utils.validation import check_is_fitted
 
+    if isinstance(estimator, Booster):
+        estimator = _holder(estimator)
     name = type(estimator).__name__
     if name not in ESTIMATORS:
         raise TypeError(f"save_model supports {ESTIMATORS}, not {name}.")
@@ -489,10 +509,14 @@ def _verify_checksum(document):
 
 
 def save_model(estimator, path):
-    """Write a fitted estimator to ``path`` as JSON (see ``doc/model-format.md``).
+    """Write a fitted estimator, or a Booster, to ``path`` as JSON (see
+    ``doc/model-format.md``).
 
-    The document is built completely before the file is opened, so an
-    estimator that cannot be saved (e.g. a callable loss) leaves no file.
+    A Booster is written as the estimator that holds it (its class from the
+    loss, its parameters the loss's): :func:`load_model` returns that
+    estimator, whose ``booster_`` predicts as the Booster did. The document
+    is built completely before the file is opened, so a model that cannot
+    be saved (e.g. a callable loss) leaves no file.
     """
     text = json.dumps(model_to_dict(estimator), allow_nan=False, separators=(",", ":"))
     with open(os.fspath(path), "w", encoding="utf-8") as f:
