@@ -2,7 +2,7 @@
 
 :func:`partial_dependence` builds scikit-learn's grid (unique values, or
 evenly spaced points between two percentiles) and walks each tree once per
-grid point (``tree/_partial_dependence.pyx``), instead of predicting every
+grid point (``model/_partial_dependence.pyx``), instead of predicting every
 row of ``X`` at every grid point as the brute method does.
 
 scikit-learn's own ``sklearn.inspection.partial_dependence`` only takes the

@@ -1,10 +1,10 @@
-"""Leaf indices (``_apply.pyx`` through ``hgbt.tree.contributions.apply``, and
+"""Leaf indices (``_apply.pyx`` through ``hgbt.model.contributions.apply``, and
 the estimators' ``apply``) against a Python walk of the node arrays."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hgbt.tree import contributions as contrib
+from hgbt.model import contributions as contrib
 from hgbt.tree.predictor import ForestPredictor
 from fitted import baseline_prediction, rounds
 from reference_trees import fitted, leaf_of, random_rows, random_tree

@@ -14,7 +14,7 @@ from sklearn.exceptions import NotFittedError
 
 import hgbt
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt.tree import contributions as contrib
+from hgbt.model import contributions as contrib
 from hgbt.tree.predictor import ForestPredictor
 from fitted import baseline_prediction, rounds
 from reference_trees import (conditional_value, data, fitted, plan_frame, random_rows,

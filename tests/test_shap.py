@@ -1,5 +1,5 @@
 """TreeSHAP contributions and interaction values (``_shap_table.pyx`` and
-``_shap.pyx`` through ``hgbt.tree.contributions``, and the estimators'
+``_shap.pyx`` through ``hgbt.model.contributions``, and the estimators'
 ``predict_contributions`` / ``predict_interactions``) against Shapley values
 computed by brute force, and the two kernels against each other."""
 import itertools
@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from hgbt import HistGBDTRegressor
-from hgbt.tree import contributions as contrib
-from hgbt.tree._shap_table import tree_widths
+from hgbt.model import contributions as contrib
+from hgbt.model._shap_table import tree_widths
 from hgbt.tree.predictor import ForestPredictor, TreePredictor
 from fitted import baseline_prediction, rounds
 from reference_trees import conditional_value, data, fitted, random_rows, random_tree

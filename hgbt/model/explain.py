@@ -1,6 +1,6 @@
 """Looking inside a Booster: TreeSHAP contributions and interaction values of
 the raw score, leaf indices, and partial dependence by the recursion method
-(the kernels are in :mod:`hgbt.tree.contributions`).
+(the kernels: :mod:`hgbt.model.contributions`).
 
 A pooled categorical feature's target-statistic columns are reported as the
 feature itself: their contributions are added to its own.
@@ -8,7 +8,7 @@ feature itself: their contributions are added to its own.
 import numpy as np
 
 from ..data import target_stats
-from ..tree import contributions as _contrib
+import hgbt.model.contributions as _contrib  # a module of this package, not its face
 
 # Grid points that partial dependence expands the shared bins of pooled
 # features into (one per category, per combination for several features).

@@ -7,7 +7,7 @@ Rows are split between threads; each entry is written by one thread.
 from cython.parallel cimport prange
 
 from ..core._types cimport node_struct, BITSET_WORD_C
-from ._routing cimport leaf_index
+from ..tree._routing cimport leaf_index
 
 DEF MIN_PARALLEL_ROWS = 2048
 

@@ -18,7 +18,7 @@ from cython.parallel cimport parallel, prange
 from libc.stdlib cimport free, malloc
 
 from ..core._types cimport node_struct, BITSET_WORD_C, Y_DTYPE_C
-from ._routing cimport goes_left
+from ..tree._routing cimport goes_left
 
 # Below this many (grid point, node) visits no OpenMP team is woken.
 DEF MIN_PARALLEL_WORK = 1 << 16

@@ -35,7 +35,7 @@ from libc.string cimport memset
 import numpy as np
 
 from ..core._types cimport node_struct, BITSET_WORD_C, Y_DTYPE_C
-from ._routing cimport goes_left
+from ..tree._routing cimport goes_left
 
 # Below this many rows, no OpenMP team is woken.
 DEF MIN_PARALLEL_ROWS = 64
