@@ -71,7 +71,7 @@ def main():
     runs = {n: fit_on_cluster(n, X, y, params) for n in (1, 2)}
     for n, (_, model) in runs.items():
         same = all(a[0].nodes.tobytes() == b[0].nodes.tobytes()
-                   for a, b in zip(local._predictors, model._predictors))
+                   for a, b in zip(local.booster_.trees, model.booster_.trees))
         assert same, f"{n} workers: model differs from the local one"
 
     _, two = runs[2]

@@ -79,9 +79,9 @@ def stages(X, y):
     """hgbt's input stages alone: conversion (fit) and thresholds."""
     from hgbt.data.binning import BinMapper
     est = hgbt_model()
-    t_convert, Xc = _timed(lambda: est._validate_X(X, reset=True))
+    t_convert, (Xc, encoding) = _timed(lambda: est._validate_fit_X(X, None))
     mapper = BinMapper(max_bins=255, random_state=0, n_threads=2,
-                       is_categorical=est.is_categorical_)
+                       is_categorical=None if encoding is None else encoding.mask)
     t_thresholds, _ = _timed(lambda: mapper.fit(Xc))
     return t_convert, t_thresholds
 

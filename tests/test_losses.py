@@ -299,12 +299,12 @@ def test_row_loss_matches_reference_row_by_row(case):
 
 
 def test_row_loss_kernels_reject_bad_input():
-    from hgbt.engine._loss import multinomial_row_losses, row_losses
+    from hgbt.engine._loss import LossKind, multinomial_row_losses, row_losses
     y, out = np.zeros(3), np.empty(3)
     with pytest.raises(ValueError, match="length"):
-        row_losses(0, y, np.zeros(2), 0.0, out, 1)
+        row_losses(LossKind.SQUARED_ERROR, y, np.zeros(2), 0.0, out, 1)
     with pytest.raises(ValueError, match="unknown loss kind"):
-        row_losses(99, y, np.zeros(3), 0.0, out, 1)
+        row_losses(max(LossKind) + 1, y, np.zeros(3), 0.0, out, 1)
     with pytest.raises(ValueError, match="not a class index"):
         multinomial_row_losses(np.array([0.0, 3.0, 1.0]), np.zeros((3, 3)), out, 1)
     with pytest.raises(ValueError, match="not a class index"):

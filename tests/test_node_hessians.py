@@ -86,7 +86,7 @@ def node_sums(model, X, hessians_of_round):
 
 
 def snapped(values):
-    """``values`` rounded to the grid of ``hgbt.exact`` (exponent from the largest
+    """``values`` rounded to the grid of ``hgbt.core.exact`` (exponent from the largest
     |value| and the row count): float64 sums of them are exact."""
     bits = min(24, 52 - N.bit_length())
     s = bits - math.frexp(float(np.abs(values).max()))[1]

@@ -1,4 +1,4 @@
-"""Tree tables, text dump and importance table (``estimators/tables.py``)
+"""Tree tables, text dump and importance table (``hgbt/model/tables.py``)
 against the trees' node arrays."""
 import re
 

@@ -1,13 +1,13 @@
 """Kernels for sums that do not depend on the order of their terms.
 
 ``snap_to_grid`` rounds float32 gradients or hessians to multiples of
-``2**-exponent``. Chosen as :func:`hgbt.exact.grid_exponent` does, every
+``2**-exponent``. Chosen as :func:`hgbt.core.exact.grid_exponent` does, every
 float64 sum of the snapped values is exact, so a histogram is the same
 whatever the order rows are added in: threads, Dask workers and the
 subtraction trick cannot change a model.
 
 ``exact_accumulate`` adds float64 values without any rounding into integer
-counters per binary exponent (:class:`hgbt.exact.ExactSum` turns them into
+counters per binary exponent (:class:`hgbt.core.exact.ExactSum` turns them into
 one correctly rounded float).
 """
 from cython.parallel cimport prange
@@ -31,7 +31,7 @@ def snap_to_grid(float[::1] values, int exponent, int n_threads):
 
     Scaling by a power of two and rounding are exact in float64; the result
     fits float32 exactly when ``|values| * 2**exponent <= 2**24``, which
-    :func:`hgbt.exact.grid_exponent` guarantees (rounding is exact up to
+    :func:`hgbt.core.exact.grid_exponent` guarantees (rounding is exact up to
     ``2**52``).
     """
     cdef Py_ssize_t i, n = values.shape[0]

@@ -4,7 +4,7 @@ The driver runs the local fit's loop (:func:`hgbt.engine.boosting.boost`)
 and the same grower. Its training-data source,
 :class:`DistributedTrainingData`, asks every shard for the histograms of a
 node's rows and adds them up; with gradients on the exact grid
-(:mod:`hgbt.exact`) the sum equals the local histogram bit for bit, so the
+(:mod:`hgbt.core.exact`) the sum equals the local histogram bit for bit, so the
 trees equal those of the local estimator. Splits are queued and sent with
 the next request, so a node costs one round trip to every worker.
 """

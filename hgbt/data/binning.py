@@ -137,7 +137,7 @@ class BinMapper:
         """Compute thresholds from ``X`` (n_samples, n_features).
 
         ``sample_weight`` (n_samples,), finite and non-negative, weights the
-        quantiles (see :func:`find_thresholds`). The row subsample stays
+        quantiles (see :func:`~hgbt.data.thresholds.find_thresholds`). The row subsample stays
         uniform and seeded (:meth:`sample_rows`); the weights of the drawn
         rows are then used. The categories of categorical features are those
         of all rows of ``X``.

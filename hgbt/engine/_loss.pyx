@@ -236,30 +236,29 @@ cdef inline void _weigh_rows(
 
 # ---------------------------------------------------------------- kernels
 
-# Kinds of per-row losses served by row_gradients (see losses.py). The first
-# four have the row weight as hessian (exact for squared error, a surrogate
-# for the others), so their hessian may be a constant.
-SQUARED_ERROR, ABSOLUTE_ERROR, QUANTILE, HUBER = 0, 1, 2, 3
-POISSON, GAMMA, TWEEDIE, BINARY_LOG_LOSS = 4, 5, 6, 7
+# The kinds of per-row losses served by row_gradients and row_losses: the
+# enum LossKind of _loss.pxd (Python: LossKind, passed by losses.py). The
+# first four, through HUBER, have the row weight as hessian (exact for squared
+# error, a surrogate for the others), so their hessian may be a constant.
 
 
 cdef inline grad_hess _row(int kind, double y, double raw, double param) noexcept nogil:
     # The kind is the same for every row: this branch is always predicted.
     cdef grad_hess out
     out.hessian = 1.0
-    if kind == 0:
+    if kind == SQUARED_ERROR:
         out.gradient = raw - y
-    elif kind == 1:
+    elif kind == ABSOLUTE_ERROR:
         out.gradient = _sign(raw - y)
-    elif kind == 2:
+    elif kind == QUANTILE:
         out.gradient = (1.0 - param) if y < raw else -param
-    elif kind == 3:
+    elif kind == HUBER:
         out.gradient = _clip(raw - y, param)
-    elif kind == 4:
+    elif kind == POISSON:
         return _poisson(y, raw)
-    elif kind == 5:
+    elif kind == GAMMA:
         return _gamma(y, raw)
-    elif kind == 6:
+    elif kind == TWEEDIE:
         return _tweedie(y, raw, param)
     return out
 
@@ -276,6 +275,8 @@ def row_gradients(
 ):
     """Gradients and hessians of a single-output loss, row by row.
 
+    ``kind`` is a :class:`LossKind`:
+
     - SQUARED_ERROR (half): g = w (raw - y), h = w (exact).
     - ABSOLUTE_ERROR: g = w sign(raw - y) (0 on a tie), h = w (surrogate).
     - QUANTILE (pinball, ``param`` = quantile): g = w (1{y < raw} - quantile).
@@ -287,9 +288,9 @@ def row_gradients(
       g = w (mu^(2-p) - y mu^(1-p)), h = w ((2-p) mu^(2-p) + (p-1) y mu^(1-p)).
     - BINARY_LOG_LOSS on log-odds: g = w (p - y), h = w p (1 - p), p = sigmoid(raw).
 
-    Without ``sample_weight`` (length 0) w = 1. For the first four kinds a
-    length-1 ``hessians`` (constant hessian) is left as it is; otherwise
-    ``hessians`` must have one entry per row.
+    Without ``sample_weight`` (length 0) w = 1. For the first four kinds
+    (through HUBER) a length-1 ``hessians`` (constant hessian) is left as it
+    is; otherwise ``hessians`` must have one entry per row.
     """
     cdef Py_ssize_t n = _check_shapes(y_true, raw_prediction.shape[0], sample_weight,
                                       gradients.shape[0], hessians.shape[0],
@@ -379,27 +380,27 @@ cdef inline double _row_loss(int kind, double y, double raw, double param) noexc
     # The per-row losses of losses.py, in float64 (they are summed exactly
     # for the scores that early stopping compares). Same kind on every row.
     cdef double r, one, two
-    if kind == 0:
+    if kind == SQUARED_ERROR:
         r = y - raw
         return 0.5 * r * r
-    if kind == 1:
+    if kind == ABSOLUTE_ERROR:
         return fabs(y - raw)
-    if kind == 2:
+    if kind == QUANTILE:
         r = y - raw
         return param * r if r >= 0 else (param - 1.0) * r
-    if kind == 3:
+    if kind == HUBER:
         r = fabs(y - raw)
         return 0.5 * r * r if r <= param else param * (r - 0.5 * param)
-    if kind == 4 or (kind == 6 and param == 1.0):
+    if kind == POISSON or (kind == TWEEDIE and param == 1.0):
         # y log y - y raw - y + exp(raw), with 0 log 0 = 0
         return ((y * log(y) if y > 0 else 0.0) - y * raw - y) + exp(raw)
-    if kind == 5 or (kind == 6 and param == 2.0):
+    if kind == GAMMA or (kind == TWEEDIE and param == 2.0):
         return ((y * exp(-raw) - log(y)) + raw) - 1.0
-    if kind == 6:
+    if kind == TWEEDIE:
         one = 1.0 - param
         two = 2.0 - param
         return (pow(y, two) / (one * two) - y * exp(one * raw) / one) + exp(two * raw) / two
-    # binary log loss: log(1 + exp(raw)) - y raw, exp of -|raw| only (no overflow)
+    # BINARY_LOG_LOSS: log(1 + exp(raw)) - y raw, exp of -|raw| only (no overflow)
     return ((raw if raw > 0 else 0.0) + log1p(exp(-fabs(raw)))) - y * raw
 
 

@@ -41,18 +41,11 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from ._loss import (
+    LossKind,
     multinomial_log_loss_gradients,
     multinomial_row_losses,
     row_gradients,
     row_losses,
-    SQUARED_ERROR,
-    ABSOLUTE_ERROR,
-    QUANTILE,
-    HUBER,
-    POISSON,
-    GAMMA,
-    TWEEDIE,
-    BINARY_LOG_LOSS,
 )
 from ..core._types import G_H_DTYPE, Y_DTYPE
 from ..core.exact import WeightedMean
@@ -118,7 +111,7 @@ class BaseLoss:
         """Mergeable statistics the baseline is computed from.
 
         The statistics of row shards add up (``+``) to those of all rows,
-        exactly (:mod:`hgbt.exact`), so a distributed fit gets the local
+        exactly (:mod:`hgbt.core.exact`), so a distributed fit gets the local
         baseline bit for bit. Losses whose baseline needs every row at once
         (a median) raise NotImplementedError.
         """
@@ -158,7 +151,7 @@ class BaseLoss:
         raise NotImplementedError
 
     def loss_statistics(self, y, raw_prediction, n_threads=1):
-        """Mergeable statistics of :meth:`loss` (a :class:`~hgbt.exact.WeightedMean`)."""
+        """Mergeable statistics of :meth:`loss` (a :class:`~hgbt.core.exact.WeightedMean`)."""
         return WeightedMean.of(self.row_loss(y, raw_prediction, n_threads), self.sample_weight)
 
     def loss(self, y, raw_prediction):
@@ -197,11 +190,11 @@ class SquaredError(BaseLoss):
         return np.array([statistics.value()], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        row_gradients(SQUARED_ERROR, y, raw_prediction[0], self._weights(),
+        row_gradients(LossKind.SQUARED_ERROR, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
-        return _row_losses(SQUARED_ERROR, y, raw_prediction, 0.0, n_threads)
+        return _row_losses(LossKind.SQUARED_ERROR, y, raw_prediction, 0.0, n_threads)
 
 
 # ------------------------------------------------------------------ helpers
@@ -309,11 +302,11 @@ class AbsoluteError(BaseLoss):
         return np.array([weighted_quantile(y, self.sample_weight, 0.5)], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        row_gradients(ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
+        row_gradients(LossKind.ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
-        return _row_losses(ABSOLUTE_ERROR, y, raw_prediction, 0.0, n_threads)
+        return _row_losses(LossKind.ABSOLUTE_ERROR, y, raw_prediction, 0.0, n_threads)
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, 0.5)
@@ -347,11 +340,11 @@ class QuantileLoss(BaseLoss):
                         dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        row_gradients(QUANTILE, y, raw_prediction[0], self._weights(),
+        row_gradients(LossKind.QUANTILE, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], self.quantile, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
-        return _row_losses(QUANTILE, y, raw_prediction, self.quantile, n_threads)
+        return _row_losses(LossKind.QUANTILE, y, raw_prediction, self.quantile, n_threads)
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         return weighted_quantile(y - raw_prediction, sample_weight, self.quantile)
@@ -404,14 +397,14 @@ class HuberLoss(BaseLoss):
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         if self.delta is None:
             self.delta_ = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
-        row_gradients(HUBER, y, raw_prediction[0], self._weights(),
+        row_gradients(LossKind.HUBER, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], self.delta_, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
         delta = self.delta_
         if delta is None:
             delta = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
-        return _row_losses(HUBER, y, raw_prediction, delta, n_threads)
+        return _row_losses(LossKind.HUBER, y, raw_prediction, delta, n_threads)
 
     def refit_leaf(self, y, raw_prediction, sample_weight):
         residuals = y - raw_prediction
@@ -474,11 +467,11 @@ class PoissonLoss(_LogLinkLoss):
         self._check_non_negative(y, totals)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        row_gradients(POISSON, y, raw_prediction[0], self._weights(), gradients[0],
+        row_gradients(LossKind.POISSON, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], 0.0, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
-        return _row_losses(POISSON, y, raw_prediction, 0.0, n_threads)
+        return _row_losses(LossKind.POISSON, y, raw_prediction, 0.0, n_threads)
 
 
 class GammaLoss(_LogLinkLoss):
@@ -494,11 +487,11 @@ class GammaLoss(_LogLinkLoss):
         self._check_positive(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        row_gradients(GAMMA, y, raw_prediction[0], self._weights(), gradients[0],
+        row_gradients(LossKind.GAMMA, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], 0.0, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
-        return _row_losses(GAMMA, y, raw_prediction, 0.0, n_threads)
+        return _row_losses(LossKind.GAMMA, y, raw_prediction, 0.0, n_threads)
 
 
 class TweedieLoss(_LogLinkLoss):
@@ -524,11 +517,11 @@ class TweedieLoss(_LogLinkLoss):
             self._check_positive(y)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        row_gradients(TWEEDIE, y, raw_prediction[0], self._weights(), gradients[0],
+        row_gradients(LossKind.TWEEDIE, y, raw_prediction[0], self._weights(), gradients[0],
                       hessians[0], self.power, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
-        return _row_losses(TWEEDIE, y, raw_prediction, self.power, n_threads)
+        return _row_losses(LossKind.TWEEDIE, y, raw_prediction, self.power, n_threads)
 
 
 # ---------------------------------------------------------- classification
@@ -561,11 +554,11 @@ class BinaryLogLoss(BaseLoss):
         return np.array([logit], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
-        row_gradients(BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),
+        row_gradients(LossKind.BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),
                       gradients[0], hessians[0], 0.0, n_threads)
 
     def row_loss(self, y, raw_prediction, n_threads=1):
-        return _row_losses(BINARY_LOG_LOSS, y, raw_prediction, 0.0, n_threads)
+        return _row_losses(LossKind.BINARY_LOG_LOSS, y, raw_prediction, 0.0, n_threads)
 
     def inverse_link(self, raw_prediction):
         raw = raw_prediction[0]

@@ -1,6 +1,6 @@
 """Row sampling (bagging, GOSS) and feature sampling (per tree, per node).
 
-Gradients and hessians follow the layout of :mod:`hgbt.losses`: float32,
+Gradients and hessians follow the layout of :mod:`hgbt.engine.losses`: float32,
 shape ``(n_trees_per_iteration, n_samples)``, C-ordered. One boosting round
 grows its ``n_trees_per_iteration`` trees on the same sampled rows.
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.exact import GradientOverflowError
 
-# Same dtypes as ``hgbt._types`` (kept local so this pure-NumPy module imports
+# Same dtypes as ``hgbt.core._types`` (kept local so this pure-NumPy module imports
 # without the compiled kernels).
 G_H_DTYPE = np.float32
 SIZE_DTYPE = np.uint32
@@ -119,7 +119,7 @@ class RowSampler:
     Examples
     --------
     >>> import numpy as np
-    >>> from hgbt.sampling import RowSampler
+    >>> from hgbt.engine.sampling import RowSampler
     >>> g = np.array([[3.0, -0.1, 0.2, -5.0, 0.3, 0.0]], dtype=np.float32)
     >>> h = np.ones_like(g)
     >>> sampler = RowSampler("goss", 1.0, 0.34, 0.5, 6, np.random.default_rng(0))
@@ -294,7 +294,7 @@ class FeatureSampler:
     Examples
     --------
     >>> import numpy as np
-    >>> from hgbt.sampling import FeatureSampler
+    >>> from hgbt.engine.sampling import FeatureSampler
     >>> fs = FeatureSampler(10, 0.5, 0.4, np.random.default_rng(0))
     >>> tree = fs.tree_mask()
     >>> node = fs.node_mask(tree)

@@ -19,7 +19,7 @@ class TreeTeam:
     ----------
     make_source : callable
         ``make_source(n_threads)`` returns a training-data source with a
-        ``fork(n_threads)`` method (:class:`~hgbt.training_data.LocalTrainingData`).
+        ``fork(n_threads)`` method (:class:`~hgbt.tree.training_data.LocalTrainingData`).
     n_threads : int
         Threads of the whole fit.
     n_trees : int

@@ -674,7 +674,7 @@ def find_node_split(
         With bounds or a constrained feature, child values are clipped into
         them and the gain is the objective decrease at the clipped values.
     feature_column, bundle_offset, bundle_n_codes, default_bin : ndarray or None
-        The feature layout (:class:`hgbt.bundling.FeatureLayout`): then
+        The feature layout (:class:`hgbt.data.bundling.FeatureLayout`): then
         ``histograms`` has one row per column and a bundled feature's bins
         are unpacked from its column. None: one histogram row per feature.
     per_feature : ndarray of SPLIT_INFO_DTYPE or None

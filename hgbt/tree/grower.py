@@ -81,7 +81,7 @@ class TreeSettings:
 class TreeGrower:
     """Grow a tree on a training-data source.
 
-    The loop runs in the kernel (``hgbt._grower``), over a priority queue
+    The loop runs in the kernel (``hgbt.tree._grower``), over a priority queue
     of splittable nodes: ``'lossguide'`` pops the node with the largest gain
     (ties: oldest node), ``'depthwise'`` pops the shallowest (ties: oldest),
     i.e. level by level. Only the child with fewer rows gets its histogram
@@ -139,7 +139,7 @@ class TreeGrower:
 
     @staticmethod
     def make_split_settings(data, n_bins_non_missing, **params):
-        """The :class:`~hgbt._splitting.SplitSettings` of a fit on ``data``
+        """The :class:`~hgbt.tree._splitting.SplitSettings` of a fit on ``data``
         (its feature layout included): built once, used for every node."""
         layout = getattr(data, "split_layout", {})
         if layout:
@@ -150,7 +150,7 @@ class TreeGrower:
         """Grow the tree and return it as a :class:`TreePredictor`.
 
         The whole loop runs in one kernel call (``data.grow_tree``,
-        :mod:`hgbt._grower`). ``feature_sampler``: this tree's, if not the
+        :mod:`hgbt.tree._grower`). ``feature_sampler``: this tree's, if not the
         one given at construction (a grower serves every tree of a fit).
         The caller's raw predictions are not touched; use the data's
         ``add_leaf_values`` for that.

@@ -1,7 +1,7 @@
 """The training rows a tree grows on: histograms, partitions, leaf updates.
 
 A tree grows in one kernel call on the rows' buffers (:meth:`LocalTrainingData.grow_tree`,
-``hgbt._grower``); a distributed source (``hgbt.dask``) runs the same kernel
+``hgbt.tree._grower``); a distributed source (``hgbt.dask``) runs the same kernel
 with its histograms and partitions done on the workers. The per-node methods
 (``node_histogram``, ``sibling_histogram``, ``split``, ``release``) build the
 same histograms and partitions one call at a time: the reference loop of the
@@ -55,7 +55,7 @@ class LocalTrainingData:
         self.n_bins = n_bins
         self.n_threads = n_threads
         self._n_columns = layout.n_columns
-        self.split_layout = {}  # extra find_node_split arguments
+        self.split_layout = {}  # extra SplitSettings arguments (the layout)
         if not layout.is_plain:
             self._column_bounds = layout.column_bounds(n_threads)
             self._scratch = np.zeros(n_samples, dtype=X_BINNED_DTYPE)  # zero between uses
@@ -107,7 +107,7 @@ class LocalTrainingData:
         (:meth:`use_gradients`).
 
         Its gradients and hessians are snapped in place to the grids of
-        :mod:`hgbt.exact`, so that every histogram sum is exact: ``grid``
+        :mod:`hgbt.core.exact`, so that every histogram sum is exact: ``grid``
         gives the two grid exponents (a Dask shard is passed the ones agreed
         by all workers); by default they come from all rows here.
 
@@ -257,7 +257,7 @@ class LocalTrainingData:
     def grow_tree(self, settings, **growth):
         """Grow the tree begun by :meth:`start_tree` in one kernel call.
 
-        ``settings`` is the fit's :class:`hgbt._splitting.SplitSettings`,
+        ``settings`` is the fit's :class:`hgbt.tree._splitting.SplitSettings`,
         ``growth`` the growth settings of ``TreeKernel.grow`` (policy, leaf
         and depth limits, interaction groups, feature masks). Returns the
         nodes (GROWN_NODE_DTYPE), each node's rows then being
