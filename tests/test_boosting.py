@@ -10,11 +10,11 @@ import pytest
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.core._types import Y_DTYPE
 from hgbt.data.bundling import FeatureLayout
-from hgbt.engine.boosting import BoostHistory, TrainingData, TreeSource, boost
+from hgbt.engine.boosting import FitRecord, TrainingData, TreeSource, boost
 from hgbt.engine.callbacks import CallbackRunner, EarlyStopping
 from hgbt.engine.evaluation import Evaluator, LossMetric
 from hgbt.engine.history import EvalHistory
-from hgbt.engine.rows import LocalData, RowState, ValidationRows
+from hgbt.engine.row_state import LocalData, RowState, ValidationRows
 from hgbt.core.params import AUTO_TREE_SIZES
 from hgbt.engine.sampling import RowSampler
 from hgbt.tree.training_data import LocalTrainingData
@@ -115,7 +115,7 @@ class FakeData:
 
 
 def _loss_history(max_iter):
-    return BoostHistory(evals=EvalHistory(watched=("train", "loss"),
+    return FitRecord(evals=EvalHistory(watched=("train", "loss"),
                                           greater_is_better={"loss": False},
                                           max_iter=max_iter))
 
@@ -131,8 +131,8 @@ def test_the_engine_drives_a_fake_source_to_the_estimators_model():
     assert isinstance(data, TrainingData)
     history = _loss_history(model.max_iter)
     boost(model._boost_settings(1), data, history, Evaluator([LossMetric()], ["train"]))
-    assert len(history.predictors) == model.n_iter_
-    for ours, theirs in zip(history.predictors, rounds(model)):
+    assert len(history.trees) == model.n_iter_
+    for ours, theirs in zip(history.trees, rounds(model)):
         assert ours[0].nodes.tobytes() == theirs[0].nodes.tobytes()
     assert data.calls[:4] == ["loss_statistics", "compute_gradients", "sample_rows",
                               "finish_tree"]
@@ -155,7 +155,7 @@ def test_early_stopping_in_the_engine_matches_the_estimator():
     history = _loss_history(model.max_iter)
     boost(model._boost_settings(1), data, history, Evaluator([LossMetric()], ["train"]),
           CallbackRunner([EarlyStopping(3, 1e-2)]))
-    assert len(history.predictors) == model.n_iter_
+    assert len(history.trees) == model.n_iter_
     np.testing.assert_array_equal(history.evals.oriented(), model.train_score_)
     assert history.evals.stop_reason.startswith("early stopping: train loss did not")
 
@@ -341,7 +341,7 @@ def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
     data = FakeData(rows, X_binned, bin_mapper(ours).missing_bin + 1,
                     baseline_prediction(ours))
     data.has_validation, data.n_validation_sets = True, 1
-    history = BoostHistory(evals=EvalHistory(watched=("validation", "loss"),
+    history = FitRecord(evals=EvalHistory(watched=("validation", "loss"),
                                              greater_is_better={"loss": False},
                                              max_iter=6))
     boost(ours._boost_settings(1, select=True), data, history,
@@ -350,7 +350,7 @@ def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
     assert history.evals.trials == ours.tree_size_scores_
     assert history.evals.tree_size == {"max_leaf_nodes": ours.max_leaf_nodes_,
                                        "l2_regularization": ours.l2_regularization_}
-    assert [t[0].nodes.tobytes() for t in history.predictors] == \
+    assert [t[0].nodes.tobytes() for t in history.trees] == \
         [t[0].nodes.tobytes() for t in rounds(ours)]
 
 

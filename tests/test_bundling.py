@@ -19,7 +19,7 @@ from hgbt.tree._partition import partition_rows_by_table, partition_rows_stored
 from hgbt.tree._splitting import find_node_split
 from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, SPLIT_INFO_DTYPE
 from hgbt.data.binning import BinMapper
-from hgbt.data.bundling import (MAX_BUNDLE_CODES, DenseSource, FeatureLayout, SparseSource,
+from hgbt.data.bundling import (MAX_BUNDLE_CODES, DenseBins, FeatureLayout, SparseBins,
                                 build_layout, find_bundles)
 from hgbt.core.exact import grid_exponent
 from hgbt.data.sparse import bin_stored_entries
@@ -321,7 +321,7 @@ def mixed_binned(rng, n_rows=3000):
 def mixed():
     rng = np.random.default_rng(0)
     X, default, nbnm, groups = mixed_binned(rng)
-    layout = build_layout(DenseSource(X, default, MISSING_BIN), None, nbnm, MISSING_BIN)
+    layout = build_layout(DenseBins(X, default, MISSING_BIN), None, nbnm, MISSING_BIN)
     return X, default, nbnm, groups, layout
 
 
@@ -711,7 +711,7 @@ def test_exclusive_one_hot_columns_are_bundled(n_none):
     X, level = one_hot_bins(rng, 2000, 30, n_none)
     default = np.zeros(30, dtype=np.uint8)
     nbnm = np.full(30, 2, dtype=np.uint32)
-    layout = build_layout(DenseSource(X, default, MISSING_BIN), None, nbnm, MISSING_BIN)
+    layout = build_layout(DenseBins(X, default, MISSING_BIN), None, nbnm, MISSING_BIN)
     assert layout is not None
     check_layout_invariants(layout, X)
     assert layout.n_columns < 30
@@ -729,7 +729,7 @@ def test_exclusive_one_hot_columns_are_bundled(n_none):
 def test_find_bundles_directly():
     rng = np.random.default_rng(10)
     X, _ = one_hot_bins(rng, 1000, 6, 2)
-    source = DenseSource(X, np.zeros(6, np.uint8), MISSING_BIN)
+    source = DenseBins(X, np.zeros(6, np.uint8), MISSING_BIN)
     n_codes = np.ones(6, dtype=np.int64)
     bundles, conflicts = find_bundles(source, list(range(6)), n_codes, 0.0)
     assert conflicts == 0
@@ -759,7 +759,7 @@ def test_conflicting_pair_bundled_only_within_the_budget():
     rng = np.random.default_rng(11)
     n_rows, overlap = 1000, 12
     X, shared = overlapping_pair(rng, n_rows, 150, 100, overlap)
-    source = DenseSource(X, np.zeros(2, np.uint8), MISSING_BIN)
+    source = DenseBins(X, np.zeros(2, np.uint8), MISSING_BIN)
     nbnm = np.full(2, 2, dtype=np.uint32)
     n_codes = np.ones(2, dtype=np.int64)
     for rate in (0.0, (overlap - 0.5) / n_rows):  # budget below the overlap
@@ -799,7 +799,7 @@ def test_sparse_storage_only_where_it_saves(monkeypatch):
         X = np.zeros((n_rows, n_cols), dtype=np.uint8, order="F")
         for c, d in enumerate(densities):  # exactly round(d * n_rows) entries
             X[rng.permutation(n_rows)[:round(d * n_rows)], c] = 1
-        source = DenseSource(X, np.zeros(n_cols, np.uint8), MISSING_BIN)
+        source = DenseBins(X, np.zeros(n_cols, np.uint8), MISSING_BIN)
         return build_layout(source, None, np.full(n_cols, 2, np.uint32), MISSING_BIN,
                             enable_bundle=False)
 
@@ -823,7 +823,7 @@ def test_dense_features_give_the_plain_layout():
     X[rng.random(X.shape) < 0.03] = MISSING_BIN
     default = np.array([0, 100, 254, 17, 128], dtype=np.uint8)
     nbnm = np.full(5, 255, dtype=np.uint32)
-    source = DenseSource(X, default, MISSING_BIN)
+    source = DenseBins(X, default, MISSING_BIN)
     for enable in (True, False):
         layout = build_layout(source, None, nbnm, MISSING_BIN, enable_bundle=enable)
         assert layout.is_plain and layout.X_dense is X
@@ -832,7 +832,7 @@ def test_dense_features_give_the_plain_layout():
         np.testing.assert_array_equal(layout.feature_column, np.arange(5))
     # sparse categorical features are neither bundled nor stored sparse
     X, _ = one_hot_bins(rng, 800, 10, 2)
-    source = DenseSource(X, np.zeros(10, np.uint8), MISSING_BIN)
+    source = DenseBins(X, np.zeros(10, np.uint8), MISSING_BIN)
     nbnm = np.full(10, 2, dtype=np.uint32)
     assert build_layout(source, np.ones(10, bool), nbnm, MISSING_BIN).is_plain
     # the same features as numeric ones are bundled
@@ -853,7 +853,7 @@ def test_bundle_codes_fit_the_histograms_of_small_max_bins():
     X, _ = one_hot_bins(rng, 1200, 12)
     missing_bin = 8
     nbnm = np.full(12, 2, dtype=np.uint32)
-    layout = build_layout(DenseSource(X, np.zeros(12, np.uint8), missing_bin), None,
+    layout = build_layout(DenseBins(X, np.zeros(12, np.uint8), missing_bin), None,
                           nbnm, missing_bin)
     assert layout is not None
     for f in range(12):
@@ -895,10 +895,10 @@ def test_dense_and_sparse_sources_give_identical_layouts(enable_bundle, rate):
     mapper = BinMapper(max_bins=64).fit(A)
     zero_bins, missing_bin = mapper.zero_bins(), mapper.missing_bin
     assert np.any(zero_bins != 0)  # the signed columns
-    sparse_source = SparseSource(A, bin_stored_entries(A, mapper, 2), zero_bins,
+    sparse_source = SparseBins(A, bin_stored_entries(A, mapper, 2), zero_bins,
                                  missing_bin)
     X_binned = mapper.transform(dense)
-    dense_source = DenseSource(X_binned, zero_bins, missing_bin)
+    dense_source = DenseBins(X_binned, zero_bins, missing_bin)
     np.testing.assert_array_equal(sparse_source.nnz, dense_source.nnz)
     np.testing.assert_array_equal(sparse_source.has_missing, dense_source.has_missing)
     for f in range(A.shape[1]):
@@ -1049,7 +1049,7 @@ def test_dense_source_entries_match_numpy(n_threads):
     X = np.asfortranarray(X)
     default = np.full(n_features, 2, dtype=np.uint8)
     default[7] = 0
-    source = DenseSource(X, default, MISSING_BIN, n_threads)
+    source = DenseBins(X, default, MISSING_BIN, n_threads)
     for f in range(n_features):
         rows = np.flatnonzero(X[:, f] != default[f])
         assert source.nnz[f] == rows.size
@@ -1099,7 +1099,7 @@ def test_find_bundles_matches_set_reference(n_features, rate):
     density = rng.uniform(0.001, 0.3, n_features)
     X = ((rng.random((n, n_features)) < density)
          * rng.integers(1, 5, (n, n_features))).astype(np.uint8)
-    source = DenseSource(np.asfortranarray(X), np.zeros(n_features, np.uint8), MISSING_BIN)
+    source = DenseBins(np.asfortranarray(X), np.zeros(n_features, np.uint8), MISSING_BIN)
     n_codes = rng.integers(1, 40, n_features)
     got = find_bundles(source, list(range(n_features)), n_codes, rate, 200)
     assert got == _set_reference_bundles(source, range(n_features), n_codes, rate, 200)

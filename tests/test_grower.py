@@ -589,7 +589,7 @@ def _with_wide_columns(X, rng):
 
 
 def _grow_both_ways(case, n_threads):
-    from hgbt.data.bundling import DenseSource, build_layout
+    from hgbt.data.bundling import DenseBins, build_layout
     from hgbt.engine.sampling import FeatureSampler
 
     case = dict(case)
@@ -619,7 +619,7 @@ def _grow_both_ways(case, n_threads):
     X_binned = mapper.transform(X)
     layout = X_binned
     if layout_case:
-        layout = build_layout(DenseSource(X_binned, mapper.zero_bins(), mapper.missing_bin),
+        layout = build_layout(DenseBins(X_binned, mapper.zero_bins(), mapper.missing_bin),
                               mapper.is_categorical_, mapper.n_bins_non_missing_,
                               mapper.missing_bin)
         assert not layout.is_plain and layout.n_columns > layout.n_dense

@@ -222,11 +222,11 @@ class _DaskMixin:
                           True, callbacks)
         telemetry = {}
 
-        def run(settings, history, runner):
+        def run(settings, record, runner):
             telemetry.update(boost_on_shards(
                 settings, shards, n_total,
                 booster.bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
-                booster.baseline, has_val, history, monitor.evaluator(self), runner))
+                booster.baseline, has_val, record, monitor.evaluator(self), runner))
 
         self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val,
                          n_threads)

@@ -16,7 +16,7 @@ from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
 from ..data.bundling import FeatureLayout
 from ..engine.numeric_range import check_fit_range
-from ..engine.rows import RowState, ValidationRows
+from ..engine.row_state import RowState, ValidationRows
 from ..tree.training_data import LocalTrainingData, max_abs
 from ._collections import DASK_CATEGORIES
 
@@ -134,12 +134,12 @@ class Shard:
         k_trees = loss.n_trees_per_iteration
         validation = ValidationRows(X_val, y_val, inputs.class_weighted(w_val, y_val),
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
-        self.rows = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
+        self.state = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
                              False, [validation], score_rows)
         binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
                                      bin_mapper.zero_bins())
         self.data = LocalTrainingData(binned, bin_mapper.missing_bin + 1, self.n_threads)
-        self.data.use_gradients(self.rows.gradients, self.rows.hessians)
+        self.data.use_gradients(self.state.gradients, self.state.hessians)
         self._train = self._val = None  # the float rows are no longer needed
         return loss.baseline_statistics(y)
 
@@ -152,13 +152,13 @@ class Shard:
             elif name == "split":
                 self.data.split(*args)
             elif name == "finish_tree":
-                self.rows.add_leaf_values(self.data, *args)
+                self.state.add_leaf_values(self.data, *args)
             elif name == "finish_round":
-                self.rows.add_validation(*args, self.n_threads)
+                self.state.add_validation(*args, self.n_threads)
             elif name == "set_baseline":
-                self.rows.set_baseline(*args)
+                self.state.set_baseline(*args)
             elif name == "restart":
-                self.rows.restart(*args)
+                self.state.restart(*args)
             else:
                 raise ValueError(f"unknown shard command {name!r}")
 
@@ -170,10 +170,10 @@ class Shard:
         A constant hessian (unweighted squared error) reports None.
         """
         self._run(commands)
-        self.rows.compute_gradients(self.n_threads)
-        constant = self.rows.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
-        return ([max_abs(g) for g in self.rows.gradients],
-                [None if constant else max_abs(h) for h in self.rows.hessians])
+        self.state.compute_gradients(self.n_threads)
+        constant = self.state.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
+        return ([max_abs(g) for g in self.state.gradients],
+                [None if constant else max_abs(h) for h in self.state.hessians])
 
     @_timed
     def histogram(self, commands, node_id):
@@ -186,4 +186,4 @@ class Shard:
         """Run ``commands``, then return the mergeable loss statistics
         ``(train, validation)`` of the raw predictions."""
         self._run(commands)
-        return self.rows.loss_statistics(self.n_threads)
+        return self.state.loss_statistics(self.n_threads)

@@ -237,21 +237,21 @@ def _max_or_none(values):
 
 
 def boost_on_shards(settings, shards, n_rows, n_bins, n_trees, baseline, has_validation,
-                    history, evaluator=None, callbacks=None):
+                    record, evaluator=None, callbacks=None):
     """The boosting rounds of a distributed fit: :func:`hgbt.engine.boosting.boost`
     on the shards' rows, starting from ``baseline``.
 
     Every shard takes part in every call (a shard without training rows
-    adds empty histograms). Appends to ``history`` (scored by ``evaluator``,
-    with ``callbacks``, as :func:`~hgbt.engine.boosting.boost`); returns the
-    telemetry.
+    adds empty histograms). Appends to ``record`` (a ``FitRecord``, scored
+    by ``evaluator``, with ``callbacks``, as :func:`~hgbt.engine.boosting.boost`);
+    returns the telemetry.
     """
     data = DistributedTrainingData(shards, n_rows, settings.n_bins_non_missing.size,
                                    n_bins, n_trees, has_validation, settings.n_threads)
     data.set_baseline(baseline)
     # telemetry covers the boosting rounds only, not binning and set-up
     compute_before, waiting_before = shards.compute_seconds, shards.communication_seconds
-    boost(settings, data, history, evaluator, callbacks)
+    boost(settings, data, record, evaluator, callbacks)
     telemetry = dict(data.telemetry)
     telemetry["compute_seconds"] = shards.compute_seconds - compute_before
     telemetry["communication_seconds"] = shards.communication_seconds - waiting_before

@@ -48,7 +48,7 @@ MAX_FEATURE_CODES = 64
 SEARCH_WINDOW = 100
 
 
-class DenseSource:
+class DenseBins:
     """Binned features of a dense matrix (``BinMapper.transform`` output)."""
 
     def __init__(self, X_binned, default_bin, missing_bin, n_threads=1):
@@ -82,7 +82,7 @@ class DenseSource:
         return self.X_binned
 
 
-class SparseSource:
+class SparseBins:
     """Binned features of a CSC matrix, from its stored entries only."""
 
     def __init__(self, X_csc, codes, default_bin, missing_bin):
@@ -218,7 +218,7 @@ def _n_codes(n_bins_non_missing, default_bin, has_missing):
             + has_missing)
 
 
-def find_bundles(source, candidates, n_codes, max_conflict_rate,
+def find_bundles(bins, candidates, n_codes, max_conflict_rate,
                  max_codes=MAX_BUNDLE_CODES):
     """Greedy exclusive bundles of the ``candidates`` (lists of features).
 
@@ -228,11 +228,11 @@ def find_bundles(source, candidates, n_codes, max_conflict_rate,
     ``max_codes`` codes besides 0. Returns the bundles and their total
     conflicts.
     """
-    n_rows = source.n_rows
+    n_rows = bins.n_rows
     budget = int(max_conflict_rate * n_rows)
-    order = sorted(candidates, key=lambda f: (-source.nnz[f], f))
+    order = sorted(candidates, key=lambda f: (-bins.nnz[f], f))
     bundle_of, conflicts = first_fit_bundles(
-        source.entries, np.asarray(order, dtype=np.int64),
+        bins.entries, np.asarray(order, dtype=np.int64),
         np.ascontiguousarray(n_codes, dtype=np.int64), n_rows, budget, max_codes,
         SEARCH_WINDOW)
     bundles = [[] for _ in range(int(bundle_of.max()) + 1 if len(order) else 0)]
@@ -241,17 +241,17 @@ def find_bundles(source, candidates, n_codes, max_conflict_rate,
     return bundles, conflicts
 
 
-def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
+def build_layout(bins, is_categorical, n_bins_non_missing, missing_bin, *,
                  enable_bundle=True, max_conflict_rate=0.0):
-    """The :class:`FeatureLayout` of a source: bundles and sparse-stored
+    """The :class:`FeatureLayout` of binned input: bundles and sparse-stored
     columns where they pay, else the plain one (every feature its own dense
-    column: a dense source's ``X_binned`` as it is).
+    column: dense binned input's ``X_binned`` as it is).
     """
-    n_rows, n_features = source.n_rows, source.n_features
+    n_rows, n_features = bins.n_rows, bins.n_features
     is_categorical = (np.zeros(n_features, dtype=bool) if is_categorical is None
                       else np.asarray(is_categorical, dtype=bool))
-    nnz = source.nnz
-    n_codes = _n_codes(n_bins_non_missing, source.default_bin, source.has_missing)
+    nnz = bins.nnz
+    n_codes = _n_codes(n_bins_non_missing, bins.default_bin, bins.has_missing)
     groups = [[f] for f in range(n_features)]
     conflicts = 0
     # Codes 1 .. missing_bin - 1: a histogram row has missing_bin + 1 bins and
@@ -261,7 +261,7 @@ def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
         candidates = np.flatnonzero(~is_categorical & (nnz <= BUNDLE_MAX_DENSITY * n_rows)
                                     & (n_codes <= min(MAX_FEATURE_CODES, max_codes)))
         if candidates.size > 1:
-            bundles, conflicts = find_bundles(source, candidates.tolist(), n_codes,
+            bundles, conflicts = find_bundles(bins, candidates.tolist(), n_codes,
                                               max_conflict_rate, max_codes)
             alone = np.setdiff1d(np.arange(n_features), candidates)
             groups = sorted([[int(f)] for f in alone] + bundles, key=min)
@@ -271,17 +271,17 @@ def build_layout(source, is_categorical, n_bins_non_missing, missing_bin, *,
     if np.sum(1.0 - density[sparse] / SPARSE_MAX_DENSITY) < MIN_SPARSE_SAVING:
         sparse[:] = False
     if not sparse.any() and all(len(g) == 1 for g in groups):
-        return FeatureLayout.plain(source.dense_matrix(), n_bins_non_missing,
-                                   source.default_bin)
+        return FeatureLayout.plain(bins.dense_matrix(), n_bins_non_missing,
+                                   bins.default_bin)
     columns = [g for g, s in zip(groups, sparse) if not s] + \
               [g for g, s in zip(groups, sparse) if s]
-    return _assemble(source, columns, int((~sparse).sum()), n_bins_non_missing,
+    return _assemble(bins, columns, int((~sparse).sum()), n_bins_non_missing,
                      missing_bin, conflicts)
 
 
-def _assemble(source, columns, n_dense, n_bins_non_missing, missing_bin, conflicts):
-    n_rows, n_features = source.n_rows, source.n_features
-    default_bin = np.asarray(source.default_bin, dtype=X_BINNED_DTYPE)
+def _assemble(bins, columns, n_dense, n_bins_non_missing, missing_bin, conflicts):
+    n_rows, n_features = bins.n_rows, bins.n_features
+    default_bin = np.asarray(bins.default_bin, dtype=X_BINNED_DTYPE)
     feature_column = np.empty(n_features, dtype=np.int32)
     bundle_index = np.full(n_features, -1, dtype=np.int32)
     bundle_offset = np.full(n_features, -1, dtype=np.int32)
@@ -298,9 +298,9 @@ def _assemble(source, columns, n_dense, n_bins_non_missing, missing_bin, conflic
             f = members[0]
             column_default[c] = default_bin[f]
             if c < n_dense:
-                X_dense[:, c] = source.dense_column(f)
+                X_dense[:, c] = bins.dense_column(f)
             else:
-                rows, codes = source.entries(f)
+                rows, codes = bins.entries(f)
                 sparse_rows.append(rows)
                 sparse_codes.append(codes)
                 sparse_counts.append(rows.size)
@@ -311,12 +311,12 @@ def _assemble(source, columns, n_dense, n_bins_non_missing, missing_bin, conflic
             k = bundle_index[f] = next_bundled
             next_bundled += 1
             own = [b for b in range(int(n_bins_non_missing[f])) if b != default_bin[f]]
-            if source.has_missing[f]:
+            if bins.has_missing[f]:
                 own.append(missing_bin)
             bundle_codes[k, own] = np.arange(offset, offset + len(own))
             bundle_offset[f], bundle_n_codes[f] = offset, len(own)
             offset += len(own)
-            rows, codes = source.entries(f)
+            rows, codes = bins.entries(f)
             col_rows.append(rows)
             col_codes.append(bundle_codes[k][codes])
         rows = np.concatenate(col_rows)

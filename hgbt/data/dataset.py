@@ -24,7 +24,7 @@ from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import resolved_default
 from . import target_stats
 from .binning import BinMapper
-from .bundling import DenseSource, SparseSource, build_layout
+from .bundling import DenseBins, SparseBins, build_layout
 from .categorical import pooled_features, validate_X
 from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
 
@@ -274,13 +274,13 @@ def bin_rows(X, bin_mapper, n_threads, enable_bundle, max_conflict_rate):
     (bundled or sparse-stored columns where they pay, else the plain one)."""
     if sp.issparse(X):
         X_csc = X.tocsc()
-        source = SparseSource(X_csc, bin_stored_entries(X_csc, bin_mapper, n_threads),
-                              bin_mapper.zero_bins(), bin_mapper.missing_bin)
+        bins = SparseBins(X_csc, bin_stored_entries(X_csc, bin_mapper, n_threads),
+                          bin_mapper.zero_bins(), bin_mapper.missing_bin)
         del X_csc
     else:
-        source = DenseSource(bin_mapper.transform(X), bin_mapper.zero_bins(),
-                             bin_mapper.missing_bin, n_threads)
-    return build_layout(source, bin_mapper.is_categorical_, bin_mapper.n_bins_non_missing_,
+        bins = DenseBins(bin_mapper.transform(X), bin_mapper.zero_bins(),
+                         bin_mapper.missing_bin, n_threads)
+    return build_layout(bins, bin_mapper.is_categorical_, bin_mapper.n_bins_non_missing_,
                         bin_mapper.missing_bin, enable_bundle=enable_bundle,
                         max_conflict_rate=max_conflict_rate)
 

@@ -4,7 +4,7 @@
 sampling, growing each tree, leaf updates, scores (into an
 :class:`~hgbt.engine.history.EvalHistory`) and the callbacks (early
 stopping, printers, checkpoints: :mod:`hgbt.engine.callbacks`). It runs on a :class:`TrainingData` (the rows in this
-process, :class:`~hgbt.engine.rows.LocalData`, or a Dask driver's shards,
+process, :class:`~hgbt.engine.row_state.LocalData`, or a Dask driver's shards,
 ``hgbt.dask``), which hands out a :class:`TreeSource` for each tree. What
 the loop needs from the estimator comes in a :class:`BoostSettings`.
 """
@@ -70,7 +70,7 @@ class TrainingData(Protocol):
     """The training (and validation) rows of a fit, as :func:`boost` drives them.
 
     Each source keeps, per row, the targets, weights, raw predictions and
-    gradients (:class:`~hgbt.engine.rows.RowState`: once for a local fit,
+    gradients (:class:`~hgbt.engine.row_state.RowState`: once for a local fit,
     once on each Dask shard).
 
     Attributes
@@ -195,19 +195,19 @@ class BoostSettings:
 
 
 @dataclass
-class BoostHistory:
+class FitRecord:
     """What the rounds grow: the trees of each round, and their scores.
 
     The estimator passes its own list of trees; :func:`boost` appends to it
     and records into ``evals`` (a warm start continues both).
     """
 
-    predictors: list = field(default_factory=list)
+    trees: list = field(default_factory=list)
     evals: EvalHistory = field(default_factory=EvalHistory)
 
 
-def boost(settings, data, history, evaluator=None, callbacks=None):
-    """Run the boosting rounds from ``len(history.predictors)`` to ``max_iter``.
+def boost(settings, data, record, evaluator=None, callbacks=None):
+    """Run the boosting rounds from ``len(record.trees)`` to ``max_iter``.
 
     With two ``settings.tree_sizes`` (``max_leaf_nodes='auto'``), a fit of
     the first size that reaches ``max_iter`` without stopping early is made
@@ -219,34 +219,34 @@ def boost(settings, data, history, evaluator=None, callbacks=None):
     ----------
     settings : BoostSettings
     data : TrainingData
-    history : BoostHistory
+    record : FitRecord
         Appended to in place: each round's trees, and its scores. After a
-        second fit, ``history.predictors`` holds the kept fit's trees (the
-        same list) and ``history.evals`` its scores (one of the two histories).
+        second fit, ``record.trees`` holds the kept fit's trees (the
+        same list) and ``record.evals`` its scores (one of the two histories).
     evaluator : Evaluator or None
         Scores each round (and the baseline, before the first round) into
-        ``history.evals``; None: no scores.
+        ``record.evals``; None: no scores.
     callbacks : CallbackRunner or None
         Called before and after each round; one asking to stop ends the
-        fit after the rounds finished. ``history.evals.stop_reason`` says
+        fit after the rounds finished. ``record.evals.stop_reason`` says
         why the rounds ended.
     """
     callbacks = callbacks or CallbackRunner([])
-    evals = history.evals
+    evals = record.evals
     evals.tree_size = _tree_size(settings.grower)
     evals.comparing = bool(settings.tree_sizes) and evals.watched is not None
-    if evaluator is not None and not history.predictors:
+    if evaluator is not None and not record.trees:
         evals.record(evaluator.evaluate(data), 0)
-    evals.start(len(history.predictors))
+    evals.start(len(record.trees))
     evals.stop_reason = MAX_ITER_REACHED
     callbacks.begin(evals)
-    interrupted = _rounds(settings, settings.grower, data, history, evaluator, callbacks)
+    interrupted = _rounds(settings, settings.grower, data, record, evaluator, callbacks)
     if evals.comparing and not interrupted:
-        _compare_sizes(settings, data, history, evaluator, callbacks)
-    callbacks.end(history.evals)
+        _compare_sizes(settings, data, record, evaluator, callbacks)
+    callbacks.end(record.evals)
 
 
-def _compare_sizes(settings, data, history, evaluator, callbacks):
+def _compare_sizes(settings, data, record, evaluator, callbacks):
     """After the rounds of one of the two ``settings.tree_sizes``, not
     interrupted by a callback: a fit of the first size that ran to
     ``max_iter`` is made again with the second, and the fit (trees and
@@ -260,28 +260,28 @@ def _compare_sizes(settings, data, history, evaluator, callbacks):
     to a warm start; stopping a fresh second fit compares what it grew.
     """
     first_size, second_size = settings.tree_sizes
-    evals = history.evals
+    evals = record.evals
     trials = evals.trials
     if evals.tree_size == first_size and not trials:
         if evals.stop_reason == MAX_ITER_REACHED:
             trials.append(_trial(evals, settings.select_at_best))
-            other_trees, other = list(history.predictors), evals
-            _start_over(settings, second_size, data, history, evaluator, callbacks)
-            trials.append(_trial(history.evals, settings.select_at_best))
+            other_trees, other = list(record.trees), evals
+            _start_over(settings, second_size, data, record, evaluator, callbacks)
+            trials.append(_trial(record.evals, settings.select_at_best))
             if not _second_wins(trials, settings.select_tol):
-                history.predictors[:] = other_trees
-                history.evals = other
+                record.trees[:] = other_trees
+                record.evals = other
     elif evals.tree_size == second_size and len(trials) == 1:
         trials.append(_trial(evals, settings.select_at_best))
         if not _second_wins(trials, settings.select_tol):
             # the first size's trees were not saved: grown again, as before
-            other_trees, other = list(history.predictors), evals
-            if _start_over(settings, first_size, data, history, evaluator, callbacks):
+            other_trees, other = list(record.trees), evals
+            if _start_over(settings, first_size, data, record, evaluator, callbacks):
                 trials.pop()  # interrupted: the second's model, still to compare
-                history.predictors[:] = other_trees
-                history.evals = other
+                record.trees[:] = other_trees
+                record.evals = other
                 return
-    history.evals.comparing = False
+    record.evals.comparing = False
 
 
 def _second_wins(trials, tol):
@@ -289,19 +289,19 @@ def _second_wins(trials, tol):
     return trials[1]["score"] > trials[0]["score"] + tol
 
 
-def _start_over(settings, tree_size, data, history, evaluator, callbacks):
+def _start_over(settings, tree_size, data, record, evaluator, callbacks):
     """The rounds again from the baseline, with trees of ``tree_size``, into a
-    new history (``history.evals``) and the emptied tree list; True when a
+    new history (``record.evals``) and the emptied tree list; True when a
     callback interrupted them."""
-    history.predictors.clear()
-    history.evals = evals = history.evals.restarted(tree_size)
+    record.trees.clear()
+    record.evals = evals = record.evals.restarted(tree_size)
     data.restart()
     if evaluator is not None:
         evals.record(evaluator.evaluate(data), 0)
     evals.start(0)
     evals.stop_reason = MAX_ITER_REACHED
     callbacks.restart(evals)
-    return _rounds(settings, replace(settings.grower, **tree_size), data, history, evaluator,
+    return _rounds(settings, replace(settings.grower, **tree_size), data, record, evaluator,
                    callbacks)
 
 
@@ -318,17 +318,17 @@ def _trial(evals, at_best):
             "score": float(score) if score == score else -math.inf}
 
 
-def _rounds(settings, grower_settings, data, history, evaluator, callbacks):
+def _rounds(settings, grower_settings, data, record, evaluator, callbacks):
     """The rounds of one fit, with trees grown by ``grower_settings``; True
     when a callback other than early stopping ended them."""
-    evals = history.evals
+    evals = record.evals
     callbacks.interrupted = False
     n_trees = data.n_trees
     row_sampler = RowSampler(settings.data_sample_strategy, settings.subsample,
                              settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
                              np.random.default_rng(settings.seed))
     growers = {}  # one per tree source, for every tree of the fit
-    for iteration in range(len(history.predictors), settings.max_iter):
+    for iteration in range(len(record.trees), settings.max_iter):
         stop = callbacks.before_round(iteration, evals)
         if stop is not None:
             evals.stop_reason = stop
@@ -367,7 +367,7 @@ def _rounds(settings, grower_settings, data, history, evaluator, callbacks):
             # The round is not kept.
             evals.stop_reason = f"no tree of round {iteration + 1} could split"
             break
-        history.predictors.append(trees)
+        record.trees.append(trees)
         data.finish_round(trees)
         if evaluator is not None:
             evals.record(evaluator.evaluate(data), iteration + 1)

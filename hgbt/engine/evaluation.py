@@ -69,12 +69,12 @@ class ScoredRows:
     y : ndarray
         Targets as the user gave them (labels for a classifier).
     sample_weight : ndarray or None
-    rows : ndarray or None
+    indices : ndarray or None
         For the training set: the scored subsample of its rows (None: all).
     """
 
-    def __init__(self, X, y, sample_weight, rows=None):
-        self.X, self.y, self.sample_weight, self.rows = X, y, sample_weight, rows
+    def __init__(self, X, y, sample_weight, indices=None):
+        self.X, self.y, self.sample_weight, self.indices = X, y, sample_weight, indices
 
     @classmethod
     def training(cls, X, y, sample_weight, rows):
@@ -125,12 +125,13 @@ class Evaluator:
         scorers = [m for m in self.metrics if not isinstance(m, LossMetric)]
         if scorers:
             train_raw, validation_raw = data.raw_predictions()
-            for name, raw, rows in zip(self.set_names, [train_raw] + list(validation_raw),
-                                       self.scored_rows):
-                view = self.make_view(raw if rows.rows is None else raw[:, rows.rows])
+            for name, raw, scored in zip(self.set_names, [train_raw] + list(validation_raw),
+                                         self.scored_rows):
+                view = self.make_view(raw if scored.indices is None
+                                      else raw[:, scored.indices])
                 for metric in scorers:
-                    scores[name][metric.name] = metric(view, rows.X, rows.y,
-                                                       rows.sample_weight)
+                    scores[name][metric.name] = metric(view, scored.X, scored.y,
+                                                       scored.sample_weight)
         # in the metrics' order, whatever computed them first
         return {name: {m.name: scores[name][m.name] for m in self.metrics}
                 for name in self.set_names}

@@ -18,13 +18,13 @@ from ..core.params import AUTO_TREE_SIZES
 from ..data import target_stats
 from ..data.dataset import BINNING_PARAMS, Dataset, bin_rows, new_seed
 from ..data.categorical import validate_X
-from ..engine.boosting import BoostHistory, BoostSettings, boost
+from ..engine.boosting import BoostSettings, FitRecord, boost
 from ..engine.early_stopping import can_stratify, split_validation
 from ..engine.evaluation import TRAIN, training_score_rows
 from ..engine.interrupts import running_fit
 from ..engine.losses import get_loss
 from ..engine.numeric_range import check_fit_range
-from ..engine.rows import LocalData, RowState, ValidationRows
+from ..engine.row_state import LocalData, RowState, ValidationRows
 from ..tree.grower import TreeSettings
 from .explain import ExplainMixin
 from .fit_inputs import FitInputs
@@ -499,35 +499,35 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                      X=X, n_threads=n_threads)
         score_rows = training_score_rows(n_samples, self._seed)  # the loss's and scorers'
         full_hessian = self._boost_settings(n_threads).full_hessian
-        rows = RowState(loss, y, sample_weight, raw, full_hessian,
-                        [ValidationRows(X_v, y_v, w_v,
-                                        booster.raw_predict_prepared(X_v, None, n_threads))
-                         for X_v, y_v, w_v in validation], score_rows)
+        state = RowState(loss, y, sample_weight, raw, full_hessian,
+                         [ValidationRows(X_v, y_v, w_v,
+                                         booster.raw_predict_prepared(X_v, None, n_threads))
+                          for X_v, y_v, w_v in validation], score_rows)
         evaluator = monitor.evaluator(self, scored_rows(
             score_rows, (X, self._decode(y), sample_weight),
             [(X_v, self._decode(y_v), w_v) for X_v, y_v, w_v in validation]
         ) if monitor.needs_predictions else None, self._round_view)
 
-        def run(settings, history, runner):
-            with LocalData(rows, X, binned, booster.bin_mapper.missing_bin + 1, n_threads,
+        def run(settings, record, runner):
+            with LocalData(state, X, binned, booster.bin_mapper.missing_bin + 1, n_threads,
                            booster.baseline) as data:
-                boost(settings, data, history, evaluator, runner)
+                boost(settings, data, record, evaluator, runner)
 
         self._run_rounds(run, monitor, k_trees, early_stopping, bool(validation), n_threads,
                          warm)
 
     def _run_rounds(self, run, monitor, k_trees, early_stopping, has_validation, n_threads,
                     warm=False):
-        """``run(boost_settings, history, callback_runner)`` boosts; then the
+        """``run(boost_settings, fit_record, callback_runner)`` boosts; then the
         fitted attributes are set, the trees cut at the best round with
         ``truncate_at_best`` (local and Dask fits alike)."""
-        history = BoostHistory(self.booster_.trees, monitor.history)
+        record = FitRecord(self.booster_.trees, monitor.history)
         watched = monitor.history.watched
         # two tree sizes are compared on a validation set: early stopping's
         select = (self._may_compare_sizes(warm, early_stopping)
                   and watched is not None and watched[0] != TRAIN)
         if warm and self.max_leaf_nodes == "auto":  # the sizes compared so far
-            history.evals.trials = [dict(t) for t in getattr(self, "tree_size_scores_", [])]
+            record.evals.trials = [dict(t) for t in getattr(self, "tree_size_scores_", [])]
 
         def sync(evals):  # the estimator as a model of the rounds so far
             self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation,
@@ -539,7 +539,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 del self.booster_.trees[self.best_iteration_:]
             self._set_fitted_rounds(k_trees, evals, early_stopping, has_validation)
 
-        run(self._boost_settings(n_threads, warm, select), history,
+        run(self._boost_settings(n_threads, warm, select), record,
             monitor.runner(self, sync, finish))
 
     def _round_view(self, raw):

@@ -38,7 +38,7 @@ DEF MASK_BATCH = 64
 DEF MAX_LIVE = 16777216
 
 
-cdef struct source:
+cdef struct buffers:
     # The rows a tree grows on and how their histograms are built.
     const X_BINNED_DTYPE_C* X  # n_samples x n_dense codes, F-ordered (NULL: none)
     SIZE_C n_samples
@@ -275,7 +275,7 @@ cdef class TreeKernel:
             return self._grow_remote(settings, remote, lossguide, max_leaf_nodes,
                                      max_depth, interaction_groups, tree_mask,
                                      node_masks, n_threads)
-        cdef source src
+        cdef buffers buf
         cdef growth grow
         cdef SIZE_C[::1] rows_view = rows, buffer_view = buffer
         cdef const G_H_DTYPE_C[::1] g_view, h_view
@@ -309,44 +309,44 @@ cdef class TreeKernel:
                 or (plain and n_dense != n_features)
                 or (not plain and settings.n_columns != n_columns)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        memset(&src, 0, sizeof(source))
-        src.X = &X[0, 0] if n_dense else NULL
-        src.n_samples = n_samples
-        src.n_dense = n_dense
-        src.n_columns = n_columns
-        src.n_bins = settings.missing_bin + 1
-        src.rows = &rows_view[0]
-        src.buffer = &buffer_view[0]
+        memset(&buf, 0, sizeof(buffers))
+        buf.X = &X[0, 0] if n_dense else NULL
+        buf.n_samples = n_samples
+        buf.n_dense = n_dense
+        buf.n_columns = n_columns
+        buf.n_bins = settings.missing_bin + 1
+        buf.rows = &rows_view[0]
+        buf.buffer = &buffer_view[0]
         g_view, h_view = gradients, hessians
-        src.constant_hessian = h_view.shape[0] == 1
+        buf.constant_hessian = h_view.shape[0] == 1
         if g_view.shape[0]:
-            src.gradients, src.hessians = &g_view[0], &h_view[0]
+            buf.gradients, buf.hessians = &g_view[0], &h_view[0]
         if packed is None:
             og_view, oh_view = ordered_gradients, ordered_hessians
-            src.ordered_gradients = &og_view[0]
-            src.ordered_hessians = &oh_view[0]
+            buf.ordered_gradients = &og_view[0]
+            buf.ordered_hessians = &oh_view[0]
         else:
             packed_view = packed
             acc_view, sums_view = acc, sums
             if (packed_view.shape[0] < n_samples or acc_view.shape[1] < n_dense * 256
                     or sums_view.shape[1] != 3 * acc_view.shape[1]):
                 raise ValueError("TreeKernel.grow: inconsistent packed buffers.")
-            src.packed = &packed_view[0]
-            src.q.g_exponent, src.q.h_exponent = exponents
-            src.q.h_shift, src.q.g_shift, src.q.block_rows = packed_layout
-            src.q.constant_hessian = constant_hessian
-            src.acc, src.sums = &acc_view[0, 0], &sums_view[0, 0]
-            src.part_stride = acc_view.shape[1]
-            src.max_parts = acc_view.shape[0]
+            buf.packed = &packed_view[0]
+            buf.q.g_exponent, buf.q.h_exponent = exponents
+            buf.q.h_shift, buf.q.g_shift, buf.q.block_rows = packed_layout
+            buf.q.constant_hessian = constant_hessian
+            buf.acc, buf.sums = &acc_view[0, 0], &sums_view[0, 0]
+            buf.part_stride = acc_view.shape[1]
+            buf.max_parts = acc_view.shape[0]
             if X_rows is not None:
                 rows_major = X_rows
                 if rows_major.shape[0] != n_samples or rows_major.shape[1] < n_dense:
                     raise ValueError("TreeKernel.grow: X_rows must hold X_binned's rows.")
-                src.X_rows = &rows_major[0, 0]
-                src.row_stride = rows_major.shape[1]
+                buf.X_rows = &rows_major[0, 0]
+                buf.row_stride = rows_major.shape[1]
         if n_columns:
             # histograms and subtractions touch only the bins a column uses
-            src.column_width = &width_view[0]
+            buf.column_width = &width_view[0]
         if not plain:
             lay_column = layout.feature_column
             lay_bundle = layout.bundle_index
@@ -356,13 +356,13 @@ cdef class TreeKernel:
                     or lay_default.shape[0] != n_features
                     or lay_col_default.shape[0] != n_columns):
                 raise ValueError("TreeKernel.grow: inconsistent layout.")
-            src.feature_column = &lay_column[0]
-            src.bundle_index = &lay_bundle[0]
-            src.default_bin = &lay_default[0]
-            src.column_default = &lay_col_default[0]
+            buf.feature_column = &lay_column[0]
+            buf.bundle_index = &lay_bundle[0]
+            buf.default_bin = &lay_default[0]
+            buf.column_default = &lay_col_default[0]
             if layout.bundle_codes.shape[0]:
                 lay_codes = layout.bundle_codes
-                src.bundle_codes = &lay_codes[0, 0]
+                buf.bundle_codes = &lay_codes[0, 0]
             if n_columns > n_dense:
                 lay_indptr = layout.sparse_indptr
                 lay_sp_columns = layout.sparse_columns
@@ -374,43 +374,43 @@ cdef class TreeKernel:
                 scratch_view = scratch
                 if (lay_indptr.shape[0] != n_samples + 1 or scratch_view.shape[0] < n_samples
                         or bounds_view[bounds_view.shape[0] - 1] != n_columns - n_dense
-                        or src.gradients == NULL):
+                        or buf.gradients == NULL):
                     raise ValueError("TreeKernel.grow: inconsistent sparse columns.")
-                src.sparse_indptr = &lay_indptr[0]
+                buf.sparse_indptr = &lay_indptr[0]
                 if lay_sp_columns.shape[0]:
-                    src.sparse_columns = &lay_sp_columns[0]
-                    src.sparse_codes = &lay_sp_codes[0]
-                    src.column_rows = &lay_col_rows[0]
-                    src.column_codes = &lay_col_codes[0]
-                src.column_indptr = &lay_col_indptr[0]
-                src.column_bounds = &bounds_view[0]
-                src.n_chunks = bounds_view.shape[0] - 1
-                src.scratch = &scratch_view[0]
-        return self._run(&src, settings, lossguide, max_leaf_nodes, max_depth,
+                    buf.sparse_columns = &lay_sp_columns[0]
+                    buf.sparse_codes = &lay_sp_codes[0]
+                    buf.column_rows = &lay_col_rows[0]
+                    buf.column_codes = &lay_col_codes[0]
+                buf.column_indptr = &lay_col_indptr[0]
+                buf.column_bounds = &bounds_view[0]
+                buf.n_chunks = bounds_view.shape[0] - 1
+                buf.scratch = &scratch_view[0]
+        return self._run(&buf, settings, lossguide, max_leaf_nodes, max_depth,
                          interaction_groups, tree_mask, node_masks, n_threads, n_root)
 
     def _grow_remote(self, SplitSettings settings, remote, bint lossguide, max_leaf_nodes,
                      max_depth, interaction_groups, tree_mask, node_masks, int n_threads):
-        cdef source src
+        cdef buffers buf
         if (settings.n_features != self._n_features or settings.missing_bin + 1 > 256
                 or settings.layout.feature_column != NULL
                 or self._bins != <Py_ssize_t>max(self._n_features, 1)
                 * (settings.missing_bin + 1)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        memset(&src, 0, sizeof(source))
-        src.n_columns = self._n_features
-        src.n_bins = settings.missing_bin + 1
+        memset(&buf, 0, sizeof(buffers))
+        buf.n_columns = self._n_features
+        buf.n_bins = settings.missing_bin + 1
         self._remote = remote
         self._is_remote = True
         self._split_record = np.zeros((), dtype=SPLIT_INFO_DTYPE)
         try:
-            return self._run(&src, settings, lossguide, max_leaf_nodes, max_depth,
+            return self._run(&buf, settings, lossguide, max_leaf_nodes, max_depth,
                              interaction_groups, tree_mask, node_masks, n_threads, 0)
         finally:
             self._remote = self._split_record = None
             self._is_remote = False
 
-    cdef _run(self, const source* src, SplitSettings settings, bint lossguide,
+    cdef _run(self, const buffers* buf, SplitSettings settings, bint lossguide,
               max_leaf_nodes, max_depth, interaction_groups, tree_mask, node_masks,
               int n_threads, SIZE_C n_root):
         # The growth settings, then the loop without the GIL; returns the nodes.
@@ -453,7 +453,7 @@ cdef class TreeKernel:
         self._error = None
         self._failed = False
         with nogil:
-            n_nodes = self._grow(src, &grow, &s, n_root)
+            n_nodes = self._grow(buf, &grow, &s, n_root)
         self._mask_source = self._mask_batch = None
         if self._error is not None:
             error, self._error = self._error, None
@@ -465,7 +465,7 @@ cdef class TreeKernel:
         memcpy(&out[0], self._nodes, n_nodes * sizeof(grown_node_struct))
         return nodes
 
-    cdef int _grow(self, const source* src, const growth* grow, const search* s,
+    cdef int _grow(self, const buffers* buf, const growth* grow, const search* s,
                    SIZE_C n_root) noexcept nogil:
         # TreeGrower.grow; returns the node count, or -1 when out of memory
         # (-2: fetching node masks failed, see self._error).
@@ -501,11 +501,11 @@ cdef class TreeKernel:
                 self._groups[i] = i
             state.group_start, state.group_count = 0, grow.n_groups
             self._groups_used = grow.n_groups
-        self._build(src, 0, self._slots[state.slot], grow.n_threads)
+        self._build(buf, 0, self._slots[state.slot], grow.n_threads)
         if self._failed:
             return -2
         row0 = self._slots[state.slot]  # every row falls in one bin of column 0
-        for b in range(src.n_bins):
+        for b in range(buf.n_bins):
             node.sum_gradients += row0[b].sum_gradients
             node.sum_hessians += row0[b].sum_hessians
             node.count += row0[b].count
@@ -513,7 +513,7 @@ cdef class TreeKernel:
                                   p.l1_regularization, p.l2_regularization,
                                   p.min_child_weight, node.lower, node.upper)
         if may_split(node, grow.max_depth, &p):
-            status = self._split(src, grow, s, &p, 0)
+            status = self._split(buf, grow, s, &p, 0)
             if status < 0:
                 return status
         else:
@@ -542,31 +542,31 @@ cdef class TreeKernel:
             n_nodes += 2
             # the partition: a table over the split feature's bins, then over
             # its column's codes
-            goes_left_table(&node.split, src.n_bins - 1, goes_left)
+            goes_left_table(&node.split, buf.n_bins - 1, goes_left)
             f = node.split.feature_idx
             column = f
-            if src.feature_column != NULL:
-                column = src.feature_column[f]
-                if src.bundle_index[f] >= 0:
-                    bundle_table(src.bundle_codes + <Py_ssize_t>src.bundle_index[f] * 256,
-                                  goes_left[src.default_bin[f]], goes_left, table)
+            if buf.feature_column != NULL:
+                column = buf.feature_column[f]
+                if buf.bundle_index[f] >= 0:
+                    bundle_table(buf.bundle_codes + <Py_ssize_t>buf.bundle_index[f] * 256,
+                                  goes_left[buf.default_bin[f]], goes_left, table)
                     memcpy(goes_left, table, 256)
             if self._is_remote:
                 n_left = 0
                 if not self._remote_split(node_id, node.left, &node.split):
                     return -2
-            elif column < src.n_dense:
-                n_left = partition(src.rows + node.start, src.buffer,
+            elif column < buf.n_dense:
+                n_left = partition(buf.rows + node.start, buf.buffer,
                                    node.stop - node.start,
-                                   src.X + <Py_ssize_t>column * src.n_samples, False,
+                                   buf.X + <Py_ssize_t>column * buf.n_samples, False,
                                    goes_left, grow.n_threads)
             else:
                 n_left = partition_stored(
-                    src.rows + node.start, src.buffer, node.stop - node.start,
-                    src.sparse_indptr, src.sparse_columns, src.sparse_codes,
-                    src.column_indptr, src.column_rows, src.column_codes,
-                    column - src.n_dense, src.column_default[column], goes_left,
-                    src.scratch, grow.n_threads)
+                    buf.rows + node.start, buf.buffer, node.stop - node.start,
+                    buf.sparse_indptr, buf.sparse_columns, buf.sparse_codes,
+                    buf.column_indptr, buf.column_rows, buf.column_codes,
+                    column - buf.n_dense, buf.column_default[column], goes_left,
+                    buf.scratch, grow.n_threads)
             nodes[node.left].start, nodes[node.left].stop = node.start, node.start + n_left
             nodes[node.right].start = node.start + n_left
             nodes[node.right].stop = node.stop
@@ -583,7 +583,7 @@ cdef class TreeKernel:
                 if small_slot < 0:
                     return -1
                 self._state[small].slot = small_slot
-                self._build(src, small, self._slots[small_slot], grow.n_threads)
+                self._build(buf, small, self._slots[small_slot], grow.n_threads)
                 if self._failed:
                     return -2
                 if large_ok:
@@ -593,8 +593,8 @@ cdef class TreeKernel:
                     self._state[large].slot = large_slot
                     subtract(self._slots[self._state[node_id].slot],
                              self._slots[small_slot], self._slots[large_slot],
-                             src.n_columns, src.n_bins, src.column_width, grow.n_threads)
-                    status = self._split(src, grow, s, &p, large)
+                             buf.n_columns, buf.n_bins, buf.column_width, grow.n_threads)
+                    status = self._split(buf, grow, s, &p, large)
                     if status < 0:
                         return status
                     if status:
@@ -603,7 +603,7 @@ cdef class TreeKernel:
                         self._release(large_slot)
                 status = 0
                 if small_ok:
-                    status = self._split(src, grow, s, &p, small)
+                    status = self._split(buf, grow, s, &p, small)
                     if status < 0:
                         return status
                 if status:
@@ -747,43 +747,43 @@ cdef class TreeKernel:
                 return False
         return True
 
-    cdef void _build(self, const source* src, int node_id, hist_struct* out,
+    cdef void _build(self, const buffers* buf, int node_id, hist_struct* out,
                      int n_threads) noexcept nogil:
         # The node's histograms from its rows (LocalTrainingData.node_histogram).
         cdef const grown_node_struct* node = &self._nodes[node_id]
         cdef SIZE_C n = node.stop - node.start
-        cdef bint all_rows = n == src.n_samples
+        cdef bint all_rows = n == buf.n_samples
         if self._is_remote:
             self._remote_histogram(node_id, out)
             return
         if n == 0:
             memset(out, 0, self._bins * sizeof(hist_struct))
-        elif src.n_dense == 0:
+        elif buf.n_dense == 0:
             pass
-        elif src.packed != NULL:
-            histogram_packed(src.X, src.n_samples, src.n_dense, src.X_rows,
-                             src.row_stride, not all_rows, src.rows + node.start, n,
-                             src.packed, &src.q, src.acc, src.sums,
-                             src.part_stride, src.max_parts, out, src.n_bins,
-                             src.column_width, n_threads)
+        elif buf.packed != NULL:
+            histogram_packed(buf.X, buf.n_samples, buf.n_dense, buf.X_rows,
+                             buf.row_stride, not all_rows, buf.rows + node.start, n,
+                             buf.packed, &buf.q, buf.acc, buf.sums,
+                             buf.part_stride, buf.max_parts, out, buf.n_bins,
+                             buf.column_width, n_threads)
         elif all_rows:
-            histogram_root(src.X, src.n_samples, src.n_dense, src.gradients,
-                           src.hessians, src.constant_hessian, out, src.n_bins,
-                           src.column_width, n_threads)
+            histogram_root(buf.X, buf.n_samples, buf.n_dense, buf.gradients,
+                           buf.hessians, buf.constant_hessian, out, buf.n_bins,
+                           buf.column_width, n_threads)
         else:
-            histogram_rows(src.X, src.n_samples, src.n_dense, src.rows + node.start, n,
-                           src.gradients, src.hessians, src.constant_hessian,
-                           src.ordered_gradients, src.ordered_hessians, out, src.n_bins,
-                           src.column_width, n_threads)
-        if n > 0 and src.n_columns > src.n_dense:
-            histogram_sparse(src.sparse_indptr, src.sparse_columns, src.sparse_codes,
-                             src.rows + node.start, n, src.gradients, src.hessians,
-                             src.constant_hessian, src.column_default + src.n_dense,
-                             src.column_width + src.n_dense, src.column_bounds,
-                             src.n_chunks, out + <Py_ssize_t>src.n_dense * src.n_bins,
-                             src.n_columns - src.n_dense, src.n_bins, n_threads)
+            histogram_rows(buf.X, buf.n_samples, buf.n_dense, buf.rows + node.start, n,
+                           buf.gradients, buf.hessians, buf.constant_hessian,
+                           buf.ordered_gradients, buf.ordered_hessians, out, buf.n_bins,
+                           buf.column_width, n_threads)
+        if n > 0 and buf.n_columns > buf.n_dense:
+            histogram_sparse(buf.sparse_indptr, buf.sparse_columns, buf.sparse_codes,
+                             buf.rows + node.start, n, buf.gradients, buf.hessians,
+                             buf.constant_hessian, buf.column_default + buf.n_dense,
+                             buf.column_width + buf.n_dense, buf.column_bounds,
+                             buf.n_chunks, out + <Py_ssize_t>buf.n_dense * buf.n_bins,
+                             buf.n_columns - buf.n_dense, buf.n_bins, n_threads)
 
-    cdef int _split(self, const source* src, const growth* grow, const search* s,
+    cdef int _split(self, const buffers* buf, const growth* grow, const search* s,
                     split_params* p, int node_id) noexcept nogil:
         # The node's best split into node.split: 1 found, 0 none, -2 error.
         cdef grown_node_struct* node = &self._nodes[node_id]
@@ -800,14 +800,14 @@ cdef class TreeKernel:
                 and _reserve_ints(&self._live, &self._live_capacity,
                                   self._live_used + n_in)):
             # else the parent's list serves: a superset, the same split
-            n_live = live_features(histograms, src.n_bins, s.layout,
+            n_live = live_features(histograms, buf.n_bins, s.layout,
                                    NULL if st.live_count < 0 else self._live + st.live_start,
                                    n_in, node.count, p.min_samples_leaf,
                                    self._live + self._live_used)
             if n_live < n_in or st.live_count < 0:
                 st.live_start, st.live_count = self._live_used, n_live
                 self._live_used += n_live
-        find_split(histograms, src.n_bins, s.n_features,
+        find_split(histograms, buf.n_bins, s.n_features,
                    NULL if st.live_count < 0 else self._live + st.live_start,
                    st.live_count, s.n_bins_non_missing, node.sum_gradients, node.sum_hessians,
                    node.count, mask, s.categorical, s.layout, p, self._per_feature,

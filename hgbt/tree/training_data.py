@@ -266,19 +266,19 @@ class LocalTrainingData:
         if self._kernel is None:
             self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
         if self._packed is not None:
-            source = dict(packed=self._packed, exponents=self._exponents,
-                          packed_layout=self._layout,
-                          constant_hessian=self._constant_hessian, acc=self._acc,
-                          sums=self._sums, X_rows=self._X_rows)
+            buffers = dict(packed=self._packed, exponents=self._exponents,
+                           packed_layout=self._layout,
+                           constant_hessian=self._constant_hessian, acc=self._acc,
+                           sums=self._sums, X_rows=self._X_rows)
         else:
-            source = dict(ordered_gradients=self._ordered_gradients,
-                          ordered_hessians=self._ordered_hessians)
+            buffers = dict(ordered_gradients=self._ordered_gradients,
+                           ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
-            source.update(column_bounds=self._column_bounds, scratch=self._scratch)
+            buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
         nodes = self._kernel.grow(
             settings, layout=self.layout, rows=self._rows, buffer=self._buffer,
             n_root=self._ranges[0][1], gradients=self._hist_gradients,
-            hessians=self._hist_hessians, **source, **growth, n_threads=self.n_threads)
+            hessians=self._hist_hessians, **buffers, **growth, n_threads=self.n_threads)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 

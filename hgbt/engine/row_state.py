@@ -72,8 +72,8 @@ class RowState:
     def set_baseline(self, baseline):
         """Start every raw prediction at ``baseline`` (one value per tree of a round)."""
         self.raw[:] = baseline[:, None]
-        for rows in self.validation:
-            rows.raw[:] = baseline[:, None]
+        for vset in self.validation:
+            vset.raw[:] = baseline[:, None]
 
     def restart(self, baseline):
         """Start over: raw predictions at ``baseline``, the loss's fitted
@@ -98,10 +98,10 @@ class RowState:
 
     def add_validation(self, trees, n_threads):
         """Add a round's trees to every validation set's raw predictions."""
-        for rows in self.validation:
-            if rows.X.shape[0]:
+        for vset in self.validation:
+            if vset.X.shape[0]:
                 for k, tree in enumerate(trees):
-                    tree.predict_add(rows.X, rows.raw[k], n_threads)
+                    tree.predict_add(vset.X, vset.raw[k], n_threads)
 
     def loss_statistics(self, n_threads=1):
         """Mergeable loss statistics ``(train, [each validation set's])``, the
@@ -113,8 +113,8 @@ class RowState:
                  .loss_statistics(self._score_y, self.raw[:, rows], n_threads))
         # reweighted now, not once: it carries the loss's fitted state
         # (Huber's delta), which the rounds update
-        return train, [self.loss.reweighted(rows.sample_weight).loss_statistics(
-            rows.y, rows.raw, n_threads) for rows in self.validation]
+        return train, [self.loss.reweighted(vset.sample_weight).loss_statistics(
+            vset.y, vset.raw, n_threads) for vset in self.validation]
 
 
 class LocalData:
@@ -127,7 +127,7 @@ class LocalData:
 
     Parameters
     ----------
-    rows : RowState
+    state : RowState
     X : ndarray or sparse matrix
         The training rows (rows outside a round's sample are predicted on
         them when the layout is not plain).
@@ -140,23 +140,23 @@ class LocalData:
         The raw prediction :meth:`restart` goes back to.
     """
 
-    def __init__(self, rows, X, binned, n_bins, n_threads, baseline=None):
-        self.rows = rows
+    def __init__(self, state, X, binned, n_bins, n_threads, baseline=None):
+        self.state = state
         self._baseline = baseline
         self.n_rows, self.n_features = X.shape
-        self.n_trees = rows.raw.shape[0]
-        self.n_validation_sets = len(rows.validation)
-        self.has_validation = bool(rows.validation)
+        self.n_trees = state.raw.shape[0]
+        self.n_validation_sets = len(state.validation)
+        self.has_validation = bool(state.validation)
         self.n_threads = n_threads
         # a plain layout's matrix routes unsampled rows by their bins
         self._X, self._missing_bin = X, n_bins - 1
         self._X_binned = binned.X_dense if binned.is_plain else None
         self._unsampled = None
-        self._refit_weight = rows.sample_weight
+        self._refit_weight = state.sample_weight
 
         def make_source(threads):
             source = LocalTrainingData(binned, n_bins, threads)
-            source.use_gradients(rows.gradients, rows.hessians)
+            source.use_gradients(state.gradients, state.hessians)
             return source
 
         self._team = TreeTeam(make_source, n_threads, self.n_trees)
@@ -168,19 +168,19 @@ class LocalData:
         self._team.close()
 
     def compute_gradients(self):
-        self.rows.compute_gradients(self.n_threads)
+        self.state.compute_gradients(self.n_threads)
 
     def restart(self):
-        self.rows.restart(self._baseline)
+        self.state.restart(self._baseline)
 
     def sample_rows(self, sampler):
         if not sampler.active:
             return None
-        rows = sampler.sample(self.rows.gradients, self.rows.hessians)
+        rows = sampler.sample(self.state.gradients, self.state.hessians)
         self._unsampled = _complement(rows, self.n_rows)
-        if self.rows.loss.needs_leaf_refit and sampler.needs_full_hessian:
+        if self.state.loss.needs_leaf_refit and sampler.needs_full_hessian:
             # Leaf refits weight GOSS's up-weighted rows as the gradients do.
-            weight = self.rows.sample_weight
+            weight = self.state.sample_weight
             self._refit_weight = (np.ones(self.n_rows) if weight is None
                                   else weight.copy())
             self._refit_weight[sampler.reweighted_rows] *= sampler.other_weight
@@ -190,16 +190,16 @@ class LocalData:
         return self._team.grow(grow_one, n_trees)
 
     def refit_leaves(self, source, k, leaf_ids):
-        if not self.rows.loss.needs_leaf_refit:
+        if not self.state.loss.needs_leaf_refit:
             return None
-        return [self.rows.refit_leaf(k, source.node_rows(leaf), self._refit_weight)
+        return [self.state.refit_leaf(k, source.node_rows(leaf), self._refit_weight)
                 for leaf in leaf_ids]
 
     def finish_tree(self, source, k, leaf_ids, leaf_values, tree):
-        self.rows.add_leaf_values(source, k, leaf_ids, leaf_values)
+        self.state.add_leaf_values(source, k, leaf_ids, leaf_values)
         unsampled = self._unsampled
         if unsampled is not None and unsampled.size:
-            raw = self.rows.raw[k]
+            raw = self.state.raw[k]
             if self._X_binned is not None:
                 tree.predict_binned_add(self._X_binned, unsampled, self._missing_bin, raw,
                                         source.n_threads)
@@ -207,13 +207,13 @@ class LocalData:
                 raw[unsampled] += tree.predict(self._X[unsampled], source.n_threads)
 
     def finish_round(self, trees):
-        self.rows.add_validation(trees, self.n_threads)
+        self.state.add_validation(trees, self.n_threads)
 
     def loss_statistics(self):
-        return self.rows.loss_statistics(self.n_threads)
+        return self.state.loss_statistics(self.n_threads)
 
     def raw_predictions(self):
-        return self.rows.raw, [rows.raw for rows in self.rows.validation]
+        return self.state.raw, [vset.raw for vset in self.state.validation]
 
 
 def _complement(rows, n_samples):
