@@ -91,7 +91,7 @@ def _split_text(row, precision):
             f"gain {row.gain:.{precision}g}\ncount {row.count}")
 
 
-def _layout(frame):
+def _positions(frame):
     """(x, y) of every node: leaves at 0, 1, 2, ... left to right in
     depth-first order, a parent centred over its children, y = -depth."""
     left, right = frame["left"].to_numpy(), frame["right"].to_numpy()
@@ -142,7 +142,7 @@ def plot_tree(model, tree_index=0, *, precision=3, ax=None, fontsize=8):
         its index in the tree's node array).
     """
     frame = tables.tree_frame(fitted_booster(model)[0], tree_index)
-    x, y = _layout(frame)
+    x, y = _positions(frame)
     n_leaves = int(frame["is_leaf"].sum())
     ax = _axes(ax, (min(2.0 + 1.6 * n_leaves, 40.0), 1.0 + 1.5 * (1 - y.min())))
     for row in frame.itertuples(index=False):

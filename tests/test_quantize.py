@@ -8,11 +8,11 @@ from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.tree._histogram import build_histogram, build_histogram_packed, build_histogram_root
 from hgbt.tree._quantize import leaf_sums, quantize_gradients
 from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
-from hgbt.tree.training_data import packed_layout, padded_row_major, quantize_exponents
+from hgbt.tree.training_data import packed_lanes, padded_row_major, quantize_exponents
 from fitted import baseline_prediction
 
 EMPTY = np.empty(0, dtype=G_H_DTYPE)
-LAYOUT = packed_layout(16, False)  # levels within ±8 and [0, 16]
+LAYOUT = packed_lanes(16, False)  # levels within ±8 and [0, 16]
 
 
 def quantize(g, h, g_exp, h_exp, seed=7, n_threads=2, layout=LAYOUT):
@@ -94,7 +94,7 @@ def test_rounding_depends_on_seed_and_row_not_threads():
 
 def test_constant_hessian_leaves_hessian_lane_empty():
     g, h = gradients(1000, constant_hessian=True)
-    layout = packed_layout(16, True)
+    layout = packed_lanes(16, True)
     gq, hq, packed = quantize(g, h, 2, 0, layout=layout)
     g_lane, h_lane, count = unpack(packed, layout)
     np.testing.assert_array_equal(g_lane, (gq * 4).astype(np.int64))
@@ -105,7 +105,7 @@ def test_constant_hessian_leaves_hessian_lane_empty():
 @pytest.mark.parametrize("n_levels", [2, 3, 16, 17, 255, 1024])
 @pytest.mark.parametrize("constant_hessian", [False, True])
 def test_packed_layout_holds_worst_case_block_sums(n_levels, constant_hessian):
-    h_shift, g_shift, rows = layout = packed_layout(n_levels, constant_hessian)
+    h_shift, g_shift, rows = layout = packed_lanes(n_levels, constant_hessian)
     g_max, h_max = -(-n_levels // 2), 0 if constant_hessian else n_levels
     for g, h in ((g_max, h_max), (-g_max, h_max), (-g_max, 0), (g_max, 0)):
         one = (g << g_shift) + (h << h_shift) + 1  # Python ints: no overflow
@@ -212,7 +212,7 @@ def test_packed_histogram_matches_brute_force_and_float_kernel(constant_hessian,
     n = 30_000
     X = np.asfortranarray(rng.integers(0, 256, (n, n_features), dtype=np.uint8))
     g, h = gradients(n, constant_hessian=constant_hessian)
-    layout = packed_layout(16, constant_hessian)
+    layout = packed_lanes(16, constant_hessian)
     gq, hq, packed = quantize(g, h, 3, 4, layout=layout)
     hq = h if constant_hessian else hq
     constant = float(h[0]) if constant_hessian else 0.0

@@ -27,7 +27,7 @@ REGRESSOR, CLASSIFIER = "regressor", "classifier"
 BOTH = (REGRESSOR, CLASSIFIER)
 STAGES = ("objective", "binning", "tree", "boosting", "early_stopping", "estimator")
 # LightGBM's quantization uses a few levels; more than this would only shrink
-# the blocks of rows the histogram kernel packs (training_data.packed_layout).
+# the blocks of rows the histogram kernel packs (training_data.packed_lanes).
 MAX_GRAD_QUANT_BINS = 1024
 REGRESSION_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
                      "gamma", "tweedie")

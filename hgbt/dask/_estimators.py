@@ -166,10 +166,10 @@ class _DaskMixin:
         train, train_workers = partitions(client, X, y, sample_weight)
         val, val_workers = (([], []) if not has_val
                             else partitions(client, X_val, y_val, sample_weight_val, "X_val"))
-        shards, layout = _start_shards(client, train, train_workers, val, val_workers,
+        shards, placement = _start_shards(client, train, train_workers, val, val_workers,
                                        self.timeout)
         try:
-            self.telemetry_ = self._fit_shards(shards, layout, early_stopping, has_val,
+            self.telemetry_ = self._fit_shards(shards, placement, early_stopping, has_val,
                                                callbacks)
         finally:
             # end the actors and free the partitions on the workers now
@@ -179,7 +179,7 @@ class _DaskMixin:
             except Exception:  # a lost worker or closed client: nothing left to free
                 pass
 
-    def _fit_shards(self, shards, layout, early_stopping, has_val, callbacks):
+    def _fit_shards(self, shards, placement, early_stopping, has_val, callbacks):
         n_threads = effective_n_threads(self.n_threads)
         info = shards.call("inspect", self._fit_inputs())
         n_total = int(sum(i["train"]["n_rows"] for i in info))
@@ -208,12 +208,12 @@ class _DaskMixin:
         bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
                                n_threads=n_threads, is_categorical=self.is_categorical_)
         sizes = [i["partition_sizes"] for i in info]
-        booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes,
+        booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, placement, sizes,
                                              n_total, categories)
         # the training rows scored each round: the local fit's, found on the shards
         score_rows = training_score_rows(n_total, self._seed)
-        local_rows = ([None] * len(layout) if score_rows is None else
-                      [local for local, _ in _rows_on_shards(score_rows, layout, sizes)])
+        local_rows = ([None] * len(placement) if score_rows is None else
+                      [local for local, _ in _rows_on_shards(score_rows, placement, sizes)])
         statistics = shards.call("start", per_actor=[
             (inputs, booster.bin_mapper, self.n_threads, local) for local in local_rows])
         loss = self._make_loss(None)
@@ -264,13 +264,13 @@ def _union(arrays):
 
 
 def _start_shards(client, train, train_workers, val, val_workers, timeout):
-    """One Shard actor per worker holding partitions; returns them and the layout.
+    """One Shard actor per worker holding partitions; returns them and the placement.
 
-    The layout maps each shard to its training partitions' global row
+    The placement maps each shard to its training partitions' global row
     offsets, so binning-sample rows can be looked up on the right shard.
     """
     workers = sorted(set(train_workers) | set(val_workers))
-    actors, layout, futures = [], [], []
+    actors, placement, futures = [], [], []
     for worker in workers:
         mine = [i for i, w in enumerate(train_workers) if w == worker]
         mine_val = [i for i, w in enumerate(val_workers) if w == worker]
@@ -279,25 +279,25 @@ def _start_shards(client, train, train_workers, val, val_workers, timeout):
         futures.append(future)
         with lost_workers_raise("start a shard", timeout):
             actors.append(future.result(timeout=timeout))
-        layout.append(mine)
+        placement.append(mine)
     group = ShardGroup(actors, timeout)
     group.futures = futures
-    return group, layout
+    return group, placement
 
 
-def _rows_on_shards(rows, layout, sizes):
+def _rows_on_shards(rows, placement, sizes):
     """Per shard, the local and the global indices of the sorted global
     ``rows`` it holds (None: every row).
 
-    ``sizes`` holds each shard's training partition sizes (in ``layout`` order).
+    ``sizes`` holds each shard's training partition sizes (in ``placement`` order).
     """
     # global first row of every partition (partitions in global order)
     part_sizes = {}
-    for parts, shard_sizes in zip(layout, sizes):
+    for parts, shard_sizes in zip(placement, sizes):
         part_sizes.update(zip(parts, shard_sizes))
     starts = np.concatenate([[0], np.cumsum([part_sizes[i] for i in range(len(part_sizes))])])
     out = []
-    for parts in layout:
+    for parts in placement:
         local, global_rows, shard_offset = [], [], 0
         for i in parts:
             lo, hi = starts[i], starts[i + 1]
@@ -311,10 +311,10 @@ def _rows_on_shards(rows, layout, sizes):
     return out
 
 
-def _fit_bin_mapper(bin_mapper, inputs, shards, layout, sizes, n_total, categories):
+def _fit_bin_mapper(bin_mapper, inputs, shards, placement, sizes, n_total, categories):
     """``bin_mapper`` fitted as the local fit fits it, on the same seeded
     sample gathered from the shards."""
-    located = _rows_on_shards(bin_mapper.sample_rows(n_total), layout, sizes)
+    located = _rows_on_shards(bin_mapper.sample_rows(n_total), placement, sizes)
     results = shards.call("sample", per_actor=[(local, inputs) for local, _ in located])
     order = np.argsort(np.concatenate([wanted for _, wanted in located]), kind="stable")
     sample = np.concatenate([X for X, _ in results])[order]

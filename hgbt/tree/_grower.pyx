@@ -241,7 +241,7 @@ cdef class TreeKernel:
     def grow(self, SplitSettings settings, *, layout=None, rows=None, buffer=None,
              SIZE_C n_root=0,
              gradients=None, hessians=None, ordered_gradients=None,
-             ordered_hessians=None, packed=None, exponents=None, packed_layout=None,
+             ordered_hessians=None, packed=None, exponents=None, packed_lanes=None,
              double constant_hessian=0.0, acc=None, sums=None, X_rows=None,
              column_bounds=None, scratch=None, bint lossguide=True, max_leaf_nodes=31,
              max_depth=None, interaction_groups=None, tree_mask=None, node_masks=None,
@@ -254,7 +254,7 @@ cdef class TreeKernel:
         ``scratch`` byte per row). Histograms come from
         ``gradients``/``hessians`` (snapped to their grid; ``hessians`` of
         length 1: constant), or, with ``packed``, the dense columns' from
-        packed quantized gradients (``exponents``, ``packed_layout`` and the
+        packed quantized gradients (``exponents``, ``packed_lanes`` and the
         buffers of ``build_histogram_packed``; the sparse-stored columns'
         still from ``gradients``/``hessians``, the dequantized values).
         ``settings`` is the fit's :class:`SplitSettings`.
@@ -333,7 +333,7 @@ cdef class TreeKernel:
                 raise ValueError("TreeKernel.grow: inconsistent packed buffers.")
             buf.packed = &packed_view[0]
             buf.q.g_exponent, buf.q.h_exponent = exponents
-            buf.q.h_shift, buf.q.g_shift, buf.q.block_rows = packed_layout
+            buf.q.h_shift, buf.q.g_shift, buf.q.block_rows = packed_lanes
             buf.q.constant_hessian = constant_hessian
             buf.acc, buf.sums = &acc_view[0, 0], &sums_view[0, 0]
             buf.part_stride = acc_view.shape[1]

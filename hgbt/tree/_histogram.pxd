@@ -6,7 +6,7 @@ from libc.string cimport memset
 from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
 
 
-# The layout of packed quantized gradients (training_data.packed_layout) and
+# The layout of packed quantized gradients (training_data.packed_lanes) and
 # their grids.
 cdef struct packed_params:
     int g_exponent

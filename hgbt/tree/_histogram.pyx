@@ -465,7 +465,7 @@ def build_histogram_packed(
 
     Each packed value holds a row's gradient above bit ``g_shift``, its
     hessian in bits ``[h_shift, g_shift)`` and 1 below (a row count); the
-    sums of ``block_rows`` rows fit every lane (``packed_layout``).
+    sums of ``block_rows`` rows fit every lane (``packed_lanes``).
     ``rows`` None means every row, in order (the root). ``X_rows``, a
     C-ordered copy of ``X_binned`` whose rows may be padded (shape
     (n_samples, >= n_features), see ``padded_row_major``), is read instead

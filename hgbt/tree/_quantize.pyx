@@ -62,7 +62,7 @@ def quantize_gradients(
     written. Empty ``quantized_*`` arrays are not written either (only the
     packed values are needed). The caller picks the exponents so that
     ``|g| * 2**g_exponent`` and ``h * 2**h_exponent`` stay within the levels
-    the shifts were chosen for (``training_data.packed_layout``).
+    the shifts were chosen for (``training_data.packed_lanes``).
     """
     cdef Py_ssize_t i, n = gradients.shape[0]
     cdef bint constant_hessian = hessians.shape[0] == 1

@@ -152,8 +152,8 @@ class LocalTrainingData:
             self._q_hessians = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
         constant = hessians.shape[0] == 1
         self._exponents = quantize_exponents(gradients, hessians, n_levels)
-        self._layout = packed_layout(n_levels, constant)
-        quantize_gradients(gradients, hessians, *self._exponents, *self._layout[:2], seed,
+        self._lanes = packed_lanes(n_levels, constant)
+        quantize_gradients(gradients, hessians, *self._exponents, *self._lanes[:2], seed,
                            self._q_gradients, self._q_hessians, self._packed_buffer,
                            self.n_threads)
         self._packed = self._packed_buffer
@@ -180,7 +180,7 @@ class LocalTrainingData:
         elif self._packed is not None:
             rows = None if stop - start == self._rows.shape[0] else self._rows[start:stop]
             build_histogram_packed(self.X_binned, rows, self._packed,
-                                   *self._exponents, *self._layout, self._constant_hessian,
+                                   *self._exponents, *self._lanes, self._constant_hessian,
                                    self._acc, self._sums, out[:n_dense], self.n_threads,
                                    self._X_rows, self.layout.column_width[:n_dense])
         elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
@@ -267,7 +267,7 @@ class LocalTrainingData:
             self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
         if self._packed is not None:
             buffers = dict(packed=self._packed, exponents=self._exponents,
-                           packed_layout=self._layout,
+                           packed_lanes=self._lanes,
                            constant_hessian=self._constant_hessian, acc=self._acc,
                            sums=self._sums, X_rows=self._X_rows)
         else:
@@ -391,7 +391,7 @@ def padded_row_major(X_binned):
     return rows
 
 
-def packed_layout(n_levels, constant_hessian):
+def packed_lanes(n_levels, constant_hessian):
     """Lanes of the packed quantized values: ``(h_shift, g_shift, block_rows)``.
 
     A packed value is ``g_q * 2**g_shift + h_q * 2**h_shift + 1`` (gradient,
