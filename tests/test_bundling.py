@@ -16,7 +16,7 @@ from hgbt.core._exact import snap_to_grid
 from hgbt.tree._histogram import subtract_histograms
 from hgbt.tree._histogram_sparse import build_histogram_sparse
 from hgbt.tree._partition import partition_rows_by_table, partition_rows_stored
-from hgbt.tree._splitting import find_node_split
+from split_search import find_node_split
 from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, SPLIT_INFO_DTYPE
 from hgbt.data.binning import BinMapper
 from hgbt.data.bundling import (MAX_BUNDLE_CODES, DenseBins, FeatureLayout, SparseBins,

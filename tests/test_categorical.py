@@ -10,7 +10,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.tree._partition import partition_rows_by_table
 from hgbt.tree._predictor import predict_add, predict_binned_add
-from hgbt.tree._splitting import find_node_split
+from split_search import find_node_split
 from hgbt.core._types import HISTOGRAM_DTYPE, NODE_DTYPE, SIZE_DTYPE
 from hgbt.data.binning import BinMapper, bitset_to_codes, category_codes, codes_to_bitset
 from hgbt.tree.predictor import TreePredictor

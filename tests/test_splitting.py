@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from hgbt.tree._splitting import find_node_split
+from split_search import find_node_split
 from hgbt.core._types import HISTOGRAM_DTYPE
 
 

@@ -532,7 +532,7 @@ cdef void find_split(
     const unsigned char* categorical, const layout_params* lay, split_params* p,
     split_info_struct* per_feature, split_info_struct* best, int n_threads,
 ) noexcept nogil:
-    """The best split of a node (see find_node_split) into ``best``.
+    """The best split of a node (see SplitSettings.find) into ``best``.
 
     ``histograms``: a row of ``stride`` bins per column; ``features``: the
     ``n_scan`` features to scan, ascending (NULL: all ``n_features``; see
@@ -609,51 +609,20 @@ cdef int live_features(
     return n_live
 
 
-def find_node_split(
-    const hist_struct[:, ::1] histograms,
-    const unsigned int[::1] n_bins_non_missing,
-    double sum_gradients,
-    double sum_hessians,
-    unsigned int n_samples,
-    double l1_regularization,
-    double l2_regularization,
-    double min_gain_to_split,
-    double min_child_weight,
-    unsigned int min_samples_leaf,
-    int missing_bin,
-    const unsigned char[::1] feature_mask,
-    int n_threads,
-    is_categorical=None,
-    unsigned int max_cat_to_onehot=_DEFAULT["max_cat_to_onehot"],
-    double cat_smooth=_DEFAULT["cat_smooth"],
-    double cat_l2=_DEFAULT["cat_l2"],
-    unsigned int min_data_per_group=_DEFAULT["min_data_per_group"],
-    unsigned int max_cat_threshold=_DEFAULT["max_cat_threshold"],
-    monotonic_cst=None,
-    double lower_bound=-INFINITY,
-    double upper_bound=INFINITY,
-    feature_column=None,
-    bundle_offset=None,
-    bundle_n_codes=None,
-    default_bin=None,
-    per_feature=None,
-):
-    """Best split of a node over all features.
+cdef class SplitSettings:
+    """Everything the split search of a fit needs besides a node's histograms,
+    totals, feature mask and bounds: built once per fit, not per node
+    (:meth:`find` searches one node).
 
     Parameters
     ----------
-    histograms : ndarray of shape (n_features, n_bins), HISTOGRAM_DTYPE
     n_bins_non_missing : ndarray of shape (n_features,), uint32
-    sum_gradients, sum_hessians, n_samples : node totals
-    l1_regularization, l2_regularization, min_gain_to_split, min_child_weight,
-    min_samples_leaf :
-        Regularisation and constraints (see the estimators).
     missing_bin : int
         Index of the missing-value bin in each histogram.
-    feature_mask : ndarray of uint8, shape (n_features,) or (0,)
-        Features with a zero entry are not considered (column sampling,
-        interaction constraints); an empty mask allows every feature.
-    n_threads : int
+    l1_regularization, l2_regularization, min_gain_to_split, min_child_weight,
+    min_samples_leaf :
+        Regularisation and constraints (see the estimators; defaults: the
+        parameters', ``hgbt/core/params.py``).
     is_categorical : ndarray of uint8, shape (n_features,), or None
         Non-zero for categorical features (bin = category code), whose
         splits send a set of categories left (see the module docstring).
@@ -669,46 +638,13 @@ def find_node_split(
     monotonic_cst : ndarray of int8, shape (n_features,), or None
         -1 / 0 / 1 per feature: a split on a constrained feature is kept only
         if its (bounded) child values are in that order.
-    lower_bound, upper_bound : float
-        Bounds of the node's child values (monotonic constraints above it).
-        With bounds or a constrained feature, child values are clipped into
-        them and the gain is the objective decrease at the clipped values.
     feature_column, bundle_offset, bundle_n_codes, default_bin : ndarray or None
         The feature layout (:class:`hgbt.data.bundling.FeatureLayout`): then
-        ``histograms`` has one row per column and a bundled feature's bins
+        histograms have one row per column and a bundled feature's bins
         are unpacked from its column. None: one histogram row per feature.
-    per_feature : ndarray of SPLIT_INFO_DTYPE or None
-        Scratch for the per-feature results (at least n_features entries),
-        reused across calls to save an allocation per node.
-
-    Returns
-    -------
-    split : ndarray of shape (), SPLIT_INFO_DTYPE
-        ``feature_idx == -1`` when no split has positive gain. Missing
-        values go to the child with more rows when the node has none. For a
-        categorical split ``is_categorical`` is 1, ``cat_bitset`` holds the
-        codes sent left and ``bin_idx`` is 0.
-    """
-    settings = SplitSettings(
-        n_bins_non_missing, missing_bin, l1_regularization=l1_regularization,
-        l2_regularization=l2_regularization, min_gain_to_split=min_gain_to_split,
-        min_child_weight=min_child_weight, min_samples_leaf=min_samples_leaf,
-        is_categorical=is_categorical, max_cat_to_onehot=max_cat_to_onehot,
-        cat_smooth=cat_smooth, cat_l2=cat_l2, min_data_per_group=min_data_per_group,
-        max_cat_threshold=max_cat_threshold, monotonic_cst=monotonic_cst,
-        feature_column=feature_column, bundle_offset=bundle_offset,
-        bundle_n_codes=bundle_n_codes, default_bin=default_bin)
-    return settings.find(histograms, sum_gradients, sum_hessians, n_samples, feature_mask,
-                         lower_bound, upper_bound, n_threads, per_feature)
-
-
-cdef class SplitSettings:
-    """Everything the split search of a fit needs besides a node's histograms,
-    totals, feature mask and bounds: built once per fit, not per node.
-
-    Takes :func:`find_node_split`'s settings (by the same names). With a
-    feature layout, histograms have one row per column; ``n_columns`` (the
-    largest ``feature_column`` + 1 by default) is their row count.
+    n_columns : int or None
+        Histogram rows with a feature layout (default: the largest
+        ``feature_column`` + 1).
     """
 
     def __init__(self, n_bins_non_missing, int missing_bin, *,
@@ -787,7 +723,33 @@ cdef class SplitSettings:
              double sum_hessians, unsigned int n_samples,
              const unsigned char[::1] feature_mask, double lower_bound=-INFINITY,
              double upper_bound=INFINITY, int n_threads=1, per_feature=None):
-        """The best split of one node (see :func:`find_node_split`)."""
+        """The best split of one node.
+
+        Parameters
+        ----------
+        histograms : ndarray of shape (n_features or n_columns, n_bins), HISTOGRAM_DTYPE
+        sum_gradients, sum_hessians, n_samples : the node's totals
+        feature_mask : ndarray of uint8, shape (n_features,) or (0,)
+            Features with a zero entry are not considered (column sampling,
+            interaction constraints); an empty mask allows every feature.
+        lower_bound, upper_bound : float
+            Bounds of the node's child values (monotonic constraints above
+            it). With bounds or a constrained feature, child values are
+            clipped into them and the gain is the objective decrease at the
+            clipped values.
+        n_threads : int
+        per_feature : ndarray of SPLIT_INFO_DTYPE or None
+            Scratch for the per-feature results (at least n_features
+            entries), reused across calls to save an allocation per node.
+
+        Returns
+        -------
+        split : ndarray of shape (), SPLIT_INFO_DTYPE
+            ``feature_idx == -1`` when no split has positive gain. Missing
+            values go to the child with more rows when the node has none.
+            For a categorical split ``is_categorical`` is 1, ``cat_bitset``
+            holds the codes sent left and ``bin_idx`` is 0.
+        """
         cdef int n_features = self.n_features
         cdef split_params p = self.params
         if self.layout.feature_column != NULL:
