@@ -442,7 +442,9 @@ def describe_layout(est, X):
     layout, rebuilt with the fitted bin mapper (None if unreachable: a failed
     layout check)."""
     try:
-        layout = est._bin(est._validate_X(X), 1)
+        from hgbt.data.dataset import bin_rows
+        layout = bin_rows(est._validate_X(X), est.booster_.bin_mapper, 1, est.enable_bundle,
+                          est.max_conflict_rate)
     except Exception:  # noqa: BLE001 - reported by the layout check
         return None
     if layout.is_plain:

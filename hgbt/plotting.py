@@ -13,7 +13,7 @@ from scipy.stats.mstats import mquantiles
 from sklearn.utils.validation import check_is_fitted
 
 from .model import tables
-from .model.booster import fitted_booster
+from .model.booster import Booster, fitted_booster
 from .inspection import (check_grid_settings, column_values, feature_index, is_categorical,
                          validated_partial_dependence)
 
@@ -174,7 +174,7 @@ def plot_learning_curve(model, metric=None, sets=None, *, ax=None):
 
     Parameters
     ----------
-    model : fitted HistGBDTRegressor or HistGBDTClassifier
+    model : fitted HistGBDTRegressor or HistGBDTClassifier, or a Booster of ``hgbt.train``
     metric : str, default=None
         The metric to draw (a key of ``evals_result_[set]``); None: the first
         one recorded.
@@ -189,8 +189,12 @@ def plot_learning_curve(model, metric=None, sets=None, *, ax=None):
         One line per set (``ax.lines``, in the order of ``sets``), then the
         best iteration's line.
     """
-    check_is_fitted(model)
-    history = getattr(model, "evals_result_", None) or {}
+    if isinstance(model, Booster):  # hgbt.train's record
+        history, best = model.evals_result or {}, model.best_iteration
+    else:
+        check_is_fitted(model)
+        history = getattr(model, "evals_result_", None) or {}
+        best = getattr(model, "best_iteration_", None)
     if not history:
         raise ValueError("The model recorded no scores during fit: fit it with eval_set, "
                          "eval_metric, X_val or early stopping to get a learning curve.")
@@ -209,7 +213,6 @@ def plot_learning_curve(model, metric=None, sets=None, *, ax=None):
     for name in sets:
         scores = history[name][metric]
         ax.plot(np.arange(len(scores)), scores, label=name)
-    best = getattr(model, "best_iteration_", None)
     if best is not None:
         ax.axvline(best, color="0.3", ls="--", lw=1, label=f"best iteration ({best})")
     ax.set_xlabel("rounds")

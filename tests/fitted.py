@@ -6,6 +6,7 @@ The model is the estimator's ``booster_`` (:class:`hgbt.Booster`); tests read
 change of storage changes this module and no test. The trees returned are the
 model's own objects (``TreePredictor``: ``.nodes``, ``.cat_bitsets``), not copies.
 """
+from hgbt.data.dataset import bin_rows
 
 
 # ------------------------------------------------------------------ trees
@@ -76,6 +77,13 @@ def pooled_features(est):
 
 
 # ------------------------------------------------------------ training state
+def layout_of(est, X, n_threads=1):
+    """Validated rows ``X`` binned by the model's bin mapper with the estimator's
+    layout settings: the FeatureLayout its fit would build."""
+    return bin_rows(X, est.booster_.bin_mapper, n_threads, est.enable_bundle,
+                    est.max_conflict_rate)
+
+
 def fit_seed(est):
     """The integer seed the fit drew from ``random_state`` (binning, early-stopping
     split, score rows)."""

@@ -160,19 +160,28 @@ def test_a_failed_fit_leaves_the_booster_as_it_was():
     _same(model.predict(X), before)
 
 
-def test_the_booster_is_the_model_of_the_files():
-    """JSON and pickle round trips rebuild the Booster with every part."""
+def test_the_booster_is_the_model_of_the_files(tmp_path):
+    """JSON and pickle round trips rebuild the Booster with every part, its loss
+    the fit's even when the estimator's loss parameter changed after it."""
     X, y = _frame()
     model = HistGBDTRegressor(max_iter=6, categorical_features=["colour", "code"],
                               random_state=0).fit(X, y)
-    restored = pickle.loads(pickle.dumps(model))
-    booster, other = model.booster_, restored.booster_
-    assert other.n_iter == booster.n_iter and other.pooled_features == [2]
-    assert other.target_stats["features"].tolist() == [2]
-    np.testing.assert_array_equal(other.categorical.mask, booster.categorical.mask)
-    np.testing.assert_array_equal(other.categorical.by_value, booster.categorical.by_value)
-    assert other.objective == booster.objective
-    _same(other.predict(X), booster.predict(X))
+    before = model.predict(X)
+    model.set_params(loss="poisson")  # the model keeps the loss it was fitted with
+    _same(model.predict(X), before)
+    hgbt.save_model(model, tmp_path / "model.json")
+    for restored in (pickle.loads(pickle.dumps(model)),
+                     hgbt.load_model(tmp_path / "model.json")):
+        booster, other = model.booster_, restored.booster_
+        assert other.n_iter == booster.n_iter and other.pooled_features == [2]
+        assert other.target_stats["features"].tolist() == [2]
+        np.testing.assert_array_equal(other.categorical.mask, booster.categorical.mask)
+        np.testing.assert_array_equal(other.categorical.by_value,
+                                      booster.categorical.by_value)
+        assert other.objective == booster.objective
+        assert other.objective["loss"] == "squared_error"
+        _same(other.predict(X), before)
+        _same(restored.predict(X), before)
 
 
 @pytest.mark.parametrize("kind", ["regressor", "classifier"])
@@ -191,3 +200,7 @@ def test_a_booster_saves_as_the_estimator_that_holds_it(tmp_path, kind):
     _same(loaded.booster_.predict(X), booster.predict(X))
     _same(loaded.booster_.predict(X, raw_score=True), booster.predict(X, raw_score=True))
     assert loaded.booster_.objective == booster.objective
+    assert loaded.max_bins == booster.bin_mapper.max_bins
+    loaded.set_params(warm_start=True, max_iter=9).fit(X, y)  # it continues
+    assert loaded.n_iter_ == 9
+    _same(loaded.booster_.trees[0][0].nodes, booster.trees[0][0].nodes)

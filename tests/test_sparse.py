@@ -15,7 +15,7 @@ from hgbt.data.binning import BinMapper
 from hgbt.data.sparse import as_csr
 from hgbt.data.thresholds import column_thresholds, find_thresholds
 from test_bundling import sparse_storage_at_any_saving  # noqa: F401 (autouse)
-from fitted import all_trees, baseline_prediction
+from fitted import all_trees, baseline_prediction, layout_of
 
 N_FEATURES = 16
 ONEHOT = list(range(2, 12))   # columns of the one-hot block
@@ -118,7 +118,7 @@ def assert_same_predictions(a, X_a, b, X_b):
 def test_task_is_bundled_and_stored_sparse(task):
     X, A, y, _ = task
     model = estimator("regression").fit(A, y)
-    layout = model._bin(A, 1)
+    layout = layout_of(model, A, 1)
     assert not layout.is_plain
     assert layout.n_bundles >= 1 and layout.conflicts == 0
     assert layout.n_columns < N_FEATURES
@@ -126,7 +126,7 @@ def test_task_is_bundled_and_stored_sparse(task):
     assert len(set(layout.feature_column[ONEHOT])) < len(ONEHOT)
     assert layout.default_bin[SIGNED] > 0
     # the dense input gives the very same layout
-    dense_layout = model._bin(X, 1)
+    dense_layout = layout_of(model, X, 1)
     assert dense_layout.columns == layout.columns
     np.testing.assert_array_equal(dense_layout.X_dense, layout.X_dense)
     np.testing.assert_array_equal(dense_layout.sparse_codes, layout.sparse_codes)
@@ -306,8 +306,8 @@ def test_bundling_off_gives_the_same_model(task, sparse_input):
     data = A if sparse_input else X
     bundled = estimator("regression", max_iter=15).fit(data, y)
     unbundled = estimator("regression", max_iter=15, enable_bundle=False).fit(data, y)
-    assert bundled._bin(data, 1).n_bundles >= 1
-    assert unbundled._bin(data, 1).n_bundles == 0
+    assert layout_of(bundled, data, 1).n_bundles >= 1
+    assert layout_of(unbundled, data, 1).n_bundles == 0
     assert_same_model(bundled, unbundled)
     assert_same_predictions(bundled, A, unbundled, X)
 
@@ -325,8 +325,8 @@ def test_conflict_rate_bundles_conflicting_features_and_still_learns():
     A = sp.csr_matrix(F)
     strict = estimator("regression", max_iter=30).fit(A, y)
     loose = estimator("regression", max_iter=30, max_conflict_rate=0.2).fit(A, y)
-    strict_layout = strict._bin(A, 1)
-    layout = loose._bin(A, 1)
+    strict_layout = layout_of(strict, A, 1)
+    layout = layout_of(loose, A, 1)
     assert strict_layout.conflicts == 0
     assert layout.conflicts > 0
     assert layout.n_columns < strict_layout.n_columns
@@ -345,10 +345,10 @@ def test_plain_dense_path_equals_layout_path(task, sparse_input, monkeypatch):
     data = A if sparse_input else X
     y = targets("multiclass", y)
     with_layout = estimator("multiclass", subsample=0.8).fit(data, y)
-    assert not with_layout._bin(data, 1).is_plain
+    assert not layout_of(with_layout, data, 1).is_plain
     monkeypatch.setattr(hgbt.data.bundling, "SPARSE_MAX_DENSITY", -1.0)
     plain = estimator("multiclass", subsample=0.8, enable_bundle=False).fit(data, y)
-    layout = plain._bin(data, 1)
+    layout = layout_of(plain, data, 1)
     assert layout.is_plain and layout.X_dense.shape == X.shape
     assert_same_model(with_layout, plain)
     assert_same_predictions(with_layout, A, plain, X)
@@ -369,7 +369,7 @@ def test_one_hot_encoded_categorical_is_learnt():
     sparse = estimator("regression", **params).fit(A[:2400], y[:2400])
     dense = estimator("regression", **params).fit(X[:2400], y[:2400])
     assert_same_model(dense, sparse)
-    layout = sparse._bin(A[:2400], 1)
+    layout = layout_of(sparse, A[:2400], 1)
     assert len(set(layout.feature_column[:40])) < 10  # the 40 levels share columns
     np.testing.assert_array_equal(sparse.predict(A[2400:]), dense.predict(X[2400:]))
     assert r2_score(y[2400:], sparse.predict(A[2400:])) > 0.95
@@ -598,7 +598,7 @@ def test_feature_importances_per_original_feature(task):
         dense = estimator("regression", importance_type=importance_type).fit(X, y)
         importances = sparse.feature_importances_
         assert importances.shape == (N_FEATURES,)
-        assert sparse._bin(A, 1).n_columns < N_FEATURES
+        assert layout_of(sparse, A, 1).n_columns < N_FEATURES
         np.testing.assert_array_equal(importances, dense.feature_importances_)
         assert importances.sum() == pytest.approx(1.0)
         # bundled one-hot features and the signed sparse feature are used

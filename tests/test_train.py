@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-import hgbt
 from hgbt import Dataset, HistGBDTClassifier, HistGBDTRegressor, cv, train
 from hgbt.data.binning import BinMapper
 from fitted import all_trees
@@ -231,5 +230,47 @@ def test_a_warm_start_continues_on_a_dataset_as_on_arrays():
     assert on_data.n_iter_ == 9
 
 
-def test_top_level_names():
-    assert hgbt.Dataset is Dataset and hgbt.train is train and hgbt.cv is cv
+def test_a_warm_start_on_a_dataset_of_other_codes_is_refused():
+    X, y = _frame(seed=10)
+    model = HistGBDTRegressor(**BASE, warm_start=True).fit(X, y)
+    other = X.copy()
+    other["colour"] = pd.Categorical(other["colour"].astype(str).replace("red", "pink"))
+    with pytest.raises(ValueError, match="codes its categorical columns otherwise"):
+        model.set_params(max_iter=20).fit(Dataset(other, y))
+    assert model.n_iter_ == BASE["max_iter"]
+
+
+def test_a_warm_start_does_not_bin_a_fresh_dataset_for_later_fits():
+    X, y = _task(seed=11)
+    first = HistGBDTRegressor(**BASE, warm_start=True, max_bins=31).fit(X[:1000], y[:1000])
+    dataset = Dataset(X, y, max_bins=31)
+    first.set_params(max_iter=BASE["max_iter"] + 4).fit(dataset)  # the model's bins
+    assert not dataset.is_constructed
+    booster = train({**BASE, "max_bins": 31}, dataset)  # binned by its own rows now
+    _same_model(booster, HistGBDTRegressor(**BASE, max_bins=31).fit(X, y), X)
+
+
+def test_a_failed_fit_leaves_a_usable_dataset():
+    X, y = _task(seed=12)
+    dataset = Dataset(X, y)
+
+    class Boom:
+        def after_round(self, iteration, history, estimator):
+            if iteration == 3:
+                raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        train(BASE, dataset, callbacks=[Boom()])
+    _same_model(train(BASE, dataset), HistGBDTRegressor(**BASE).fit(X, y), X)
+
+
+def test_cv_needs_a_metric_and_follows_scoring():
+    X, y = _task(n=600, seed=13)
+
+    def squared(y_true, raw, sample_weight):
+        return raw - y_true, np.ones_like(raw)
+
+    with pytest.raises(ValueError, match="set scoring="):
+        cv({"loss": squared, "max_iter": 5}, Dataset(X, y), nfold=3)
+    result = cv({"loss": squared, "max_iter": 8, "scoring": "r2"}, Dataset(X, y), nfold=3)
+    assert result["best_iteration"] == int(np.argmax(result["r2-mean"]))

@@ -344,6 +344,17 @@ class CategoricalEncoding:
                 if is_pooled(self.categories[f], self.by_value[f])]
 
 
+def same_encoding(a, b):
+    """Whether two categorical encodings (or None) turn every value into the
+    same code."""
+    if a is None or b is None:
+        return a is b
+    return (np.array_equal(a.mask, b.mask) and np.array_equal(a.by_value, b.by_value)
+            and all((x is None and y is None) or (x is not None and y is not None
+                                                   and np.array_equal(x, y))
+                    for x, y in zip(a.categories, b.categories)))
+
+
 def pooled_features(encoding):
     """Indices of the pooled features of a :class:`CategoricalEncoding`
     (none for None: no categorical features)."""

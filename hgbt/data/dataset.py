@@ -15,13 +15,16 @@ class weights) is refused with a ValueError, as LightGBM refuses to change
 A validation set is a Dataset with ``reference=`` the training one: its
 columns are converted with the reference's categorical encoding and names.
 """
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Tags, TargetTags, check_random_state
+from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import _check_sample_weight, check_array
 
 from ..core._types import X_DTYPE, Y_DTYPE
-from ..core.params import resolved_default
+from ..core.params import REGRESSOR, constraints, names, resolved_default
 from . import target_stats
 from .binning import BinMapper
 from .bundling import DenseBins, SparseBins, build_layout
@@ -29,7 +32,8 @@ from .categorical import pooled_features, validate_X
 from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
 
 #: the parameters that decide how rows are binned (a reused Dataset keeps them)
-BINNING_PARAMS = ("max_bins", "enable_bundle", "max_conflict_rate", "categorical_features")
+BINNING_PARAMS = tuple(names("binning"))
+PARAMETERS = constraints(REGRESSOR)  # their constraints, as the estimators check them
 
 
 def new_seed(random_state):
@@ -106,8 +110,20 @@ class Dataset:
             raise TypeError("data is already a Dataset.")
         if reference is not None and not isinstance(reference, Dataset):
             raise TypeError(f"reference must be a Dataset, got {type(reference).__name__}.")
+        binning = dict(categorical_features=categorical_features, max_bins=max_bins,
+                       enable_bundle=enable_bundle, max_conflict_rate=max_conflict_rate)
+        validate_parameter_constraints(
+            {**{name: PARAMETERS[name] for name in BINNING_PARAMS},
+             "random_state": PARAMETERS["random_state"], "n_threads": PARAMETERS["n_threads"]},
+            dict(binning, random_state=random_state, n_threads=n_threads),
+            caller_name="Dataset")
         self.reference = reference
         if reference is not None:  # validated as the reference's rows
+            for name, value in binning.items():
+                if not _same(value, resolved_default(name)) and not _same(
+                        value, getattr(reference, name)):
+                    raise ValueError(f"{name}={value!r}: a validation Dataset is binned as "
+                                     f"its reference ({name}={getattr(reference, name)!r}).")
             categorical_features = reference.categorical_features
             max_bins, enable_bundle = reference.max_bins, reference.enable_bundle
             max_conflict_rate = reference.max_conflict_rate
@@ -152,6 +168,7 @@ class Dataset:
             out.feature_names_in_ = feature_names_in
         out.X, out.label, out.weight = X, label, weight
         out.binned = out.binned_for = None
+        out.__setstate__({})  # its lock
         return out
 
     def subset(self, rows, reference=None):
@@ -181,6 +198,7 @@ class Dataset:
                 weight, X, dtype=Y_DTYPE, ensure_non_negative=True))
         self.X, self.label, self.weight = X, label, weight
         self.binned = self.binned_for = None
+        self._lock = threading.Lock()
 
     def __sklearn_tags__(self):
         # scikit-learn's validate_data records and checks feature names and
@@ -226,18 +244,32 @@ class Dataset:
         ``random_state``). ``model`` = ``(bin_mapper, target_stats)`` of a
         warm start: its bins and statistics table are kept.
         """
-        if self.binned is not None:
-            if model is not None and model[0] is not self.binned.bin_mapper:
-                return self._bin(y_columns, weight, seed, n_threads, model)
-            if self.binned_for != key:
-                raise ValueError(
-                    f"This Dataset was binned for {self.binned_for}; a fit for {key} needs "
-                    "other bins (the target statistics of its pooled categorical "
-                    "features, or other class weights). Build a new Dataset for it.")
-            return self.binned
-        self.binned = self._bin(y_columns, weight, seed, n_threads, model)
-        self.binned_for = key
-        return self.binned
+        with self._lock:
+            binned, binned_for = self.binned, self.binned_for
+        if model is not None and (binned is None or model[0] is not binned.bin_mapper):
+            # a warm start bins by its model's mapper: not this Dataset's own bins
+            return self._bin(y_columns, weight, seed, n_threads, model)
+        if binned is None:
+            binned = self._bin(y_columns, weight, seed, n_threads, model)
+            with self._lock:  # a concurrent fit may have binned first: keep one
+                if self.binned is None:
+                    self.binned, self.binned_for = binned, key
+                binned, binned_for = self.binned, self.binned_for
+        if binned_for != key:
+            raise ValueError(
+                f"This Dataset was binned for {binned_for}; a fit for {key} needs other "
+                "bins (the target statistics of its pooled categorical features, or "
+                "other class weights). Build a new Dataset for it.")
+        return binned
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_lock")  # a lock does not pickle; a new one on loading
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _bin(self, y_columns, weight, seed, n_threads, model):
         if self.random_state is not None:

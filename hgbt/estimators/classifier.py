@@ -68,7 +68,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         return self.classes_[y_encoded.astype(np.intp)]
 
     def _class_weighted(self, sample_weight, y_encoded):
-        return class_weighted(self._class_weights, sample_weight, y_encoded)
+        # a Booster saved alone (hgbt.save_model) holds no class weights
+        return class_weighted(getattr(self, "_class_weights", None), sample_weight, y_encoded)
 
     def _objective(self):
         return objective_from_params(self.get_params(deep=False), self.classes_)

@@ -81,7 +81,10 @@ COMMON_PARAMETERS_DOC = """\
         has not improved by more than ``tol`` for ``n_iter_no_change``
         rounds. 'auto' turns it on from 100 rows (scikit-learn's: above
         10,000; not for a classifier with a class too rare for a stratified
-        hold-out), or when ``X_val`` is given to ``fit``.
+        hold-out), or when ``X_val`` is given to ``fit``. On an
+        :class:`hgbt.Dataset`, 'auto' turns it on when a validation set is
+        given (``X_val`` or ``eval_set``), whatever the row count: a hold-out
+        would bin the Dataset again.
     scoring : str, callable or None, default='loss'
         Score used for early stopping and ``best_iteration_``: 'loss' (the
         loss; the smaller the better), or a scikit-learn scorer name or

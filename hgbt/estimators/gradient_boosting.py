@@ -14,11 +14,11 @@ from sklearn.utils.validation import (_check_sample_weight, check_array, check_i
 
 from ..core._openmp import effective_n_threads
 from ..core._types import X_DTYPE, Y_DTYPE
-from ..core.params import AUTO_TREE_SIZES
+from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS
 from ..data import target_stats
-from ..data.dataset import BINNING_PARAMS, Dataset, bin_rows, new_seed
-from ..data.categorical import validate_X
-from ..engine.boosting import BoostSettings, FitRecord, boost
+from ..data.dataset import BINNING_PARAMS, Dataset, new_seed
+from ..data.categorical import same_encoding, validate_X
+from ..engine.boosting import TREE_SIZE, BoostSettings, FitRecord, boost
 from ..engine.early_stopping import can_stratify, split_validation
 from ..engine.evaluation import TRAIN, training_score_rows
 from ..engine.interrupts import running_fit
@@ -271,9 +271,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         interactions = interaction_groups(self.interaction_cst, X.shape[1])
         monotonic = self._check_monotonic_cst(X.shape[1])
 
-        if not warm:
+        if not warm or not hasattr(self, "_seed"):  # a saved Booster holds no seed
             self._seed = self._new_seed()
-        elif self.max_iter < self.n_iter_:
+        if warm and self.max_iter < self.n_iter_:
             raise ValueError(f"max_iter={self.max_iter} must be >= n_iter_={self.n_iter_} "
                              "when warm_start=True.")
 
@@ -349,6 +349,12 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                     names, getattr(self, "feature_names_in_", None)):
                 raise ValueError("warm_start: the Dataset's features are not the fitted "
                                  "model's.")
+            if not same_encoding(dataset.categorical, self.booster_.categorical):
+                raise ValueError(
+                    "warm_start: the Dataset codes its categorical columns otherwise than "
+                    "the fitted model (other categories or categorical features); its "
+                    "trees would read other codes. Continue on the rows as arrays or "
+                    "frames (fit(X, y)), which are coded as the model codes them.")
         else:
             self.n_features_in_ = dataset.n_features_in_
             if names is not None:
@@ -403,8 +409,11 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         ``train_set`` (its label and weights inside), or arrays."""
         if isinstance(X, Dataset):
             if X.reference is not train_set and X is not train_set:
-                raise ValueError(f"{name} is a Dataset whose reference is not the training "
-                                 "Dataset: build it as Dataset(X, y, reference=train_set).")
+                raise ValueError(
+                    f"{name} is a Dataset whose reference is not the training Dataset: a "
+                    "validation Dataset goes with a training Dataset (fit(dataset) or "
+                    "hgbt.train) and is built as Dataset(X_val, y_val, reference=dataset); "
+                    "beside training arrays, give the validation rows as arrays.")
             if y is not None or sample_weight is not None or X.label is None:
                 raise ValueError(f"{name}: a validation Dataset holds its label and "
                                  "weights (and needs a label).")
@@ -420,12 +429,6 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"{name} has {X.shape[0]} rows but {y.shape[0]} targets.")
         return X, y, weight
-
-    def _bin(self, X, n_threads):
-        """Rows as the trees read them, binned by the fitted bin mapper with
-        this estimator's layout settings (a FeatureLayout)."""
-        return bin_rows(X, self.booster_.bin_mapper, n_threads, self.enable_bundle,
-                        self.max_conflict_rate)
 
     def _new_seed(self):
         """The seed of every random draw of a fit, from ``random_state``."""
@@ -605,19 +608,14 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _grower_params(self):
         """The TreeGrower settings of this fit but the tree size
         (``max_leaf_nodes``, ``l2_regularization``: :meth:`_tree_sizes`)."""
-        return dict(
-            grow_policy=self.grow_policy, max_depth=self.max_depth,
-            min_samples_leaf=self.min_samples_leaf,
-            min_child_weight=self.min_child_weight,
-            min_gain_to_split=self.min_gain_to_split,
-            l1_regularization=self.l1_regularization, learning_rate=self.learning_rate,
-            interaction_groups=self._interaction_groups_,
-            is_categorical=self.booster_.bin_mapper.is_categorical_,
-            known_cat_bitsets=self.booster_.bin_mapper.known_cat_bitsets_,
-            max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
-            cat_l2=self.cat_l2, min_data_per_group=self.min_data_per_group,
-            max_cat_threshold=self.max_cat_threshold,
-            monotonic_cst=self._monotonic_cst_)
+        mapper = self.booster_.bin_mapper
+        return dict({name: getattr(self, name) for name in TREE_PARAMS
+                     if name not in TREE_SIZE},
+                    learning_rate=self.learning_rate,
+                    interaction_groups=self._interaction_groups_,
+                    is_categorical=mapper.is_categorical_,
+                    known_cat_bitsets=mapper.known_cat_bitsets_,
+                    monotonic_cst=self._monotonic_cst_)
 
     # -------------------------------------------------------------- predict
     def _raw_predict(self, X, iteration_range=None):

@@ -6,14 +6,18 @@ parameters (``hgbt/core/params.py``, by hgbt's names), and the model is a
 :class:`~hgbt.model.booster.Booster`. Both run the estimators' own fit on
 the Dataset (an estimator's ``fit`` takes a Dataset in place of X), so
 ``train(params, Dataset(X, y))`` is the model
-``HistGBDTRegressor(**params).fit(X, y)`` fits, bit for bit, and a Dataset
-reused by several calls is binned by the first.
+``HistGBDTRegressor(**params).fit(X, y)`` fits, bit for bit, when they stop
+alike (``train`` holds no rows out: its early stopping watches
+``valid_sets``), and a Dataset reused by several calls is binned by the
+first.
 """
 import numpy as np
 
 from ..core.params import CLASSIFIER, PARAMS, REGRESSOR, params_of
 from ..data.dataset import Dataset
+from ..model.booster import Booster
 from .classifier import HistGBDTClassifier
+from .monitoring import metric_name
 from .regressor import HistGBDTRegressor
 
 def _estimator(params, num_boost_round, has_validation, dataset):
@@ -28,13 +32,17 @@ def _estimator(params, num_boost_round, has_validation, dataset):
     if unknown:
         hints = []
         for name in unknown:
-            ours = [p.name for p in PARAMS if name in (p.lightgbm, p.xgboost, p.sklearn)]
+            ours = list(dict.fromkeys(p.name for p in PARAMS
+                                      if name in (p.lightgbm, p.xgboost, p.sklearn)))
             if name in {p.name for p in PARAMS}:
                 hints.append(f"{name!r} is not a parameter of "
                              f"{'classification' if kind == CLASSIFIER else 'regression'} "
                              "(loss='log_loss' classifies)")
-            elif ours:
+            elif len(ours) == 1:
                 hints.append(f"{name!r} is another library's name; hgbt's is {ours[0]!r}")
+            elif ours:
+                hints.append(f"{name!r} is another library's name; hgbt's is one of "
+                             f"{ours} (doc/parameters.md says which means what)")
         raise ValueError(f"Unknown parameters {unknown}" + (f": {'; '.join(hints)}"
                                                             if hints else "")
                          + ". doc/parameters.md lists hgbt's parameters.")
@@ -52,8 +60,9 @@ def _estimator(params, num_boost_round, has_validation, dataset):
     return (HistGBDTClassifier if kind == CLASSIFIER else HistGBDTRegressor)(**params)
 
 
-def train(params, train_set, num_boost_round=None, *, valid_sets=None, valid_names=None,
-          callbacks=None):
+def train(params: dict, train_set: Dataset, num_boost_round: int | None = None, *,
+          valid_sets: list | None = None, valid_names: list | None = None,
+          callbacks: list | None = None) -> Booster:
     """Fit gradient-boosted trees on a Dataset.
 
     Parameters
@@ -109,8 +118,9 @@ def train(params, train_set, num_boost_round=None, *, valid_sets=None, valid_nam
     return booster
 
 
-def cv(params, train_set, num_boost_round=None, *, nfold=5, stratified=None, shuffle=True,
-       seed=0, return_boosters=False):
+def cv(params: dict, train_set: Dataset, num_boost_round: int | None = None, *,
+       nfold: int = 5, stratified: bool | None = None, shuffle: bool = True, seed: int = 0,
+       return_boosters: bool = False) -> dict:
     """Cross-validated scores of ``params`` on a Dataset's rows, per round.
 
     Each of ``nfold`` folds is held out in turn; a model of
@@ -161,7 +171,11 @@ def cv(params, train_set, num_boost_round=None, *, nfold=5, stratified=None, shu
         held_out = train_set.subset(valid_rows, reference=fold)
         estimator = _estimator(params, num_boost_round, True, fold)
         estimator.fit(fold, eval_set=[held_out], eval_names=["valid"])
-        scores = estimator.evals_result_["valid"]
+        scores = estimator.evals_result_.get("valid", {})
+        if not scores:
+            raise ValueError("cv has no metric to average: a callable loss has no loss "
+                             "value; set scoring= (e.g. 'neg_mean_squared_error') or "
+                             "eval_metric=.")
         for metric, values in scores.items():
             curves.setdefault(metric, []).append(values)
         boosters.append(estimator.booster_)
@@ -170,8 +184,7 @@ def cv(params, train_set, num_boost_round=None, *, nfold=5, stratified=None, shu
         values = np.asarray(values, dtype=np.float64)  # folds × rounds
         result[f"{metric}-mean"] = values.mean(axis=0)
         result[f"{metric}-std"] = values.std(axis=0)
-    scoring = estimator.scoring
-    watched = scoring if isinstance(scoring, str) else list(curves)[1]
+    watched = metric_name(estimator.scoring)
     mean = result[f"{watched}-mean"]
     result["best_iteration"] = int(np.nanargmin(mean) if watched == "loss"
                                    else np.nanargmax(mean))

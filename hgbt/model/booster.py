@@ -24,6 +24,7 @@ from ..core._openmp import effective_n_threads
 from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
 from ..data import target_stats as _target_stats
 from ..data.categorical import pooled_features, validate_X
+from ..data.dataset import Dataset
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, check_sparse_format
 from ..engine.losses import get_loss
 from ..tree.predictor import ForestPredictor
@@ -56,9 +57,14 @@ def check_iteration_range(iteration_range, n_iter):
 class Booster:
     """A fitted gradient-boosted tree model.
 
-    Built by the estimators' ``fit`` (``estimator.booster_``), by
-    :func:`hgbt.load_model` and by unpickling. Its predictions are those of
-    the estimator that holds it, bit for bit.
+    Built by the estimators' ``fit`` (``estimator.booster_``) and by
+    :func:`hgbt.train`; a loaded model file's estimator holds one
+    (``hgbt.load_model(path).booster_``). Its predictions are those of the
+    estimator that holds it, bit for bit. The user's methods: ``predict``,
+    ``predict_contributions``, ``predict_interactions``, ``apply``,
+    ``feature_importance``, ``trees_to_dataframe``, ``dump_trees``,
+    ``feature_importance_table``; ``prepare`` converts input as the model
+    reads it. The others serve hgbt's own layers (fit, persistence).
 
     Parameters
     ----------
@@ -88,8 +94,22 @@ class Booster:
         One list per round of ``n_trees_per_iteration`` trees. A tree's
         ``nodes`` is a structured array (``doc/model-format.md``).
     baseline : ndarray of float64
+    n_iter, n_trees_per_iteration : int
+        Rounds, and trees per round.
     n_features_in_, feature_names_in_
-        As the estimators' attributes of those names.
+        As the estimators' attributes of those names (scikit-learn's names:
+        input is checked against them as against an estimator).
+    classes : ndarray or None
+        The class labels of a classifier.
+    objective : dict
+        The loss (:func:`hgbt.engine.losses.get_loss`'s arguments); ``loss``
+        is the loss object, whose inverse link maps raw scores to predictions.
+    bin_mapper : BinMapper
+        The bin boundaries of the features the trees index.
+    categorical : CategoricalEncoding or None
+        How categorical columns become codes.
+    target_stats : dict or None
+        The target statistics of the pooled categorical features.
     best_iteration : int or None
         The best round early stopping saw (``hgbt.train``; None otherwise).
     evals_result : dict or None
@@ -183,6 +203,9 @@ class Booster:
         ``checker`` is the object whose feature names and count are checked
         (and named in errors): the estimator, or this Booster.
         """
+        if isinstance(X, Dataset):
+            raise TypeError("Prediction takes rows (an array, DataFrame or sparse matrix), "
+                            "not an hgbt.Dataset: pass the rows the Dataset was built from.")
         check_sparse_format(X)
         X, _ = validate_X(self if checker is None else checker, X, self.categorical,
                           positions=True, dtype=[X_DTYPE, np.float32],
@@ -288,7 +311,8 @@ class Booster:
                     tree.predict_add(X, out[k], n_threads)
         return out
 
-    def predict(self, X, *, raw_score=False, iteration_range=None, n_threads=None):
+    def predict(self, X, *, raw_score: bool = False, iteration_range: tuple | None = None,
+                n_threads: int | None = None) -> np.ndarray:
         """Predictions for ``X``.
 
         Parameters
@@ -320,7 +344,7 @@ class Booster:
         return out
 
     # --------------------------------------------------------- importance
-    def feature_importance(self, importance_type="gain"):
+    def feature_importance(self, importance_type: str = "gain") -> np.ndarray:
         """Per user feature: the total split gain (``'gain'``) or the number
         of splits (``'split'``) over all trees, unnormalised; a target
         statistic counts for its feature.
@@ -342,7 +366,8 @@ class Booster:
         return self.fold_internal(totals, 0)
 
     # -------------------------------------------------------- inspection
-    def predict_contributions(self, X, *, iteration_range=None, n_threads=None):
+    def predict_contributions(self, X, *, iteration_range: tuple | None = None,
+                              n_threads: int | None = None) -> np.ndarray:
         """Exact TreeSHAP contributions of each feature to the raw score
         (as the estimators' ``predict_contributions``).
 
@@ -355,7 +380,8 @@ class Booster:
         return contributions(self, self.prepare(X), iteration_range,
                              effective_n_threads(n_threads))
 
-    def predict_interactions(self, X, *, iteration_range=None, n_threads=None):
+    def predict_interactions(self, X, *, iteration_range: tuple | None = None,
+                             n_threads: int | None = None) -> np.ndarray:
         """SHAP interaction values of each pair of features on the raw score
         (as the estimators' ``predict_interactions``).
 
@@ -367,7 +393,8 @@ class Booster:
         return interactions(self, self.prepare(X), iteration_range,
                             effective_n_threads(n_threads))
 
-    def apply(self, X, *, iteration_range=None, n_threads=None):
+    def apply(self, X, *, iteration_range: tuple | None = None,
+              n_threads: int | None = None) -> np.ndarray:
         """The leaf each row reaches in each tree.
 
         Returns

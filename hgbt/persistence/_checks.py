@@ -12,6 +12,11 @@ from ..core._openmp import effective_n_threads, max_threads
 from ..data.binning import BinMapper
 from ..data.categorical import CategoricalEncoding
 from ..data.target_stats import n_columns
+from ..engine.losses import get_loss
+from ..model.booster import LOSS_PARAMS
+
+#: what a stored loss may hold besides its name (get_loss's keywords)
+LOSS_ARGUMENTS = (*(p for p in LOSS_PARAMS if p != "loss"), "n_classes")
 from ..tree.predictor import TreePredictor
 from ..tree.validation import InvalidTreeError, check_tree
 
@@ -89,6 +94,7 @@ def check_state(cls, state):
     n_features += check_target_stats(state, n_features, k_trees)
     if n_features != width:
         fail("_target_stats", "does not match the bin mapper")
+    check_objective(state.get("_objective"), k_trees)
     predictors = state["_predictors"]
     n_iter = _as_count(state.get("n_iter_"), "n_iter_", 0)
     if not isinstance(predictors, list) or len(predictors) != n_iter:
@@ -103,6 +109,23 @@ def check_state(cls, state):
                            n_features, where=f"trees[{i}][{k}]")
             except InvalidTreeError as exc:
                 fail(*str(exc).split(": ", 1))
+
+
+def check_objective(objective, k_trees):
+    """A stored loss (None in states before it) that ``get_loss`` builds,
+    with ``k_trees`` trees a round."""
+    if objective is None:
+        return
+    if not (isinstance(objective, dict) and "loss" in objective
+            and set(objective) <= {"loss", *LOSS_ARGUMENTS}):
+        fail("_objective", "expected a dict of get_loss's arguments with 'loss'")
+    try:
+        loss = get_loss(**objective)
+    except (TypeError, ValueError) as exc:
+        fail("_objective", str(exc))
+    if loss.n_trees_per_iteration != k_trees:
+        fail("_objective", f"its loss grows {loss.n_trees_per_iteration} trees a round, "
+                           f"the model {k_trees}")
 
 
 def _pooled(state, n_features):

@@ -12,10 +12,11 @@ import numpy as np
 from ..data.categorical import CategoricalEncoding
 from ..model.booster import Booster, objective_from_params
 
-#: the Booster's parts in a flat state
+#: the Booster's parts in a flat state (``_objective``: its loss, since the
+#: Booster; files and pickles before it take the loss from the parameters)
 FLAT_MODEL_KEYS = ("_predictors", "_baseline_prediction", "_bin_mapper", "_target_stats",
                    "is_categorical_", "categorical_categories_", "_categorical_by_value",
-                   "_categorical_pooled")
+                   "_categorical_pooled", "_objective")
 
 
 def flatten(state):
@@ -35,6 +36,7 @@ def flatten(state):
         "categorical_categories_": None if encoding is None else encoding.categories,
         "_categorical_by_value": None if encoding is None else encoding.by_value,
         "_categorical_pooled": bool(booster.pooled_features),
+        "_objective": dict(booster.objective),
     })
     return state
 
@@ -59,7 +61,9 @@ def nest(cls, state):
     state["booster_"] = Booster(
         n_features_in=state["n_features_in_"],
         feature_names_in=state.get("feature_names_in_"), categorical=encoding,
-        target_stats=parts["_target_stats"], objective=objective_from_params(state, classes),
+        target_stats=parts["_target_stats"],
+        objective=(parts["_objective"] if parts["_objective"] is not None
+                   else objective_from_params(state, classes)),
         classes=classes, bin_mapper=parts["_bin_mapper"],
         baseline=parts["_baseline_prediction"], trees=parts["_predictors"])
     return state

@@ -414,7 +414,7 @@ def _holder(booster):
     fitted attributes the format needs): how a Booster is written."""
     name = "HistGBDTClassifier" if booster.classes is not None else "HistGBDTRegressor"
     params = {key: value for key, value in booster.objective.items() if key != "n_classes"}
-    estimator = _CLASSES[name](**params)
+    estimator = _CLASSES[name](**params, max_bins=int(booster.bin_mapper.max_bins))
     vars(estimator).update(booster_=booster, n_features_in_=booster.n_features_in_,
                            n_iter_=booster.n_iter,
                            n_trees_per_iteration_=booster.n_trees_per_iteration)
@@ -508,7 +508,7 @@ def _verify_checksum(document):
                           "verify_checksum=False) loads it if you trust the edit)")
 
 
-def save_model(estimator, path):
+def save_model(estimator, path: "str | os.PathLike") -> None:
     """Write a fitted estimator, or a Booster, to ``path`` as JSON (see
     ``doc/model-format.md``).
 
@@ -528,7 +528,7 @@ def _reject_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-def load_model(path, *, verify_checksum=True):
+def load_model(path: "str | os.PathLike", *, verify_checksum: bool = True):
     """Load an estimator written by ``save_model``.
 
     The safe way to load a model file from elsewhere: the file is data, and

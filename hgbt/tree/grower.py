@@ -6,7 +6,7 @@ import numpy as np
 
 from ._splitting import SplitSettings, leaf_value
 from ..core._types import BITSET_DTYPE
-from ..core.params import resolved_default
+from ..core.params import TREE_PARAMS, resolved_default
 from ._predictor import nodes_from_grown
 from .predictor import TreePredictor
 
@@ -68,14 +68,8 @@ class TreeSettings:
 
     def split_params(self):
         """The split search's settings, as :class:`SplitSettings` names them."""
-        return dict(min_samples_leaf=self.min_samples_leaf,
-                    min_child_weight=self.min_child_weight,
-                    min_gain_to_split=self.min_gain_to_split,
-                    l1_regularization=self.l1_regularization,
-                    l2_regularization=self.l2_regularization,
-                    max_cat_to_onehot=self.max_cat_to_onehot, cat_smooth=self.cat_smooth,
-                    cat_l2=self.cat_l2, min_data_per_group=self.min_data_per_group,
-                    max_cat_threshold=self.max_cat_threshold)
+        return {name: getattr(self, name) for name in TREE_PARAMS
+                if name not in ("grow_policy", "max_leaf_nodes", "max_depth")}
 
 
 class TreeGrower:
