@@ -702,39 +702,47 @@ def test_every_local_tree_grows_in_the_kernel(monkeypatch):
 
 
 def test_kernel_rejects_inconsistent_buffers():
-    from hgbt.tree._grower import TreeKernel
+    from hgbt.tree._grower import Growth, TreeKernel
     from hgbt.tree._splitting import SplitSettings
 
     X, Xb, mapper, g, h = make_problem(4, n_samples=300)
     rows = np.arange(300, dtype=np.uint32)
     settings = SplitSettings(mapper.n_bins_non_missing_, mapper.missing_bin,
                              min_samples_leaf=5)
-    common = dict(layout=FeatureLayout.plain(Xb, mapper.n_bins_non_missing_),
-                  rows=rows, buffer=np.empty(300, dtype=np.uint32),
-                  n_root=300, gradients=g, hessians=h,
-                  ordered_gradients=np.empty(300, dtype=G_H_DTYPE),
-                  ordered_hessians=np.empty(300, dtype=G_H_DTYPE), max_leaf_nodes=8)
+    buffers = dict(layout=FeatureLayout.plain(Xb, mapper.n_bins_non_missing_),
+                   rows=rows, buffer=np.empty(300, dtype=np.uint32), gradients=g, hessians=h,
+                   ordered_gradients=np.empty(300, dtype=G_H_DTYPE),
+                   ordered_hessians=np.empty(300, dtype=G_H_DTYPE))
+    growth = Growth(max_leaf_nodes=8)
     kernel = TreeKernel(5, 5, mapper.missing_bin + 1)
-    assert kernel.grow(settings, **common).shape[0] > 1
+
+    def grow(kernel=kernel, settings=settings, growth=growth, n_root=300, tree_mask=None,
+             node_masks=None, **changes):
+        return kernel.grow(settings, growth, {**buffers, **changes}, n_root=n_root,
+                           tree_mask=tree_mask, node_masks=node_masks)
+
+    assert grow().shape[0] > 1
     for bad in (dict(n_root=301), dict(buffer=np.empty(10, dtype=np.uint32)),
-                dict(max_leaf_nodes=1), dict(tree_mask=np.ones(4, dtype=np.uint8)),
-                dict(interaction_groups=np.ones((2, 4), dtype=np.uint8))):
+                dict(tree_mask=np.ones(4, dtype=np.uint8)),
+                dict(growth=Growth(interaction_groups=np.ones((2, 4), dtype=np.uint8)))):
         with pytest.raises(ValueError, match="TreeKernel.grow"):
-            kernel.grow(settings, **{**common, **bad})
+            grow(**bad)
+    with pytest.raises(ValueError, match="max_leaf_nodes must be at least 2"):
+        Growth(max_leaf_nodes=1)
     with pytest.raises(ValueError, match="TreeKernel.grow"):
-        TreeKernel(6, 6, mapper.missing_bin + 1).grow(settings, **common)
+        grow(kernel=TreeKernel(6, 6, mapper.missing_bin + 1))
     with pytest.raises(ValueError, match="TreeKernel.grow"):  # a width per column
         narrow = FeatureLayout.plain(Xb, mapper.n_bins_non_missing_)
         narrow.column_width = narrow.column_width[:3]
-        kernel.grow(settings, **{**common, "layout": narrow})
+        grow(layout=narrow)
     other = SplitSettings(mapper.n_bins_non_missing_[:4], mapper.missing_bin)
     with pytest.raises(ValueError, match="TreeKernel.grow"):
-        kernel.grow(other, **common)
+        grow(settings=other)
     # a failing node-mask source is raised, not swallowed
     def broken(k):
         raise RuntimeError("no masks")
     with pytest.raises(RuntimeError, match="no masks"):
-        kernel.grow(settings, **common, node_masks=broken)
+        grow(node_masks=broken)
     with pytest.raises(ValueError, match="node_masks"):
-        kernel.grow(settings, **common, node_masks=lambda k: np.ones((k, 3), np.uint8))
-    assert kernel.grow(settings, **common).shape[0] > 1  # still usable
+        grow(node_masks=lambda k: np.ones((k, 3), np.uint8))
+    assert grow().shape[0] > 1  # still usable

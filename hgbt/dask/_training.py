@@ -204,12 +204,13 @@ class DistributedTrainingData:
                 out[field] += part[field]  # exact: gradients are on the grid
         return out
 
-    def grow_tree(self, settings, **growth):
+    def grow_tree(self, settings, growth, tree_mask=None, node_masks=None):
         """Grow the begun tree with the local kernel's loop: its node
         histograms and splits go to the shards (``node_histogram``, ``split``)."""
         if self._kernel is None:
             self._kernel = TreeKernel(self.n_features, self.n_features, self.n_bins)
-        return self._kernel.grow(settings, remote=self, **growth, n_threads=self.n_threads)
+        return self._kernel.grow(settings, growth, remote=self, tree_mask=tree_mask,
+                                 node_masks=node_masks, n_threads=self.n_threads)
 
     def split(self, node_id, left_id, right_id, feature_idx, bin_idx, missing_go_to_left,
               cat_bitset=None):

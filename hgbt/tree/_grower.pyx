@@ -30,6 +30,7 @@ from ._splitting cimport (find_split, live_features, newton_value, split_params,
                           layout_params, SplitSettings)
 
 from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SPLIT_INFO_DTYPE
+from ..core.params import resolved_default
 
 # Node masks fetched from the sampler at a time (per-node column sampling).
 DEF MASK_BATCH = 64
@@ -38,7 +39,7 @@ DEF MASK_BATCH = 64
 DEF MAX_LIVE = 16777216
 
 
-cdef struct buffers:
+cdef struct tree_buffers:
     # The rows a tree grows on and how their histograms are built.
     const X_BINNED_DTYPE_C* X  # n_samples x n_dense codes, F-ordered (NULL: none)
     SIZE_C n_samples
@@ -81,7 +82,7 @@ cdef struct buffers:
     X_BINNED_DTYPE_C* scratch  # a zero byte per row
 
 
-cdef struct growth:
+cdef struct grow_state:
     bint lossguide
     int max_leaf_nodes  # -1: none
     int max_depth  # -1: none
@@ -124,6 +125,38 @@ cdef bint _reserve_ints(int** buffer, Py_ssize_t* capacity, Py_ssize_t n) noexce
     buffer[0] = <int*>grown
     capacity[0] = grown_capacity
     return True
+
+
+cdef class Growth:
+    """How every tree of a fit grows past each node's split search, built once
+    per fit (``TreeGrower``) and read by :meth:`TreeKernel.grow`.
+
+    Parameters
+    ----------
+    lossguide : bool, default=True
+        Best-first by gain; False: level by level (depthwise).
+    max_leaf_nodes : int or None, default=31
+        At least 2; None: no limit (defaults: the parameters', as the first
+        tree size of ``max_leaf_nodes='auto'``).
+    max_depth : int or None, default=None
+    interaction_groups : ndarray of uint8 of shape (n_groups, n_features) or None
+        Membership of the interaction constraints' groups.
+    """
+
+    cdef readonly bint lossguide
+    cdef readonly object max_leaf_nodes, max_depth, interaction_groups
+
+    def __init__(self, bint lossguide=True,
+                 max_leaf_nodes=resolved_default("max_leaf_nodes"),
+                 max_depth=resolved_default("max_depth"), interaction_groups=None):
+        if max_leaf_nodes is not None and max_leaf_nodes < 2:
+            raise ValueError(f"Growth: max_leaf_nodes must be at least 2, got "
+                             f"{max_leaf_nodes}.")
+        self.lossguide = lossguide
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_depth = max_depth
+        self.interaction_groups = (None if interaction_groups is None else
+                                   np.ascontiguousarray(interaction_groups, dtype=np.uint8))
 
 
 cdef class TreeKernel:
@@ -238,45 +271,45 @@ cdef class TreeKernel:
     cdef bint _reserve_groups(self, Py_ssize_t n) noexcept nogil:
         return _reserve_ints(&self._groups, &self._groups_capacity, self._groups_used + n)
 
-    def grow(self, SplitSettings settings, *, layout=None, rows=None, buffer=None,
-             SIZE_C n_root=0,
-             gradients=None, hessians=None, ordered_gradients=None,
-             ordered_hessians=None, packed=None, exponents=None, packed_lanes=None,
-             double constant_hessian=0.0, acc=None, sums=None, X_rows=None,
-             column_bounds=None, scratch=None, bint lossguide=True, max_leaf_nodes=31,
-             max_depth=None, interaction_groups=None, tree_mask=None, node_masks=None,
-             remote=None, int n_threads=1):
+    def grow(self, SplitSettings settings, Growth growth, dict buffers=None, *,
+             SIZE_C n_root=0, tree_mask=None, node_masks=None, remote=None,
+             int n_threads=1):
         """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
 
-        ``layout`` is the binned rows (:class:`hgbt.data.bundling.FeatureLayout`;
-        a plain one, every feature its dense column, takes the direct path;
-        sparse-stored columns also take ``column_bounds`` and a zeroed
-        ``scratch`` byte per row). Histograms come from
-        ``gradients``/``hessians`` (snapped to their grid; ``hessians`` of
-        length 1: constant), or, with ``packed``, the dense columns' from
-        packed quantized gradients (``exponents``, ``packed_lanes`` and the
-        buffers of ``build_histogram_packed``; the sparse-stored columns'
-        still from ``gradients``/``hessians``, the dequantized values).
-        ``settings`` is the fit's :class:`SplitSettings`.
-        ``interaction_groups``: uint8 membership (n_groups, n_features).
-        ``tree_mask``: the tree's features (uint8, or None/empty for all).
-        ``node_masks``: with per-node column sampling, a callable
+        ``settings`` is the fit's :class:`SplitSettings`, ``growth`` its
+        :class:`Growth` (both built once per fit). ``buffers`` holds the rows
+        and their buffers, by name: ``layout``, the binned rows
+        (:class:`hgbt.data.bundling.FeatureLayout`; a plain one, every
+        feature its dense column, takes the direct path; sparse-stored
+        columns also take ``column_bounds`` and a zeroed ``scratch`` byte per
+        row); ``rows`` (the row-index array, partitioned in place) and
+        ``buffer``; ``gradients``/``hessians`` (snapped to their grid;
+        ``hessians`` of length 1: constant) with ``ordered_gradients`` /
+        ``ordered_hessians``, or, with ``packed``, the dense columns'
+        histograms from packed quantized gradients (``exponents``,
+        ``packed_lanes``, ``constant_hessian`` and the buffers ``acc``,
+        ``sums``, ``X_rows`` of ``build_histogram_packed``; the sparse-stored
+        columns' still from ``gradients``/``hessians``, the dequantized
+        values). ``tree_mask``: the tree's features (uint8, or None/empty
+        for all). ``node_masks``: with per-node column sampling, a callable
         ``k -> (k, n_features) uint8`` giving the next ``k`` node masks.
         Returns the nodes (GROWN_NODE_DTYPE) in ``TreeGrower``'s order, each
         node's rows at ``rows[start:stop]``.
 
-        ``remote``: rows held elsewhere (``hgbt.dask``), instead of the local
-        buffers: ``remote.node_histogram(node_id)`` gives a node's
+        ``remote``: rows held elsewhere (``hgbt.dask``), instead of
+        ``buffers``: ``remote.node_histogram(node_id)`` gives a node's
         histograms, ``remote.split(node_id, left_id, right_id, feature_idx,
         bin_idx, missing_go_to_left, cat_bitset)`` splits its rows (called
         with the GIL, in the local loop's order); ``start``/``stop`` are 0.
         """
         if remote is not None:
-            return self._grow_remote(settings, remote, lossguide, max_leaf_nodes,
-                                     max_depth, interaction_groups, tree_mask,
-                                     node_masks, n_threads)
-        cdef buffers buf
-        cdef growth grow
+            return self._grow_remote(settings, growth, remote, tree_mask, node_masks,
+                                     n_threads)
+        buffers = {} if buffers is None else buffers
+        layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),
+                                buffers.get("buffer"))
+        packed = buffers.get("packed")
+        cdef tree_buffers buf
         cdef SIZE_C[::1] rows_view = rows, buffer_view = buffer
         cdef const G_H_DTYPE_C[::1] g_view, h_view
         cdef G_H_DTYPE_C[::1] og_view, oh_view
@@ -309,7 +342,7 @@ cdef class TreeKernel:
                 or (plain and n_dense != n_features)
                 or (not plain and settings.n_columns != n_columns)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        memset(&buf, 0, sizeof(buffers))
+        memset(&buf, 0, sizeof(tree_buffers))
         buf.X = &X[0, 0] if n_dense else NULL
         buf.n_samples = n_samples
         buf.n_dense = n_dense
@@ -317,27 +350,28 @@ cdef class TreeKernel:
         buf.n_bins = settings.missing_bin + 1
         buf.rows = &rows_view[0]
         buf.buffer = &buffer_view[0]
-        g_view, h_view = gradients, hessians
+        g_view, h_view = buffers.get("gradients"), buffers.get("hessians")
         buf.constant_hessian = h_view.shape[0] == 1
         if g_view.shape[0]:
             buf.gradients, buf.hessians = &g_view[0], &h_view[0]
         if packed is None:
-            og_view, oh_view = ordered_gradients, ordered_hessians
+            og_view, oh_view = buffers["ordered_gradients"], buffers["ordered_hessians"]
             buf.ordered_gradients = &og_view[0]
             buf.ordered_hessians = &oh_view[0]
         else:
             packed_view = packed
-            acc_view, sums_view = acc, sums
+            acc_view, sums_view = buffers["acc"], buffers["sums"]
             if (packed_view.shape[0] < n_samples or acc_view.shape[1] < n_dense * 256
                     or sums_view.shape[1] != 3 * acc_view.shape[1]):
                 raise ValueError("TreeKernel.grow: inconsistent packed buffers.")
             buf.packed = &packed_view[0]
-            buf.q.g_exponent, buf.q.h_exponent = exponents
-            buf.q.h_shift, buf.q.g_shift, buf.q.block_rows = packed_lanes
-            buf.q.constant_hessian = constant_hessian
+            buf.q.g_exponent, buf.q.h_exponent = buffers["exponents"]
+            buf.q.h_shift, buf.q.g_shift, buf.q.block_rows = buffers["packed_lanes"]
+            buf.q.constant_hessian = buffers["constant_hessian"]
             buf.acc, buf.sums = &acc_view[0, 0], &sums_view[0, 0]
             buf.part_stride = acc_view.shape[1]
             buf.max_parts = acc_view.shape[0]
+            X_rows = buffers.get("X_rows")
             if X_rows is not None:
                 rows_major = X_rows
                 if rows_major.shape[0] != n_samples or rows_major.shape[1] < n_dense:
@@ -370,8 +404,8 @@ cdef class TreeKernel:
                 lay_col_indptr = layout.column_indptr
                 lay_col_rows = layout.column_rows
                 lay_col_codes = layout.column_codes
-                bounds_view = column_bounds
-                scratch_view = scratch
+                bounds_view = buffers["column_bounds"]
+                scratch_view = buffers["scratch"]
                 if (lay_indptr.shape[0] != n_samples + 1 or scratch_view.shape[0] < n_samples
                         or bounds_view[bounds_view.shape[0] - 1] != n_columns - n_dense
                         or buf.gradients == NULL):
@@ -386,47 +420,42 @@ cdef class TreeKernel:
                 buf.column_bounds = &bounds_view[0]
                 buf.n_chunks = bounds_view.shape[0] - 1
                 buf.scratch = &scratch_view[0]
-        return self._run(&buf, settings, lossguide, max_leaf_nodes, max_depth,
-                         interaction_groups, tree_mask, node_masks, n_threads, n_root)
+        return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads, n_root)
 
-    def _grow_remote(self, SplitSettings settings, remote, bint lossguide, max_leaf_nodes,
-                     max_depth, interaction_groups, tree_mask, node_masks, int n_threads):
-        cdef buffers buf
+    def _grow_remote(self, SplitSettings settings, Growth growth, remote, tree_mask,
+                     node_masks, int n_threads):
+        cdef tree_buffers buf
         if (settings.n_features != self._n_features or settings.missing_bin + 1 > 256
                 or settings.layout.feature_column != NULL
                 or self._bins != <Py_ssize_t>max(self._n_features, 1)
                 * (settings.missing_bin + 1)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        memset(&buf, 0, sizeof(buffers))
+        memset(&buf, 0, sizeof(tree_buffers))
         buf.n_columns = self._n_features
         buf.n_bins = settings.missing_bin + 1
         self._remote = remote
         self._is_remote = True
         self._split_record = np.zeros((), dtype=SPLIT_INFO_DTYPE)
         try:
-            return self._run(&buf, settings, lossguide, max_leaf_nodes, max_depth,
-                             interaction_groups, tree_mask, node_masks, n_threads, 0)
+            return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads, 0)
         finally:
             self._remote = self._split_record = None
             self._is_remote = False
 
-    cdef _run(self, const buffers* buf, SplitSettings settings, bint lossguide,
-              max_leaf_nodes, max_depth, interaction_groups, tree_mask, node_masks,
-              int n_threads, SIZE_C n_root):
+    cdef _run(self, const tree_buffers* buf, SplitSettings settings, Growth growth, tree_mask,
+              node_masks, int n_threads, SIZE_C n_root):
         # The growth settings, then the loop without the GIL; returns the nodes.
-        cdef growth grow
+        cdef grow_state grow
         cdef const unsigned char[::1] mask_view
         cdef const unsigned char[:, ::1] groups_view
         cdef int n_nodes, n_features = self._n_features
-        if max_leaf_nodes is not None and max_leaf_nodes < 2:
-            raise ValueError("TreeKernel.grow: max_leaf_nodes must be at least 2.")
-        memset(&grow, 0, sizeof(growth))
-        grow.lossguide = lossguide
-        grow.max_leaf_nodes = -1 if max_leaf_nodes is None else max_leaf_nodes
-        grow.max_depth = -1 if max_depth is None else max_depth
+        memset(&grow, 0, sizeof(grow_state))
+        grow.lossguide = growth.lossguide
+        grow.max_leaf_nodes = -1 if growth.max_leaf_nodes is None else growth.max_leaf_nodes
+        grow.max_depth = -1 if growth.max_depth is None else growth.max_depth
         grow.n_threads = n_threads
-        if interaction_groups is not None:
-            groups_view = interaction_groups
+        if growth.interaction_groups is not None:
+            groups_view = growth.interaction_groups
             if groups_view.shape[1] != n_features:
                 raise ValueError(f"TreeKernel.grow: interaction_groups needs {n_features} "
                                  "columns.")
@@ -465,7 +494,7 @@ cdef class TreeKernel:
         memcpy(&out[0], self._nodes, n_nodes * sizeof(grown_node_struct))
         return nodes
 
-    cdef int _grow(self, const buffers* buf, const growth* grow, const search* s,
+    cdef int _grow(self, const tree_buffers* buf, const grow_state* grow, const search* s,
                    SIZE_C n_root) noexcept nogil:
         # TreeGrower.grow; returns the node count, or -1 when out of memory
         # (-2: fetching node masks failed, see self._error).
@@ -649,7 +678,7 @@ cdef class TreeKernel:
         return n
 
     cdef bint _child_groups(self, int parent, int first_child,
-                            const growth* grow) noexcept nogil:
+                            const grow_state* grow) noexcept nogil:
         # The children keep the parent's groups that hold the split feature.
         cdef node_state* st = &self._state[parent]
         cdef int f = self._nodes[parent].split.feature_idx, i, g, n_kept = 0
@@ -668,7 +697,7 @@ cdef class TreeKernel:
             self._state[first_child + i].group_count = n_kept
         return True
 
-    cdef const unsigned char* _node_mask(self, const growth* grow,
+    cdef const unsigned char* _node_mask(self, const grow_state* grow,
                                          int node_id) noexcept nogil:
         # The features node_id may split on (NULL: all); NULL with _error
         # set when fetching node masks failed.
@@ -747,7 +776,7 @@ cdef class TreeKernel:
                 return False
         return True
 
-    cdef void _build(self, const buffers* buf, int node_id, hist_struct* out,
+    cdef void _build(self, const tree_buffers* buf, int node_id, hist_struct* out,
                      int n_threads) noexcept nogil:
         # The node's histograms from its rows (LocalTrainingData.node_histogram).
         cdef const grown_node_struct* node = &self._nodes[node_id]
@@ -783,7 +812,7 @@ cdef class TreeKernel:
                              buf.n_chunks, out + <Py_ssize_t>buf.n_dense * buf.n_bins,
                              buf.n_columns - buf.n_dense, buf.n_bins, n_threads)
 
-    cdef int _split(self, const buffers* buf, const growth* grow, const search* s,
+    cdef int _split(self, const tree_buffers* buf, const grow_state* grow, const search* s,
                     split_params* p, int node_id) noexcept nogil:
         # The node's best split into node.split: 1 found, 0 none, -2 error.
         cdef grown_node_struct* node = &self._nodes[node_id]

@@ -4,6 +4,7 @@ from typing import Optional
 
 import numpy as np
 
+from ._grower import Growth
 from ._splitting import SplitSettings, leaf_value
 from ..core._types import BITSET_DTYPE
 from ..core.params import TREE_PARAMS, resolved_default
@@ -86,7 +87,7 @@ class TreeGrower:
     Parameters
     ----------
     data : LocalTrainingData or DistributedTrainingData
-        Where the tree grows: ``data.grow_tree(split_settings, **growth)``
+        Where the tree grows: ``data.grow_tree(split_settings, growth, ...)``
         runs the kernel on the data's rows (local buffers, or remote shards
         through the kernel's callbacks).
     bin_thresholds : list of ndarray
@@ -123,13 +124,15 @@ class TreeGrower:
         self.split_settings = split_settings or self.make_split_settings(
             data, n_bins_non_missing, **settings.split_params(),
             is_categorical=self.is_categorical, monotonic_cst=self.monotonic_cst)
-        self._group_members = None
+        members = None
         if settings.interaction_groups is not None:
             # uint8 membership (n_groups, n_features): the kernel's groups
-            self._group_members = np.zeros((len(settings.interaction_groups),
-                                            data.n_features), dtype=np.uint8)
+            members = np.zeros((len(settings.interaction_groups), data.n_features),
+                               dtype=np.uint8)
             for g, group in enumerate(settings.interaction_groups):
-                self._group_members[g, list(group)] = 1
+                members[g, list(group)] = 1
+        self.growth = Growth(settings.grow_policy == "lossguide", settings.max_leaf_nodes,
+                             settings.max_depth, members)
 
     @staticmethod
     def make_split_settings(data, n_bins_non_missing, **params):
@@ -159,11 +162,8 @@ class TreeGrower:
             sampler, tree_mask = self.feature_sampler, self._tree_mask
             node_masks = lambda k: np.stack([sampler.node_mask(tree_mask)
                                              for _ in range(k)])
-        nodes = self.data.grow_tree(
-            self.split_settings, lossguide=self.settings.grow_policy == "lossguide",
-            max_leaf_nodes=self.settings.max_leaf_nodes, max_depth=self.settings.max_depth,
-            interaction_groups=self._group_members, tree_mask=self._tree_mask,
-            node_masks=node_masks)
+        nodes = self.data.grow_tree(self.split_settings, self.growth,
+                                    tree_mask=self._tree_mask, node_masks=node_masks)
         return self._finish(nodes)
 
     def _thresholds(self):

@@ -254,31 +254,33 @@ class LocalTrainingData:
         """Whether :meth:`grow_tree` can grow a tree here (it can, given a feature)."""
         return self.n_features > 0
 
-    def grow_tree(self, settings, **growth):
+    def grow_tree(self, settings, growth, tree_mask=None, node_masks=None):
         """Grow the tree begun by :meth:`start_tree` in one kernel call.
 
         ``settings`` is the fit's :class:`hgbt.tree._splitting.SplitSettings`,
-        ``growth`` the growth settings of ``TreeKernel.grow`` (policy, leaf
-        and depth limits, interaction groups, feature masks). Returns the
+        ``growth`` its :class:`hgbt.tree._grower.Growth` (policy, leaf and
+        depth limits, interaction groups); ``tree_mask`` and ``node_masks``
+        the tree's feature masks (see ``TreeKernel.grow``). Returns the
         nodes (GROWN_NODE_DTYPE), each node's rows then being
         ``node_rows(node_id)``, as after the grower's splits.
         """
         if self._kernel is None:
             self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
+        buffers = dict(layout=self.layout, rows=self._rows, buffer=self._buffer,
+                       gradients=self._hist_gradients, hessians=self._hist_hessians)
         if self._packed is not None:
-            buffers = dict(packed=self._packed, exponents=self._exponents,
+            buffers.update(packed=self._packed, exponents=self._exponents,
                            packed_lanes=self._lanes,
                            constant_hessian=self._constant_hessian, acc=self._acc,
                            sums=self._sums, X_rows=self._X_rows)
         else:
-            buffers = dict(ordered_gradients=self._ordered_gradients,
+            buffers.update(ordered_gradients=self._ordered_gradients,
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
-        nodes = self._kernel.grow(
-            settings, layout=self.layout, rows=self._rows, buffer=self._buffer,
-            n_root=self._ranges[0][1], gradients=self._hist_gradients,
-            hessians=self._hist_hessians, **buffers, **growth, n_threads=self.n_threads)
+        nodes = self._kernel.grow(settings, growth, buffers, n_root=self._ranges[0][1],
+                                  tree_mask=tree_mask, node_masks=node_masks,
+                                  n_threads=self.n_threads)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 
