@@ -51,3 +51,83 @@ def test_can_stratify_matches_the_split():
         except ValueError:
             ok = False
         assert can_stratify(y, fraction) == ok, (len(np.unique(y)), fraction)
+
+
+# --------------------------------- an eval_set of the training rows is never watched
+def _sets(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(4000, 5))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + rng.normal(size=4000)
+    return X[:3000], y[:3000], X[3000:], y[3000:]
+
+
+def _same_trees(a, b):
+    from fitted import all_trees
+    assert a.n_iter_ == b.n_iter_
+    assert [t.nodes.tobytes() for t in all_trees(a)] == [t.nodes.tobytes() for t in all_trees(b)]
+
+
+PARAMS = dict(max_iter=1000, learning_rate=0.3, random_state=0, n_iter_no_change=5)
+
+
+def test_the_training_rows_in_eval_set_are_scored_not_watched():
+    """LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val, y_val)]:
+    early stopping watches the validation set (it ran all 1000 rounds watching the
+    training rows before), with a warning that says so."""
+    import pytest
+    from hgbt import HistGBDTRegressor
+
+    X, y, X_val, y_val = _sets()
+    with pytest.warns(UserWarning, match=r"\['valid_0'\] holds the training rows.*'valid_1'"):
+        idiom = HistGBDTRegressor(**PARAMS).fit(X, y, eval_set=[(X, y), (X_val, y_val)])
+    assert idiom.n_iter_ < 100
+    assert list(idiom.evals_result_) == ["train", "valid_0", "valid_1"]
+    plain = HistGBDTRegressor(**PARAMS).fit(X, y, eval_set=[(X_val, y_val)])
+    _same_trees(idiom, plain)
+    assert idiom.best_iteration_ == plain.best_iteration_
+
+
+def test_a_copy_of_the_training_rows_is_recognised_and_a_hold_out_made():
+    import pytest
+    from hgbt import HistGBDTRegressor
+
+    X, y, _, _ = _sets(1)
+    with pytest.warns(UserWarning, match="holds out validation_fraction"):
+        copied = HistGBDTRegressor(**PARAMS).fit(X, y, eval_set=[(X.copy(), y.copy())])
+    held_out = HistGBDTRegressor(**PARAMS).fit(X, y)  # the hold-out it watches instead
+    _same_trees(copied, held_out)
+    assert copied.n_iter_ < 1000 and "validation" in copied.evals_result_
+
+
+def test_an_explicit_early_stopping_set_is_honoured_and_the_verbose_line_names_a_skip(
+        capsys):
+    import warnings
+
+    import pytest
+    from hgbt import HistGBDTRegressor
+
+    X, y, X_val, y_val = _sets(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the user chose the set
+        chosen = HistGBDTRegressor(**PARAMS, max_leaf_nodes=31, early_stopping_set="valid_0",
+                                   verbose=1000).fit(X, y, eval_set=[(X, y), (X_val, y_val)])
+    assert chosen.n_iter_ > 100  # the training loss keeps improving
+    assert not capsys.readouterr().out.startswith("Watching")
+    with pytest.warns(UserWarning, match="holds the training rows"):
+        HistGBDTRegressor(**PARAMS, verbose=1000).fit(X, y, eval_set=[(X, y), (X_val, y_val)])
+    assert capsys.readouterr().out.startswith(
+        "Watching valid_1 loss: valid_0 holds the training rows.")
+
+
+def test_train_skips_the_training_dataset_in_valid_sets():
+    import pytest
+    from hgbt import Dataset, train
+
+    X, y, X_val, y_val = _sets(3)
+    data = Dataset(X, y)
+    valid = Dataset(X_val, y_val, reference=data)
+    params = {"learning_rate": 0.3, "random_state": 0, "n_iter_no_change": 5}
+    with pytest.warns(UserWarning, match="'valid_1'"):
+        both = train(params, data, 1000, valid_sets=[data, valid])
+    alone = train(params, data, 1000, valid_sets=[valid])
+    assert both.n_iter == alone.n_iter < 100 and both.best_iteration == alone.best_iteration

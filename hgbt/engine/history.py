@@ -61,6 +61,9 @@ class EvalHistory:
         Whether these rounds belong to a ``max_leaf_nodes='auto'`` fit whose
         comparison of tree sizes is not over (a model saved now, resumed
         with a warm start, finishes it).
+    watched_because : str or None
+        Why the fit watches another set than the default one (an eval_set
+        of the training rows skipped); None: the default.
     """
 
     def __init__(self, evals=None, watched=None, greater_is_better=None, max_iter=0):
@@ -76,6 +79,7 @@ class EvalHistory:
         self.tree_size = None
         self.trials = []
         self.comparing = False
+        self.watched_because = None
 
     def restarted(self, tree_size):
         """An empty history of the same sets, metrics and ``max_iter``, for
@@ -86,6 +90,7 @@ class EvalHistory:
         out.tree_size = tree_size
         out.trials = self.trials
         out.comparing = self.comparing
+        out.watched_because = self.watched_because
         return out
 
     def start(self, n_rounds):

@@ -78,7 +78,8 @@ class LogPrinter(Callback):
 
     Examples
     --------
-    A line reads ``[20/100] train loss: 0.41  validation loss: 0.45
+    When the fit watches another set than the default (an ``eval_set`` of
+    the training rows skipped) a first line says so; a line reads ``[20/100] train loss: 0.41  validation loss: 0.45
     (33.1 rounds/s, 2.4s left)``; the last one ``Stopped after round 45 of
     100: early stopping: validation loss did not improve ...``.
     """
@@ -91,6 +92,10 @@ class LogPrinter(Callback):
 
     def _print(self, text):
         print(text, file=self.file if self.file is not None else sys.stdout, flush=True)
+
+    def on_fit_begin(self, history, estimator):
+        if history.watched_because:  # not the set a user would assume
+            self._print(f"Watching {history.describe()}: {history.watched_because}.")
 
     def after_round(self, iteration, history, estimator):
         done = iteration + 1

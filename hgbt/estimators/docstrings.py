@@ -102,8 +102,9 @@ COMMON_PARAMETERS_DOC = """\
         The set early stopping and ``best_iteration_`` watch: 'train',
         'validation' (``X_val``, or the hold-out of ``validation_fraction``)
         or a name of ``fit``'s ``eval_set``. None: 'validation' when there
-        is ``X_val``, else the first ``eval_set`` set, else the hold-out
-        (with early stopping), else 'train'.
+        is ``X_val``, else the first ``eval_set`` set that does not hold the
+        training rows (as LightGBM skips its training set; warned), else the
+        hold-out (with early stopping), else 'train'.
     truncate_at_best : bool, default=False
         After the fit, drop the rounds after ``best_iteration_`` (``n_iter_``
         becomes ``best_iteration_``). Off by default, as in scikit-learn:

@@ -4,6 +4,7 @@ prediction. The fitted model is a :class:`~hgbt.model.booster.Booster`
 (``booster_``)."""
 import copy
 import itertools
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -203,7 +204,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             ``evals_result_`` (each metric of ``eval_metric`` and the loss).
             Early stopping watches the first of them when there is no
             ``X_val`` (no hold-out is made then), or the one
-            ``early_stopping_set`` names.
+            ``early_stopping_set`` names. A set of the training rows
+            themselves (LightGBM's and XGBoost's ``eval_set=[(X_train,
+            y_train), (X_val, y_val)]``) is scored but never watched: a
+            warning names the set watched instead.
         eval_names : list of str, default=None
             Names of the ``eval_set`` sets ('valid_0', 'valid_1', ... by
             default; not 'train' or 'validation').
@@ -277,10 +281,25 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError(f"max_iter={self.max_iter} must be >= n_iter_={self.n_iter_} "
                              "when warm_start=True.")
 
-        early_stopping = (self._early_stopping_enabled(y, X_val is not None) if not given
-                          else self._dataset_early_stopping(X_val is not None or eval_rows))
         validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]", dataset)
                       for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
+        # LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val,
+        # y_val)]: a set of the training rows is scored, never watched
+        training = [name for name, (X_v, y_v, w_v) in zip(names, validation)
+                    if _same_rows(X_v, y_v, w_v, X, y, sample_weight)]
+        others = [name for name in names if name not in training]
+        early_stopping = (self._early_stopping_enabled(y, X_val is not None) if not given
+                          else self._dataset_early_stopping(X_val is not None or others))
+        watched = None  # the Monitor's default: X_val's, else the first eval_set's
+        if training and early_stopping and self.early_stopping_set is None \
+                and X_val is None:
+            watched = others[0] if others else None
+            warnings.warn(
+                f"eval_set {training} holds the training rows, which early stopping never "
+                f"watches: it watches {watched!r}, the first other set" if others else
+                f"eval_set {training} holds the training rows, which early stopping never "
+                "watches: it holds out validation_fraction of the rows instead",
+                UserWarning, stacklevel=4)
         X_train, y_train, w_train = X, y, sample_weight
         if X_val is not None:
             if not early_stopping:
@@ -292,7 +311,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
-              and (not names or self.early_stopping_set == VALIDATION)):
+              and (not others or self.early_stopping_set == VALIDATION)):
             # the hold-out, unless another set is watched
             X_train, X_hold, y_train, y_hold, w_train, w_hold = split_validation(
                 X, y, sample_weight, self.validation_fraction, self._seed, self._stratify)
@@ -325,8 +344,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             callbacks.append(SklearnRounds(
                 context, X_user, self._decode(y_train),
                 None if w_train is None else {"sample_weight": w_train}, _round_state))
+        if watched is None and training and VALIDATION in names:
+            watched = VALIDATION  # the hold-out made instead
         monitor = Monitor(self, [TRAIN] + names, early_stopping, not self._custom_loss(),
-                          callbacks, getattr(self, "evals_result_", None) if warm else None)
+                          callbacks, getattr(self, "evals_result_", None) if warm else None,
+                          watched=watched,
+                          watched_because=(f"{', '.join(training)} holds the training rows"
+                                           if watched is not None else None))
         self._fit_rounds(binned.X, binned.layout, y_train, w_train, validation, monitor,
                          early_stopping, warm, n_threads)
 
@@ -642,6 +666,20 @@ def _round_state(estimator):
     state["evals_result_"] = {s: {m: list(v) for m, v in metrics.items()}
                               for s, metrics in estimator.evals_result_.items()}
     return state
+
+
+def _same_rows(X_a, y_a, w_a, X_b, y_b, w_b):
+    """Whether a validation set holds exactly the training rows (validated
+    arrays; the same objects, or equal values)."""
+    if X_a is X_b and y_a is y_b:
+        return True
+    if X_a.shape != X_b.shape or y_a.shape != y_b.shape or not np.array_equal(y_a, y_b):
+        return False
+    if (w_a is None) != (w_b is None) or (w_a is not None and not np.array_equal(w_a, w_b)):
+        return False
+    if sp.issparse(X_a) or sp.issparse(X_b):
+        return sp.issparse(X_a) and sp.issparse(X_b) and (X_a != X_b).nnz == 0
+    return bool(np.array_equal(X_a, X_b, equal_nan=True))
 
 
 def interaction_groups(interaction_cst, n_features):

@@ -161,14 +161,20 @@ class Monitor:
         The user's callbacks (``fit(callbacks=...)``).
     history : dict or None
         The evaluation history to continue (a warm start's), copied.
+    watched : str or None
+        The set early stopping watches when the fit chose it (an eval_set of
+        the training rows is skipped); None: ``early_stopping_set``, else the
+        first validation set, else 'train'.
+    watched_because : str or None
+        Why the fit chose ``watched`` (the verbose output says it).
     """
 
     def __init__(self, estimator, set_names, early_stopping, has_loss, callbacks=None,
-                 history=None):
+                 history=None, watched=None, watched_because=None):
         callbacks = list(callbacks or ())
         self.metrics = requested_metrics(estimator.scoring, estimator.eval_metric, has_loss,
                                          early_stopping)
-        watched = estimator.early_stopping_set
+        watched = estimator.early_stopping_set if watched is None else watched
         if watched is None:
             watched = set_names[1] if len(set_names) > 1 else TRAIN
         if watched not in set_names:
@@ -190,6 +196,7 @@ class Monitor:
                                    estimator.max_iter)
         self.history.scored = ({name: list(self.metrics) for name in set_names}
                                if self.scored else {})
+        self.history.watched_because = watched_because
         # Every hook runs each round and the first stop reason wins: the exit
         # stop first, then early stopping, the user's, the printer last
         # (its closing line names the reason).
