@@ -6,6 +6,7 @@ tree (the uninstalled package there would shadow the built one)."""
 import json
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
@@ -96,6 +97,10 @@ def test_sigint_during_fit_leaves_the_estimator_as_before(tmp_path, warm):
     verdicts = []
     for delay in (0.0, 0.013, 0.031, 0.047, 0.089):
         child = _run(_SIGINT_CHILD.format(warm=warm, tests=TESTS), tmp_path)
+        # a child that hangs before its first round fails the test, not CI's clock
+        if not select.select([child.stdout], [], [], 120)[0]:
+            child.kill()
+            pytest.fail("the child printed nothing in 120 s")
         assert child.stdout.readline().strip() == "ROUND", child.stderr.read()
         time.sleep(delay)  # land in different places of a round
         child.send_signal(signal.SIGINT)
