@@ -158,3 +158,33 @@ def test_the_rule_test_catches_a_violation(tmp_path):
             test_no_import_cycles()
     finally:
         PACKAGE = saved
+
+
+def test_importing_an_unbuilt_source_tree_says_how_to_install(tmp_path):
+    """A source tree without its compiled kernels (a clone, before pip install)
+    fails to import with a message that says what to do, not a bare
+    ModuleNotFoundError of an internal module."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(PACKAGE, tmp_path / "hgbt",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    # an editable install's import hook would find the built package anyway
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path\n"
+        "                    if type(f).__name__ != 'MesonpyMetaFinder']\n")
+    out = subprocess.run([sys.executable, "-c", "import hgbt"], cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "compiled kernels are missing" in out.stderr and "pip install ." in out.stderr
+
+
+def test_the_installed_package_says_it_is_typed():
+    """PEP 561: type checkers read the public API's hints (py.typed installed)."""
+    import hgbt
+
+    assert (Path(hgbt.__file__).parent / "py.typed").is_file()
