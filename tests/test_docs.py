@@ -4,7 +4,7 @@ doc/explain.md, doc/plots.md and doc/native.md run.
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
 skipped while the optional package NAME needs is not installed (see
-REQUIREMENTS; the test extra installs them all, so CI runs every block).
+REQUIREMENTS; tests/requirements.txt installs them all, so CI runs every block).
 """
 import importlib
 import re

@@ -2,6 +2,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -22,3 +24,12 @@ def test_readme_python_examples_run():
     assert blocks
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
+
+
+def test_the_test_requirements_file_is_the_test_extra():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["test"]
+    lines = (ROOT / "tests" / "requirements.txt").read_text().splitlines()
+    listed = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    assert listed == extra
