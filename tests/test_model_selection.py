@@ -519,3 +519,45 @@ def test_os_threads_follow_n_threads(n_threads, limit, resolved):
     counted = _count_threads_in_fresh_process(n_threads, limit)
     assert counted["resolved"] == resolved
     assert counted["extra"] == resolved - 1
+
+
+_FORK_SCRIPT = textwrap.dedent("""
+    import os, select, sys, warnings
+    import numpy as np
+    from hgbt import HistGBDTRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.random((5000, 6))
+    y = X[:, 0] + rng.normal(0, 0.1, 5000)
+    if sys.argv[1] == "after":  # the parent runs OpenMP threads first
+        HistGBDTRegressor(max_iter=3, n_threads=2).fit(X, y)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = HistGBDTRegressor(max_iter=3, n_threads=2).fit(X, y)
+            model.predict(X)
+        messages = [str(w.message) for w in caught if "forked" in str(w.message)]
+        os.write(write, f"done {len(messages)}".encode())
+        os._exit(0)
+    ready, _, _ = select.select([read], [], [], 120)
+    if not ready:  # the child hangs: end it, and say so
+        os.kill(pid, 9)
+        print("hang")
+    else:
+        print(os.read(read, 100).decode())
+    os.waitpid(pid, 0)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not openmp_enabled(),
+                    reason="fork and OpenMP threads")
+@pytest.mark.parametrize("when, warnings", [("after", 1), ("before", 0)])
+def test_a_process_forked_after_threads_runs_single_threaded(when, warnings):
+    # GNU OpenMP's workers do not survive a fork: a child that opened a
+    # parallel region after its parent had one hung there. Now it runs on
+    # one thread and warns once; a child forked before any threads keeps them.
+    result = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, when], capture_output=True,
+                            text=True, timeout=300, cwd=tempfile.gettempdir())
+    assert result.stdout.strip() == f"done {warnings}", result.stdout + result.stderr[-2000:]

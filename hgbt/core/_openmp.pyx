@@ -1,5 +1,6 @@
 """Thread-count helpers: how many OpenMP threads the kernels may use."""
 import os
+import warnings
 
 cdef extern from "_openmp_compat.h":
     int omp_get_max_threads() noexcept nogil
@@ -11,6 +12,33 @@ cdef extern from "_openmp_compat.h":
 # of threads make libgomp fail or crash. A small multiple (not 1x) keeps
 # multi-thread code paths testable on small machines.
 THREADS_PER_CPU = 4
+
+# GNU OpenMP's worker threads do not survive fork(): a child process that opens
+# a parallel region after its parent ran one waits for the parent's workers
+# forever (multiprocessing's default start method on Linux forks). So a
+# process forked after hgbt ran threads runs single-threaded, and says so.
+_threads_started = False
+_forked_after_threads = False
+
+
+def _after_fork_in_child():
+    global _forked_after_threads
+    _forked_after_threads = _threads_started
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _single_threaded_after_fork():
+    global _forked_after_threads
+    _forked_after_threads = None  # warned: the next calls are quiet
+    warnings.warn(
+        "hgbt runs single-threaded in this process: it was forked after hgbt had run "
+        "OpenMP threads, whose worker threads do not survive a fork (the process would "
+        "hang). For parallel fits in worker processes, start them with "
+        "multiprocessing's 'spawn' or 'forkserver' method (joblib's default loky "
+        "backend does), or pass n_threads=1 in the forked process.", RuntimeWarning,
+        stacklevel=3)
 
 
 def openmp_enabled():
@@ -39,7 +67,8 @@ def effective_n_threads(n_threads=None):
     limit (which threadpoolctl and ``OMP_NUM_THREADS`` set). An integer is
     used as given up to :func:`max_threads` and clipped to it above (a
     model or pickle from a bigger machine still runs). Without OpenMP it is
-    always 1.
+    always 1, and in a process forked after hgbt ran threads it is 1 with a
+    ``RuntimeWarning`` (once): OpenMP's threads do not survive a fork.
 
     Raises
     ------
@@ -51,8 +80,17 @@ def effective_n_threads(n_threads=None):
                 or n_threads < 1:
             raise ValueError(f"n_threads must be None or an integer >= 1, got "
                              f"{n_threads!r}.")
+    global _threads_started
     if not HGBT_OPENMP:
         return 1
     if n_threads is not None:
-        return min(int(n_threads), max_threads())
-    return max(1, min(omp_get_max_threads(), usable_cpus()))
+        n = min(int(n_threads), max_threads())
+    else:
+        n = max(1, min(omp_get_max_threads(), usable_cpus()))
+    if n > 1:
+        if _forked_after_threads is not False:
+            if _forked_after_threads:
+                _single_threaded_after_fork()
+            return 1
+        _threads_started = True
+    return n
