@@ -127,6 +127,38 @@ def test_json_round_trip(fitted, tmp_path):
     assert (tmp_path / "again.json").read_text() == (tmp_path / "model.json").read_text()
 
 
+class _Annotated(HistGBDTRegressor):
+    """A user's subclass that keeps an attribute of its own."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.fit_rows_ = np.arange(len(y))
+        return self
+
+
+def test_a_pickle_keeps_a_users_attributes_a_file_does_not(tmp_path):
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    model = _Annotated(max_iter=3).fit(X, X[:, 0])
+    restored = pickle.loads(pickle.dumps(model))
+    assert type(restored) is _Annotated
+    np.testing.assert_array_equal(restored.fit_rows_, model.fit_rows_)
+    # a model file holds the model (as LightGBM's and XGBoost's): what a user
+    # set on the estimator is not written
+    plain = HistGBDTRegressor(max_iter=3).fit(X, X[:, 0])
+    plain.fit_rows_ = np.arange(60)
+    loaded = _json_round_trip(plain, tmp_path)
+    assert not hasattr(loaded, "fit_rows_")
+    np.testing.assert_array_equal(loaded.predict(X), plain.predict(X))
+    # a pickled attribute may not hide a method
+    model.predict = None
+    with pytest.raises(ValueError, match=r"\['predict'\] would hide"):
+        pickle.loads(pickle.dumps(model))
+    # an unfitted one with scikit-learn's callback bookkeeping pickles too
+    unfitted = HistGBDTRegressor()
+    unfitted._skl_callbacks = []
+    assert pickle.loads(pickle.dumps(unfitted))._skl_callbacks == []
+
+
 def test_predictions_differ_between_models(tmp_path):
     """The round-trip checks can fail: another model predicts differently."""
     a, X = _fit_regressor(seed=0)
@@ -455,7 +487,7 @@ CORRUPTIONS = {
     "feature names count": (lambda d: d["fitted"].update(feature_names_in_=["a"]),
                             "feature_names_in_: expected 5 entries"),
     "n_nodes mismatch": (lambda d: _tree0(d).update(n_nodes=_tree0(d)["n_nodes"] + 1),
-                         "shape"),
+                         "expected 16 entries"),
     "zero nodes": (lambda d: _tree0(d).update(
         n_nodes=0, nodes={k: [] for k in _tree0(d)["nodes"]}), "out of range"),
     "n_iter mismatch": (lambda d: d["fitted"].update(n_iter_=5), "expected 5 entries"),
@@ -493,7 +525,14 @@ CORRUPTIONS = {
     "string too long for dtype": (lambda d: d["fitted"]["classes_"]["data"]
                                   .__setitem__(2, "cc"), "at most 1 characters"),
     "shadowing attribute": (lambda d: d["fitted"]["attributes"].update(predict=1),
-                            "attribute name 'predict' is not allowed"),
+                            r"\['predict'\] are not attributes hgbt writes"),
+    "attribute repeating a key": (lambda d: d["fitted"]["attributes"].update(n_iter_=1),
+                                  r"\['n_iter_'\] are not attributes hgbt writes"),
+    "unknown attribute": (lambda d: d["fitted"]["attributes"].update(extra_=1),
+                          r"\['extra_'\] are not attributes hgbt writes"),
+    "unknown bin mapper attribute": (
+        lambda d: d["fitted"]["bin_mapper"]["attributes"].update(transform=1),
+        r"\['transform'\] are not attributes hgbt writes"),
     "fitted is a list": (lambda d: d.update(fitted=[]), "expected a JSON object"),
 }
 

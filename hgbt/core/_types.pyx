@@ -12,6 +12,11 @@ SIZE_DTYPE = np.uint32
 # word c // 32.
 BITSET_DTYPE = np.uint32
 BITSET_WORDS = 8
+# The deepest a tree may be (a leaf's depth, the root at 0): the grower stops
+# there whatever max_depth says, and a loaded tree deeper than this is refused
+# (tree/validation.py). It bounds the tree walks that recurse (TreeSHAP) and
+# their path buffers, whatever a model file holds.
+MAX_TREE_DEPTH = 1024
 
 HISTOGRAM_DTYPE = np.dtype([
     ("sum_gradients", np.float64),

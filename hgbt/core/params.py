@@ -22,6 +22,8 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._types import MAX_TREE_DEPTH
+
 #: the estimators, by the kind of target they take
 REGRESSOR, CLASSIFIER = "regressor", "classifier"
 BOTH = (REGRESSOR, CLASSIFIER)
@@ -103,8 +105,9 @@ PARAMS = (
                                   StrOptions({"auto"})],
        "Leaves per tree; None: no limit; 'auto': 31, or 63 when it scores better.",
        "tree", BOTH, "num_leaves", "max_leaves", "max_leaf_nodes"),
-    _p("max_depth", None, [Interval(Integral, 1, None, closed="left"), None],
-       "Depth limit of a tree (the root at 0); None: none.", "tree", BOTH, "max_depth",
+    _p("max_depth", None, [Interval(Integral, 1, MAX_TREE_DEPTH, closed="both"), None],
+       f"Depth limit of a tree (the root at 0); None: {MAX_TREE_DEPTH}, the deepest "
+       "tree a model file holds.", "tree", BOTH, "max_depth",
        "max_depth", "max_depth"),
     _p("min_samples_leaf", 20, [Interval(Integral, 1, None, closed="left")],
        "Fewest rows in a leaf.", "tree", BOTH, "min_data_in_leaf", None,

@@ -25,7 +25,8 @@ COMMON_PARAMETERS_DOC = """\
         measurement on real tables (``doc/training.md``); LightGBM's and
         scikit-learn's default is 31.
     max_depth : int or None, default=None
-        Maximum depth of a tree (the root is depth 0); None for no limit.
+        Maximum depth of a tree (the root is depth 0), at most 1024; None:
+        1024, the deepest tree a model file holds.
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf.
     min_child_weight : float, default=1e-3

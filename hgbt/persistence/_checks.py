@@ -14,11 +14,12 @@ from ..data.categorical import CategoricalEncoding
 from ..data.target_stats import n_columns
 from ..engine.losses import get_loss
 from ..model.booster import LOSS_PARAMS
+from ..tree.predictor import TreePredictor
+from ..tree.validation import InvalidTreeError, check_tree
+from ._flat import FLAT_MODEL_KEYS
 
 #: what a stored loss may hold besides its name (get_loss's keywords)
 LOSS_ARGUMENTS = (*(p for p in LOSS_PARAMS if p != "loss"), "n_classes")
-from ..tree.predictor import TreePredictor
-from ..tree.validation import InvalidTreeError, check_tree
 
 
 def fail(where, problem):
@@ -33,9 +34,32 @@ def _as_count(value, where, low):
     return int(value)
 
 
+def check_random_state(value, where):
+    """``value`` is a ``random_state`` that scikit-learn's ``check_random_state``
+    takes and NumPy can draw from: None, a seed, or a ``RandomState`` whose
+    position in its key is in range (NumPy takes any position and then
+    reads outside the key: a crash at the next draw)."""
+    if value is None:
+        return
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if not 0 <= value < 2**32:
+            fail(where, f"a seed must be in [0, 2**32), got {value}")
+        return
+    if type(value) is not np.random.RandomState:
+        fail(where, f"expected None, a seed or a RandomState, got {type(value).__name__}")
+    try:
+        name, key, pos, has_gauss, _ = value.get_state(legacy=True)
+    except (TypeError, ValueError) as exc:
+        fail(where, f"its state cannot be read ({exc})")
+    if not (name == "MT19937" and isinstance(key, np.ndarray) and key.shape == (624,)
+            and 0 <= pos <= 624 and has_gauss in (0, 1)):
+        fail(where, "not a valid MT19937 state (the position must be in [0, 624])")
+
+
 def check_params(cls, state):
     """The estimator parameters in ``state`` are valid for ``cls`` (as ``fit``
     validates them)."""
+    check_random_state(state.get("random_state"), "params.random_state")
     probe = cls.__new__(cls)
     probe.__dict__.update(state)
     try:
@@ -50,6 +74,138 @@ def check_params(cls, state):
         fail("params", str(exc))
 
 
+def _is_real(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) \
+        and not isinstance(value, (bool, np.bool_))
+
+
+def _check_history(value, state, where):
+    # evals_result_: {set: {metric: [score per round]}}, continued by a warm start
+    if not (isinstance(value, dict) and all(
+            isinstance(name, str) and isinstance(metrics, dict) and all(
+                isinstance(metric, str) and isinstance(scores, list)
+                and all(_is_real(x) for x in scores) for metric, scores in metrics.items())
+            for name, metrics in value.items())):
+        fail(where, "expected {set name: {metric: [scores]}}")
+
+
+def _check_trials(value, state, where):
+    # tree_size_scores_: the tree sizes max_leaf_nodes='auto' compared
+    keys = {"max_leaf_nodes", "l2_regularization", "n_iter", "score"}
+    if not (isinstance(value, list) and all(
+            isinstance(t, dict) and set(t) == keys and all(_is_real(t[k]) for k in keys)
+            for t in value)):
+        fail(where, f"expected a list of dicts of {sorted(keys)}")
+
+
+def _check_optional_count(low):
+    def check(value, state, where):
+        if value is not None:
+            _as_count(value, where, low)
+    return check
+
+
+def _check_best_iteration(value, state, where):
+    if value is not None and _as_count(value, where, 0) > state.get("n_iter_", 0):
+        fail(where, f"{value} is past the model's n_iter_ = {state.get('n_iter_')}")
+
+
+def _check_optional_real(value, state, where):
+    if value is not None and not _is_real(value):
+        fail(where, f"expected None or a number, got {type(value).__name__}")
+
+
+def _check_l2(value, state, where):
+    if not (_is_real(value) and np.isfinite(value) and value >= 0):
+        fail(where, f"expected a finite number >= 0, got {value!r}")
+
+
+def _check_scores(value, state, where):
+    if not (isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 1):
+        fail(where, "expected a 1-D float64 array")
+
+
+def _check_flag(value, state, where):
+    if not isinstance(value, (bool, np.bool_)):
+        fail(where, f"expected a bool, got {type(value).__name__}")
+
+
+def _check_seed(value, state, where):
+    if _as_count(value, where, 0) >= 2**32:
+        fail(where, "a seed must be below 2**32")
+
+
+def _check_class_weights(value, state, where):
+    classes = state.get("classes_")
+    n = classes.size if isinstance(classes, np.ndarray) else -1
+    if value is not None and not (
+            isinstance(value, np.ndarray) and value.dtype == np.float64
+            and value.shape == (n,) and np.all(np.isfinite(value)) and np.all(value >= 0)):
+        fail(where, f"expected None or {n} finite non-negative float64 weights")
+
+
+def _check_groups(value, state, where):
+    # set again by each fit; checked as what a fit sets
+    if value is not None and not (isinstance(value, list) and all(
+            isinstance(g, set) and all(isinstance(f, int) and f >= 0 for f in g)
+            for g in value)):
+        fail(where, "expected None or a list of sets of feature indices")
+
+
+def _check_monotonic(value, state, where):
+    if value is not None and not (isinstance(value, np.ndarray) and value.ndim == 1
+                                  and value.dtype.kind == "i"
+                                  and np.all(np.isin(value, (-1, 0, 1)))):
+        fail(where, "expected None or an integer array of -1, 0 and 1")
+
+
+#: the fitted attributes of an estimator that a model file or a pickle holds
+#: beside its parameters, the counts ``check_state`` checks and the Booster's
+#: parts (``_flat.FLAT_MODEL_KEYS``), each with its check (what a warm start
+#: or a reader of the attribute relies on). Any other name is refused.
+FITTED_ATTRIBUTES = {
+    "_seed": _check_seed,
+    "_class_weights": _check_class_weights,
+    "evals_result_": _check_history,
+    "best_iteration_": _check_best_iteration,
+    "best_score_": _check_optional_real,
+    "train_score_": _check_scores,
+    "validation_score_": _check_scores,
+    "max_leaf_nodes_": _check_optional_count(2),
+    "l2_regularization_": _check_l2,
+    "tree_size_scores_": _check_trials,
+    "_tree_size_comparing": _check_flag,
+    "_interaction_groups_": _check_groups,
+    "_monotonic_cst_": _check_monotonic,
+}
+#: what ``check_state`` itself checks
+COUNTED_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "classes_", "n_iter_",
+                      "n_trees_per_iteration_")
+
+
+_FITTED_NAMES = frozenset(FITTED_ATTRIBUTES) | frozenset(COUNTED_ATTRIBUTES) \
+    | frozenset(FLAT_MODEL_KEYS)
+
+
+def check_attribute_names(cls, state):
+    """No name of ``state`` shadows what ``cls`` defines (a method, a
+    property), and a state without trees holds none of hgbt's fitted
+    attributes.
+
+    Other names are not hgbt's (a user's own, scikit-learn's callback
+    bookkeeping): hgbt never reads them, and a pickle keeps them as any
+    object's. A model file holds hgbt's only (its reader refuses others).
+    """
+    shadowing = sorted(name for name in state
+                       if hasattr(cls, name) and name not in FLAT_MODEL_KEYS)
+    if shadowing:
+        fail("attributes", f"{shadowing} would hide what {cls.__name__} defines")
+    if "_predictors" not in state:
+        fitted = sorted(name for name in state if name in _FITTED_NAMES)
+        if fitted:
+            fail("attributes", f"fitted attributes {fitted} without trees")
+
+
 def check_state(cls, state):
     """Raise ``ValueError`` unless ``state`` (an estimator's flat state,
     ``_flat.py``) is safe to set on a ``cls`` and predict with.
@@ -61,6 +217,7 @@ def check_state(cls, state):
     """
     if not isinstance(state, dict):
         fail("state", f"expected a dict, got {type(state).__name__}")
+    check_attribute_names(cls, state)
     check_params(cls, state)
     if "_predictors" not in state:
         return
@@ -109,6 +266,9 @@ def check_state(cls, state):
                            n_features, where=f"trees[{i}][{k}]")
             except InvalidTreeError as exc:
                 fail(*str(exc).split(": ", 1))
+    for name, check in FITTED_ATTRIBUTES.items():
+        if name in state:
+            check(state[name], state, name)
 
 
 def check_objective(objective, k_trees):
@@ -180,12 +340,23 @@ def check_target_stats(state, n_features, k_trees, where="_target_stats"):
     return features.size * n_out
 
 
+#: a bin mapper's attributes besides ``max_bins``, ``missing_bin`` and
+#: ``bin_thresholds_`` (constructor parameters and fitted attributes)
+BIN_MAPPER_ATTRIBUTES = frozenset({"categories_", "is_categorical", "is_categorical_",
+                                   "known_cat_bitsets_", "n_bins_non_missing_", "n_threads",
+                                   "random_state", "subsample"})
+
+
 def check_bin_mapper(mapper, n_features, where="bin_mapper"):
     """The arrays the binning and split kernels index (``warm_start``) are
     consistent with ``n_features``; its thread count is clipped to
     :func:`hgbt.core._openmp.max_threads` (it may come from a bigger machine)."""
     if type(mapper) is not BinMapper:
         fail(where, f"expected a BinMapper, got {type(mapper).__name__}")
+    unknown = sorted(set(vars(mapper)) - BIN_MAPPER_ATTRIBUTES
+                     - {"max_bins", "missing_bin", "bin_thresholds_"})
+    if unknown:
+        fail(where, f"{unknown} are not attributes of a bin mapper")
     max_bins = getattr(mapper, "max_bins", None)
     if not isinstance(max_bins, (int, np.integer)) or not 2 <= max_bins <= 255:
         fail(f"{where}.max_bins", "expected an integer in [2, 255]")
@@ -223,6 +394,27 @@ def check_bin_mapper(mapper, n_features, where="bin_mapper"):
     if known is not None and not (isinstance(known, np.ndarray) and known.dtype == np.uint32
                                   and known.shape == (n_features, 8)):
         fail(f"{where}.known_cat_bitsets_", f"expected shape ({n_features}, 8), uint32")
+    categories = getattr(mapper, "categories_", None)
+    if categories is not None:  # per feature: None, or a categorical one's sorted codes
+        if not (isinstance(categories, list) and len(categories) == n_features):
+            fail(f"{where}.categories_", f"expected a list of {n_features} entries")
+        for f, codes in enumerate(categories):
+            if codes is None if categorical[f] else codes is not None:
+                fail(f"{where}.categories_[{f}]", "expected codes for a categorical "
+                                                  "feature only")
+            if codes is not None and not (
+                    isinstance(codes, np.ndarray) and codes.dtype == np.intp
+                    and codes.ndim == 1 and np.all((codes >= 0) & (codes < 256))
+                    and np.all(np.diff(codes) > 0)):
+                fail(f"{where}.categories_[{f}]", "expected increasing codes in [0, 255]")
+    declared = getattr(mapper, "is_categorical", None)  # the parameter: warm binning
+    if declared is not None and not (isinstance(declared, np.ndarray) and declared.dtype == bool
+                                     and declared.shape == (n_features,)):
+        fail(f"{where}.is_categorical", f"expected None or {n_features} booleans")
+    subsample = getattr(mapper, "subsample", None)
+    if subsample is not None:
+        _as_count(subsample, f"{where}.subsample", 1)
+    check_random_state(getattr(mapper, "random_state", None), f"{where}.random_state")
     n_threads = getattr(mapper, "n_threads", 1)
     if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) \
             or n_threads < 1:

@@ -23,7 +23,8 @@ from ..core._types import NODE_DTYPE, NODE_FIELDS_ADDED, stored_node_dtype, upgr
 from ..data.binning import BinMapper
 from ..model.booster import Booster
 from ..tree.predictor import TreePredictor
-from ._checks import check_bin_mapper, check_state, check_target_stats
+from ._checks import (BIN_MAPPER_ATTRIBUTES, FITTED_ATTRIBUTES, check_bin_mapper,
+                      check_state, check_target_stats)
 from ._flat import FLAT_MODEL_KEYS, flatten, nest
 from ._pickle import hgbt_version
 
@@ -54,11 +55,15 @@ _EXPLICIT_ATTRIBUTES = frozenset({
     "n_features_in_", "feature_names_in_", "classes_", "n_iter_",
     "n_trees_per_iteration_", "_baseline_prediction", "_bin_mapper", "_predictors",
 })
-# Derived from the trees and rebuilt on loading, or scikit-learn's callbacks
-# and their contexts (objects of the process, not of the model): never written.
-_DERIVED_ATTRIBUTES = frozenset({"_skl_callbacks", "_callback_fit_ctx",
-                                 "_skl_callbacks_to_teardown", "_parent_callback_ctx"})
 _BIN_MAPPER_EXPLICIT = frozenset({"max_bins", "missing_bin", "bin_thresholds_"})
+# The names "attributes" may hold (what the writer writes there; load refuses
+# others before it decodes a value): the estimator's fitted attributes but the
+# explicit ones (attributes a user set are not the model's: pickles keep them,
+# files do not, as LightGBM's and XGBoost's model files), the bin mapper's but
+# its explicit ones, a tree's bitsets.
+_ESTIMATOR_ATTRIBUTES = frozenset(FITTED_ATTRIBUTES) | frozenset(FLAT_MODEL_KEYS) \
+    - _EXPLICIT_ATTRIBUTES
+_TREE_ATTRIBUTES = frozenset({"cat_bitsets"})
 
 _NONFINITE_NAMES = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
@@ -265,6 +270,11 @@ def _decode_array(value, where):
         width = dtype.itemsize // 4
         if not all(isinstance(s, str) and len(s) <= width for s in data):
             _fail(f"{where}.data", f"expected strings of at most {width} characters")
+        # the array takes size * width * 4 bytes: a width far beyond its
+        # strings' (a few bytes of file) is refused before it is allocated
+        if size * width > 4 * (sum(map(len, data)) + size) + 4096:
+            _fail(f"{where}.dtype", f"{dtype.str} is far wider than the strings "
+                                    "it holds")
         return np.array(data, dtype=dtype).reshape(shape)
     return _numeric_array(data, dtype, [size], f"{where}.data").reshape(shape)
 
@@ -324,16 +334,14 @@ def _encode_attributes(attributes, skip, where):
             for name, value in attributes.items() if name not in skip}
 
 
-def _decode_attributes(value, cls, reserved, where, allowed=frozenset()):
-    """Instance attributes (names checked: no dunder, nothing the class defines
-    but the names ``allowed``)."""
-    out = {}
-    for name, item in _as_dict(value, where).items():
-        if (not name.isidentifier() or name.startswith("__") or name in reserved
-                or (hasattr(cls, name) and name not in allowed)):
-            _fail(where, f"attribute name {name!r} is not allowed")
-        out[name] = _decode(item, f"{where}.{name}")
-    return out
+def _decode_attributes(value, names, where):
+    """Instance attributes, of the ``names`` a writer writes there only (checked
+    before any value is decoded)."""
+    value = _as_dict(value, where)
+    unknown = sorted(name for name in value if name not in names)
+    if unknown:
+        _fail(where, f"{unknown} are not attributes hgbt writes here")
+    return {name: _decode(item, f"{where}.{name}") for name, item in value.items()}
 
 
 # ------------------------------------------------------------------- trees
@@ -386,6 +394,9 @@ def _decode_tree(value, where, stored):
     unknown = set(fields) - set(stored.names)
     if unknown:
         _fail(f"{where}.nodes", f"unknown node fields {sorted(unknown)}")
+    for name in stored.names:  # sizes bounded by the file's, before the allocation
+        _as_list(_get(fields, name, f"{where}.nodes"), f"{where}.nodes.{name}",
+                 length=n_nodes)
     nodes = np.zeros(n_nodes, dtype=stored)
     for name in stored.names:
         field = stored.fields[name][0]
@@ -394,7 +405,7 @@ def _decode_tree(value, where, stored):
     nodes = upgrade_nodes(nodes)
     attributes = {}
     if "attributes" in value:
-        attributes = _decode_attributes(value["attributes"], TreePredictor, {"nodes"},
+        attributes = _decode_attributes(value["attributes"], _TREE_ATTRIBUTES,
                                         f"{where}.attributes")
     # The constructor checks what it is given (e.g. categorical bitsets);
     # attributes it does not take are set afterwards, as unpickling would.
@@ -470,8 +481,8 @@ def model_to_dict(estimator):
         "node_dtype": _node_dtype_description(NODE_DTYPE),
         "trees": [[_encode_tree(tree) for tree in trees]
                   for trees in state["_predictors"]],
-        "attributes": _encode_attributes(state,
-                                         _EXPLICIT_ATTRIBUTES | _DERIVED_ATTRIBUTES | set(params),
+        # hgbt's own: what a user set on the estimator is not the model's
+        "attributes": _encode_attributes(state, set(state) - _ESTIMATOR_ATTRIBUTES,
                                          "estimator"),
     }
     document = {
@@ -640,10 +651,8 @@ def _model_from_dict(document, verify_checksum):
     baseline = _numeric_array(_get(fitted, "baseline", "fitted"), np.dtype(np.float64),
                               (k_trees,), "fitted.baseline")
 
-    attributes = _decode_attributes(
-        _get(fitted, "attributes", "fitted"), cls,
-        _EXPLICIT_ATTRIBUTES | set(params), "fitted.attributes",
-        allowed=frozenset(FLAT_MODEL_KEYS))  # the Booster's, not the class's
+    attributes = _decode_attributes(_get(fitted, "attributes", "fitted"),
+                                    _ESTIMATOR_ATTRIBUTES, "fitted.attributes")
     # the bin mapper (and the trees) also cover the target-statistic columns
     n_internal = n_features + check_target_stats(attributes, n_features, k_trees,
                                                  "fitted.attributes._target_stats")
@@ -691,8 +700,7 @@ def _decode_bin_mapper(value, n_features):
         decoded.append(t)
     mapper = object.__new__(BinMapper)
     mapper.__dict__.update(_decode_attributes(
-        _get(value, "attributes", where), BinMapper, _BIN_MAPPER_EXPLICIT,
-        f"{where}.attributes"))
+        _get(value, "attributes", where), BIN_MAPPER_ATTRIBUTES, f"{where}.attributes"))
     mapper.max_bins = max_bins
     mapper.missing_bin = missing_bin
     mapper.bin_thresholds_ = decoded

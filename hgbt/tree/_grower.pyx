@@ -29,7 +29,7 @@ from ._rules cimport (may_split, queued_before, child_of, bound_children,
 from ._splitting cimport (find_split, live_features, newton_value, split_params,
                           layout_params, SplitSettings)
 
-from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, SPLIT_INFO_DTYPE
+from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, MAX_TREE_DEPTH, SPLIT_INFO_DTYPE
 from ..core.params import resolved_default
 
 # Node masks fetched from the sampler at a time (per-node column sampling).
@@ -452,7 +452,9 @@ cdef class TreeKernel:
         memset(&grow, 0, sizeof(grow_state))
         grow.lossguide = growth.lossguide
         grow.max_leaf_nodes = -1 if growth.max_leaf_nodes is None else growth.max_leaf_nodes
-        grow.max_depth = -1 if growth.max_depth is None else growth.max_depth
+        # no limit is still MAX_TREE_DEPTH: the deepest tree a model file holds
+        grow.max_depth = min(MAX_TREE_DEPTH if growth.max_depth is None
+                             else growth.max_depth, MAX_TREE_DEPTH)
         grow.n_threads = n_threads
         if growth.interaction_groups is not None:
             groups_view = growth.interaction_groups

@@ -6,7 +6,7 @@ sees it: vectorised NumPy, O(n_nodes) work.
 """
 import numpy as np
 
-from ..core._types import BITSET_DTYPE, BITSET_WORDS, NODE_DTYPE
+from ..core._types import BITSET_DTYPE, BITSET_WORDS, MAX_TREE_DEPTH, NODE_DTYPE
 
 
 class InvalidTreeError(ValueError):
@@ -39,7 +39,10 @@ def check_tree(nodes, cat_bitsets, n_features, where="tree"):
     not NaN (±inf are stored for splits of values against missing ones), a
     categorical ``bitset_idx`` below ``n_bitsets``; each node but the root
     has exactly one parent and every node is reached from the root. So the
-    tree is binary and acyclic, and every walk ends in a leaf.
+    tree is binary and acyclic, and every walk ends in a leaf. Each node's
+    ``depth`` is its distance from the root, at most ``MAX_TREE_DEPTH``: the
+    walks that recurse (TreeSHAP) and the buffers sized by the depth stay
+    bounded.
     """
     if not (isinstance(nodes, np.ndarray) and nodes.dtype == NODE_DTYPE):
         _fail(where, f"nodes must be an array of dtype {NODE_DTYPE}, got "
@@ -92,11 +95,20 @@ def check_tree(nodes, cat_bitsets, n_features, where="tree"):
     reached[0] = True
     is_internal = is_leaf == 0
     frontier = np.zeros(1, dtype=np.int64)
+    level = 0
     while frontier.size:
+        wrong = frontier[nodes["depth"][frontier] != level]
+        if wrong.size:
+            _fail(where, f"node {int(wrong[0])} records depth "
+                         f"{int(nodes['depth'][wrong[0]])}, but lies at depth {level}")
         frontier = frontier[is_internal[frontier]]
+        if frontier.size and level == MAX_TREE_DEPTH:
+            _fail(where, f"the tree is deeper than {MAX_TREE_DEPTH}, the deepest hgbt "
+                         "grows and reads")
         frontier = np.concatenate([nodes["left"][frontier],
                                    nodes["right"][frontier]]).astype(np.int64)
         reached[frontier] = True
+        level += 1
     if not reached.all():
         _fail(where, f"node {int(np.argmin(reached))} is not reachable from the root "
                      "(a cycle)")
