@@ -10,19 +10,27 @@ recursion path for its own estimators, recognised by ``isinstance``.
 :func:`enable_sklearn_recursion` registers hgbt's estimators with it
 (opt-in, since it changes a scikit-learn class for the whole process).
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.stats.mstats import mquantiles
 from sklearn.utils import Bunch
 
-from .model.booster import fitted_booster
+from .data.dataset import MatrixLike
+from .model.booster import Booster, fitted_booster
 from .model.explain import partial_dependence_codes
 from .model.tables import category_values, feature_names
 
+if TYPE_CHECKING:
+    from .estimators.gradient_boosting import BaseHistGBDT
 
-def feature_index(booster, feature):
+
+def feature_index(booster: Booster, feature: int | str) -> int:
     """The index of ``feature`` (an index or a name) in the model's features."""
     names = feature_names(booster)
     if isinstance(feature, str):
@@ -38,7 +46,7 @@ def feature_index(booster, feature):
     raise TypeError(f"A feature is an int index or a str name, got {feature!r}.")
 
 
-def is_categorical(booster, f):
+def is_categorical(booster: Booster, f: int) -> bool:
     encoding = booster.categorical
     return encoding is not None and bool(encoding.mask[f])
 
@@ -71,7 +79,8 @@ def _axis(booster, f, column, grid_resolution, percentiles):
     return axis, axis
 
 
-def check_grid_settings(grid_resolution, percentiles):
+def check_grid_settings(grid_resolution: int,
+                        percentiles: tuple[float, float]) -> tuple[float, float]:
     """``(low, high)`` percentiles, once both settings are checked."""
     if not isinstance(grid_resolution, Integral) or grid_resolution <= 1:
         raise ValueError(f"grid_resolution must be an integer > 1, got {grid_resolution!r}.")
@@ -85,8 +94,10 @@ def check_grid_settings(grid_resolution, percentiles):
     return low, high
 
 
-def partial_dependence(model, X, features, *, grid_resolution=100,
-                       percentiles=(0.05, 0.95)):
+def partial_dependence(model: BaseHistGBDT | Booster, X: MatrixLike,
+                       features: int | str | Sequence[int | str], *,
+                       grid_resolution: int = 100,
+                       percentiles: tuple[float, float] = (0.05, 0.95)) -> Bunch:
     """Partial dependence of the raw score on some features, by recursion.
 
     The partial dependence at a grid point is the model's mean raw score
@@ -155,14 +166,15 @@ def partial_dependence(model, X, features, *, grid_resolution=100,
                                         n_threads)
 
 
-def column_values(Xv, f):
+def column_values(Xv: np.ndarray | sp.csr_matrix, f: int) -> np.ndarray:
     """Column ``f`` of validated input (dense or sparse) as float64."""
     column = Xv[:, [f]].toarray().ravel() if sp.issparse(Xv) else Xv[:, f]
     return np.asarray(column, dtype=np.float64)
 
 
-def validated_partial_dependence(booster, Xv, indices, grid_resolution, low_high,
-                                 n_threads):
+def validated_partial_dependence(booster: Booster, Xv: np.ndarray | sp.csr_matrix,
+                                 indices: list[int], grid_resolution: int,
+                                 low_high: tuple[float, float], n_threads: int) -> Bunch:
     """:func:`partial_dependence` of the features ``indices`` on ``Xv``, the
     input as ``booster.prepare`` returns it, with checked grid settings."""
     codes, labels = [], []
@@ -176,7 +188,7 @@ def validated_partial_dependence(booster, Xv, indices, grid_resolution, low_high
                  average=average.reshape(-1, *[len(axis) for axis in codes]))
 
 
-def enable_sklearn_recursion():
+def enable_sklearn_recursion() -> None:
     """Let ``sklearn.inspection.partial_dependence`` use the recursion method
     on hgbt's estimators.
 

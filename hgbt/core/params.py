@@ -15,11 +15,22 @@ Stages: ``'objective'`` (the loss), ``'binning'`` (the binned data: a
 (how one tree grows), ``'boosting'`` (the rounds), ``'early_stopping'``
 (validation and the stopping rule), ``'estimator'`` (the estimator's own
 behaviour: warm start, reporting, threads).
+
+Each parameter's type hint (:attr:`Param.annotation`, in the generated
+``__init__``'s signature and ``__annotations__``) is read off its constraint
+(:func:`annotation_of`) unless the declaration gives one: a string that
+``typing.get_type_hints`` evaluates in this module.
 """
+from __future__ import annotations
+
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import Any, Literal  # noqa: F401 - the annotation strings name them
 
+import numpy as np
+from numpy.typing import ArrayLike  # noqa: F401 - the annotation strings name it
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._types import MAX_TREE_DEPTH
@@ -53,6 +64,9 @@ class Param:
         The estimators that take it (``'regressor'``, ``'classifier'``).
     lightgbm, xgboost, sklearn : str or None
         The closest parameter of each (None: none).
+    annotation : str
+        The type hint, as a string evaluated in this module (None given:
+        :func:`annotation_of` the constraint).
     """
 
     name: str
@@ -61,14 +75,52 @@ class Param:
     doc: str
     stage: str
     estimators: tuple = BOTH
-    lightgbm: str = None
-    xgboost: str = None
-    sklearn: str = None
+    lightgbm: str | None = None
+    xgboost: str | None = None
+    sklearn: str | None = None
+    annotation: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.annotation is None:
+            object.__setattr__(self, "annotation", annotation_of(self.constraint))
+
+
+#: the type hints of scikit-learn's named constraints
+_NAMED_HINTS = {"boolean": "bool", "array-like": "ArrayLike", "verbose": "int | bool",
+                "random_state": "int | np.random.RandomState | None"}
+
+
+def annotation_of(constraint: list) -> str:
+    """The type hint of a parameter from its constraints: the union of what
+    each allows (None last), e.g. ``"int | Literal['auto'] | None"``."""
+    parts = []
+    for c in constraint:
+        if c is None:
+            hint = "None"
+        elif c is callable:
+            hint = "Callable[..., Any]"
+        elif isinstance(c, Interval):
+            hint = "int" if c.type is Integral else "float"
+        elif isinstance(c, StrOptions):
+            hint = f"Literal[{', '.join(repr(o) for o in sorted(c.options))}]"
+        elif isinstance(c, type) and c.__module__ == "builtins":
+            hint = c.__name__
+        elif isinstance(c, str) and c in _NAMED_HINTS:
+            hint = _NAMED_HINTS[c]
+        else:
+            raise ValueError(f"No type hint for the constraint {c!r}: declare the "
+                             "parameter's annotation.")
+        parts.extend(h for h in hint.split(" | ") if h not in parts)
+    if "None" in parts:
+        parts.remove("None")
+        parts.append("None")
+    return " | ".join(parts)
 
 
 def _p(name, default, constraint, doc, stage, estimators=BOTH, lightgbm=None, xgboost=None,
-       sklearn=None):
-    return Param(name, default, constraint, doc, stage, estimators, lightgbm, xgboost, sklearn)
+       sklearn=None, annotation=None):
+    return Param(name, default, constraint, doc, stage, estimators, lightgbm, xgboost,
+                 sklearn, annotation)
 
 
 _UNIT = Interval(Real, 0, 1, closed="right")  # a share in (0, 1]
@@ -79,7 +131,9 @@ _NON_NEGATIVE = Interval(Real, 0, None, closed="left")
 PARAMS = (
     _p("loss", "squared_error", [StrOptions(set(REGRESSION_LOSSES)), callable],
        "The regression loss, or a callable returning (gradient, hessian).", "objective",
-       (REGRESSOR,), "objective", "objective", "loss"),
+       (REGRESSOR,), "objective", "objective", "loss",
+       annotation=f"Literal[{', '.join(map(repr, REGRESSION_LOSSES))}]"
+                  " | Callable[..., tuple[ArrayLike, ArrayLike]]"),
     _p("loss", "log_loss", [StrOptions({"log_loss"})],
        "Binary or multinomial log-loss, from the number of classes.", "objective",
        (CLASSIFIER,), "objective", "objective", "loss"),
@@ -241,12 +295,12 @@ TREE_PARAMS = ("grow_policy", "max_leaf_nodes", "max_depth", "min_samples_leaf",
                "min_data_per_group", "max_cat_threshold")
 
 
-def params_of(estimator):
+def params_of(estimator: str) -> list[Param]:
     """The parameters of ``'regressor'`` or ``'classifier'``, in signature order."""
     return [p for p in PARAMS if estimator in p.estimators]
 
 
-def default(name, estimator=REGRESSOR):
+def default(name: str, estimator: str = REGRESSOR) -> Any:
     """The default of parameter ``name`` (of the regressor unless said)."""
     for p in params_of(estimator):
         if p.name == name:
@@ -254,34 +308,37 @@ def default(name, estimator=REGRESSOR):
     raise KeyError(f"hgbt has no parameter {name!r}.")
 
 
-def resolved_default(name):
+def resolved_default(name: str) -> Any:
     """The default a setting below the estimators takes: the parameter's,
     with ``'auto'`` tree sizes resolved to the first of ``AUTO_TREE_SIZES``."""
     value = default(name)
     return AUTO_TREE_SIZES[0][name] if value == "auto" else value
 
 
-def names(stage=None, estimator=REGRESSOR):
+def names(stage: str | None = None, estimator: str = REGRESSOR) -> list[str]:
     """Names of the parameters of a stage (None: every stage)."""
     return [p.name for p in params_of(estimator) if stage is None or p.stage == stage]
 
 
-def constraints(estimator):
+def constraints(estimator: str) -> dict[str, list]:
     """The ``_parameter_constraints`` of an estimator."""
     return {p.name: list(p.constraint) for p in params_of(estimator)}
 
 
-def make_init(estimator):
+def make_init(estimator: str) -> Callable[..., None]:
     """The ``__init__`` of an estimator: its parameters as keyword arguments
     (``loss`` also positional) with their defaults, each set as an attribute
     of the same name. Its signature is what scikit-learn's ``get_params``
-    reads."""
+    reads; it and ``__annotations__`` carry each parameter's annotation
+    (strings, as ``from __future__ import annotations`` makes them; their
+    names are this module's)."""
     params = params_of(estimator)
     signature = inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         + [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD if i == 0
-                             else inspect.Parameter.KEYWORD_ONLY, default=p.default)
-           for i, p in enumerate(params)])
+                             else inspect.Parameter.KEYWORD_ONLY, default=p.default,
+                             annotation=p.annotation)
+           for i, p in enumerate(params)], return_annotation=None)
 
     def __init__(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
@@ -291,4 +348,5 @@ def make_init(estimator):
                 setattr(self, name, value)
 
     __init__.__signature__ = signature
+    __init__.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
     return __init__

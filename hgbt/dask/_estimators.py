@@ -5,8 +5,13 @@ bit for bit (see ``doc/dask.md``). The fitted estimator is also a fitted
 local estimator: it predicts NumPy input in process and dask collections
 lazily, block by block.
 """
+from __future__ import annotations
+
 import inspect
+import typing
+from collections.abc import Callable
 from numbers import Real
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
@@ -14,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
 from ..data.binning import BinMapper
+from ..data.dataset import MatrixLike
 from ..engine.evaluation import TRAIN, training_score_rows
 from ..estimators.classifier import HistGBDTClassifier
 from ..estimators.gradient_boosting import interaction_groups
@@ -25,17 +31,27 @@ from ._shard import Shard
 from ._training import (ShardGroup, WorkerLostError, boost_on_shards, lost_workers_raise,
                         merge)
 
+if TYPE_CHECKING:
+    import dask.array as da
+    import dask.dataframe as dd
+    from distributed import Client
+
+#: the estimator ``fit`` returns: the one it was called on, of its own class
+DaskEstimator = TypeVar("DaskEstimator", bound="_DaskMixin")
+
 #: losses whose baseline and leaf values come from mergeable sums
 SUPPORTED_LOSSES = ("squared_error", "poisson", "gamma", "tweedie", "log_loss")
 #: parameters of the Dask estimators that the local ones do not have
 DASK_PARAMS = ("client", "timeout")
 
 
-def _dask_init(local_class):
+def _dask_init(local_class: type) -> Callable[..., None]:
     """``__init__`` with the local estimator's parameters plus ``client`` and ``timeout``."""
     signature = inspect.signature(local_class.__init__)
-    extra = [inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None),
-             inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, default=300.0)]
+    extra = [inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None,
+                               annotation="Client | None"),
+             inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, default=300.0,
+                               annotation="float")]
 
     def __init__(self, *args, client=None, timeout=300.0, **kwargs):
         local_class.__init__(self, *args, **kwargs)
@@ -45,6 +61,10 @@ def _dask_init(local_class):
     # scikit-learn reads the parameter names from the signature
     __init__.__signature__ = signature.replace(
         parameters=list(signature.parameters.values()) + extra)
+    # the local parameters' hints resolved (their names are hgbt.core.params'),
+    # the others evaluated here
+    __init__.__annotations__ = {**typing.get_type_hints(local_class.__init__),
+                                **{p.name: p.annotation for p in extra}}
     return __init__
 
 
@@ -107,8 +127,12 @@ class _DaskMixin:
             raise ValueError("No Dask client: pass client=... or create a "
                              "distributed.Client first.") from exc
 
-    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
-            sample_weight_val=None, callbacks=None):
+    def fit(self: DaskEstimator, X: da.Array | dd.DataFrame, y: da.Array | dd.Series,
+            sample_weight: da.Array | dd.Series | None = None, *,
+            X_val: da.Array | dd.DataFrame | None = None,
+            y_val: da.Array | dd.Series | None = None,
+            sample_weight_val: da.Array | dd.Series | None = None,
+            callbacks: list | None = None) -> DaskEstimator:
         """Fit on dask collections spread over the workers of a Dask cluster.
 
         Parameters
@@ -234,7 +258,7 @@ class _DaskMixin:
         return telemetry
 
     # -------------------------------------------------------------- predict
-    def to_local(self):
+    def to_local(self) -> HistGBDTRegressor | HistGBDTClassifier:
         """The fitted model as a plain local estimator (a deep copy).
 
         Returns
@@ -349,9 +373,13 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
     _local_class = HistGBDTRegressor
     _parameter_constraints = {**HistGBDTRegressor._parameter_constraints,
                               **_DaskMixin._parameter_constraints}
-    __init__ = _dask_init(HistGBDTRegressor)
+    if TYPE_CHECKING:  # the generated __init__ (the registry's parameters) hides the
+        # class from type checkers: they see one taking any arguments
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    else:
+        __init__ = _dask_init(HistGBDTRegressor)
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
         """Predictions; lazy (a dask array) for a dask collection."""
         return self._lazy("predict", X)
 
@@ -366,7 +394,11 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
     _local_class = HistGBDTClassifier
     _parameter_constraints = {**HistGBDTClassifier._parameter_constraints,
                               **_DaskMixin._parameter_constraints}
-    __init__ = _dask_init(HistGBDTClassifier)
+    if TYPE_CHECKING:  # the generated __init__ (the registry's parameters) hides the
+        # class from type checkers: they see one taking any arguments
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    else:
+        __init__ = _dask_init(HistGBDTClassifier)
 
     def _set_classes(self, info):
         """Classes and class weights from the shards' label counts."""
@@ -391,15 +423,17 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
             self._class_weights = compute_class_weight(self.class_weight, classes=classes,
                                                         y=classes)
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
         """Predicted labels; lazy (a dask array) for a dask collection."""
         return self._lazy("predict", X, dtype=getattr(self, "classes_", np.empty(0)).dtype)
 
-    def predict_proba(self, X):
+    def predict_proba(self,
+                      X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
         """Class probabilities; lazy (a dask array) for a dask collection."""
         return self._lazy("predict_proba", X, n_outputs=len(getattr(self, "classes_", [])))
 
-    def decision_function(self, X):
+    def decision_function(self,
+                          X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
         """Raw scores; lazy (a dask array) for a dask collection."""
         n_classes = len(getattr(self, "classes_", []))
         return self._lazy("decision_function", X, None if n_classes <= 2 else n_classes)

@@ -15,10 +15,15 @@ class weights) is refused with a ValueError, as LightGBM refuses to change
 A validation set is a Dataset with ``reference=`` the training one: its
 columns are converted with the reference's categorical encoding and names.
 """
+from __future__ import annotations
+
 import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.utils import Tags, TargetTags, check_random_state
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import _check_sample_weight, check_array
@@ -27,16 +32,24 @@ from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import REGRESSOR, constraints, names, resolved_default
 from . import target_stats
 from .binning import BinMapper
-from .bundling import DenseBins, SparseBins, build_layout
-from .categorical import pooled_features, validate_X
+from .bundling import DenseBins, FeatureLayout, SparseBins, build_layout
+from .categorical import CategoricalEncoding, pooled_features, validate_X
 from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
+
+#: rows as the estimators, Datasets and Boosters take them: arrays and anything
+#: NumPy converts (pandas, polars, ...), or a scipy.sparse matrix or array
+if TYPE_CHECKING:
+    MatrixLike: TypeAlias = ArrayLike | sp.spmatrix | sp.sparray
+else:  # the same at run time, where scipy < 1.11 has no sparray
+    MatrixLike: TypeAlias = Union[ArrayLike, sp.spmatrix,
+                                  getattr(sp, "sparray", sp.spmatrix)]
 
 #: the parameters that decide how rows are binned (a reused Dataset keeps them)
 BINNING_PARAMS = tuple(names("binning"))
 PARAMETERS = constraints(REGRESSOR)  # their constraints, as the estimators check them
 
 
-def new_seed(random_state):
+def new_seed(random_state: int | np.random.RandomState | None) -> int:
     """The seed of every random draw of a fit, from ``random_state``."""
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
@@ -56,7 +69,8 @@ class Binned:
         The target statistics of the pooled features (None without any).
     """
 
-    def __init__(self, X, layout, bin_mapper, target_stats):
+    def __init__(self, X: np.ndarray | sp.csr_matrix, layout: FeatureLayout,
+                 bin_mapper: BinMapper, target_stats: dict | None) -> None:
         self.X = X
         self.layout = layout
         self.bin_mapper = bin_mapper
@@ -100,12 +114,15 @@ class Dataset:
         says for which kind of target.
     """
 
-    def __init__(self, data, label=None, *, weight=None, reference=None,
-                 categorical_features=resolved_default("categorical_features"),
-                 max_bins=resolved_default("max_bins"),
-                 enable_bundle=resolved_default("enable_bundle"),
-                 max_conflict_rate=resolved_default("max_conflict_rate"),
-                 random_state=None, n_threads=None):
+    def __init__(self, data: MatrixLike, label: ArrayLike | None = None, *,
+                 weight: ArrayLike | None = None, reference: Dataset | None = None,
+                 categorical_features: ArrayLike | Literal['from_dtype'] | None =
+                 resolved_default("categorical_features"),
+                 max_bins: int = resolved_default("max_bins"),
+                 enable_bundle: bool = resolved_default("enable_bundle"),
+                 max_conflict_rate: float = resolved_default("max_conflict_rate"),
+                 random_state: int | np.random.RandomState | None = None,
+                 n_threads: int | None = None) -> None:
         if isinstance(data, Dataset):
             raise TypeError("data is already a Dataset.")
         if reference is not None and not isinstance(reference, Dataset):
@@ -150,8 +167,11 @@ class Dataset:
         self._set_rows(as_csr(X) if sp.issparse(X) else X, label, weight)
 
     @classmethod
-    def from_prepared(cls, X, label, weight, *, categorical, n_features_in,
-                      feature_names_in=None, **settings):
+    def from_prepared(cls, X: np.ndarray | sp.csr_matrix, label: np.ndarray | None,
+                      weight: np.ndarray | None, *,
+                      categorical: CategoricalEncoding | None, n_features_in: int,
+                      feature_names_in: np.ndarray | None = None,
+                      **settings: Any) -> Dataset:
         """A Dataset of rows already validated and converted as the
         constructor converts them (a fit's own input checks do that): X as
         the trees read it before binning (pooled features as positions),
@@ -171,7 +191,7 @@ class Dataset:
         out.__setstate__({})  # its lock
         return out
 
-    def subset(self, rows, reference=None):
+    def subset(self, rows: ArrayLike, reference: Dataset | None = None) -> Dataset:
         """A Dataset of some of these rows (not binned yet): the same
         categorical encoding, names and binning parameters; a validation
         set of ``reference`` if given."""
@@ -206,25 +226,26 @@ class Dataset:
         return Tags(estimator_type=None, target_tags=TargetTags(required=False))
 
     @property
-    def n_rows(self):
+    def n_rows(self) -> int:
+        """Rows of the data."""
         return self.X.shape[0]
 
     @property
-    def pooled_features(self):
+    def pooled_features(self) -> list[int]:
         """Indices of the pooled categorical features (more than 255 categories)."""
         return pooled_features(self.categorical)
 
     @property
-    def binning(self):
+    def binning(self) -> dict[str, Any]:
         """The binning parameters of this Dataset (:data:`BINNING_PARAMS`)."""
         return {name: getattr(self, name) for name in BINNING_PARAMS}
 
     @property
-    def is_constructed(self):
+    def is_constructed(self) -> bool:
         """Whether a fit has binned these rows."""
         return self.binned is not None
 
-    def check_binning(self, params):
+    def check_binning(self, params: Mapping[str, Any]) -> None:
         """ValueError unless the binning parameters in ``params`` (a fit's)
         are this Dataset's: its rows are binned once, by its own."""
         for name in BINNING_PARAMS:
@@ -234,7 +255,9 @@ class Dataset:
                     f"{getattr(self, name)!r}: a Dataset's rows are binned once, with its "
                     f"own {name}. Build a new Dataset(..., {name}={params[name]!r}) for it.")
 
-    def construct(self, y_columns, weight, key, seed, n_threads, model=None):
+    def construct(self, y_columns: np.ndarray, weight: np.ndarray | None, key: tuple[str, ...],
+                  seed: int, n_threads: int,
+                  model: tuple[BinMapper, dict | None] | None = None) -> Binned:
         """The rows binned for targets ``y_columns`` (shape (n, n_outputs):
         what the pooled features' statistics encode) and row weights
         ``weight``: once, then the same :class:`Binned` for the same ``key``
@@ -301,7 +324,8 @@ class Dataset:
                                   self.max_conflict_rate), mapper, stats)
 
 
-def bin_rows(X, bin_mapper, n_threads, enable_bundle, max_conflict_rate):
+def bin_rows(X: np.ndarray | sp.csr_matrix, bin_mapper: BinMapper, n_threads: int,
+             enable_bundle: bool, max_conflict_rate: float) -> FeatureLayout:
     """Rows as the trees read them, binned: a :class:`~hgbt.data.bundling.FeatureLayout`
     (bundled or sparse-stored columns where they pay, else the plain one)."""
     if sp.issparse(X):

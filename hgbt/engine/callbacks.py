@@ -39,12 +39,23 @@ The built-ins: :class:`EarlyStopping`, :class:`TimeBudget`,
 :class:`~hgbt.engine.progress.LogPrinter` and
 :class:`~hgbt.engine.progress.ProgressBar`.
 """
+from __future__ import annotations
+
 import os
+import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from .early_stopping import should_stop
+from .history import EvalHistory
 
-STOP = "stop"
+if TYPE_CHECKING:
+    from ..estimators.gradient_boosting import BaseHistGBDT
+
+STOP: Final = "stop"
+#: what a round hook returns: None to go on, ``"stop"`` (or True) to end the fit
+RoundAnswer: TypeAlias = str | bool | None
 
 
 class Callback:
@@ -63,23 +74,25 @@ class Callback:
         the rounds so far when the hook runs).
     """
 
-    reason = None
-    needs_scores = False
-    reads_estimator = True
+    reason: str | None = None
+    needs_scores: bool = False
+    reads_estimator: bool = True
 
-    def on_fit_begin(self, history, estimator):
+    def on_fit_begin(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         """Called once before the first round of the fit."""
 
-    def before_round(self, iteration, history, estimator):
+    def before_round(self, iteration: int, history: EvalHistory,
+                     estimator: BaseHistGBDT) -> RoundAnswer:
         """Called before round ``iteration``; return ``"stop"`` to end the fit."""
 
-    def after_round(self, iteration, history, estimator):
+    def after_round(self, iteration: int, history: EvalHistory,
+                    estimator: BaseHistGBDT) -> RoundAnswer:
         """Called after round ``iteration``; return ``"stop"`` to end the fit."""
 
-    def on_restart(self, history, estimator):
+    def on_restart(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         """Called before the rounds start over with the other tree size."""
 
-    def on_fit_end(self, history, estimator):
+    def on_fit_end(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         """Called once when the rounds end."""
 
 
@@ -124,7 +137,9 @@ class CallbackRunner:
         interpreter's exit), rather than from the fit's own stopping rule.
     """
 
-    def __init__(self, callbacks, estimator=None, sync=None, finish=None):
+    def __init__(self, callbacks: Iterable[object], estimator: object = None,
+                 sync: Callable[[EvalHistory], None] | None = None,
+                 finish: Callable[[EvalHistory], None] | None = None) -> None:
         self.callbacks = list(callbacks)
         self.estimator = estimator
         self._sync = sync
@@ -136,28 +151,28 @@ class CallbackRunner:
         self._needs_sync = any(_overrides(c, "after_round") and _reads_estimator(c)
                                for c in self.callbacks)
 
-    def begin(self, history):
+    def begin(self, history: EvalHistory) -> None:
         self._call("on_fit_begin", history)
 
-    def restart(self, history):
+    def restart(self, history: EvalHistory) -> None:
         """Call every ``on_restart``: the rounds start over in ``history``."""
         if self._sync is not None:
             self._sync(history)
         self._call("on_restart", history)
 
-    def before_round(self, iteration, history):
+    def before_round(self, iteration: int, history: EvalHistory) -> str | None:
         """Call every ``before_round``; return the reason of the first callback
         asking to stop, or None."""
         return self._call_round("before_round", iteration, history)
 
-    def after_round(self, iteration, history):
+    def after_round(self, iteration: int, history: EvalHistory) -> str | None:
         """Call every ``after_round``; return the reason of the first callback
         asking to stop, or None."""
         if self._sync is not None and self._needs_sync:
             self._sync(history)
         return self._call_round("after_round", iteration, history)
 
-    def end(self, history):
+    def end(self, history: EvalHistory) -> None:
         if self._finish is not None:
             self._finish(history)
         self._call("on_fit_end", history)
@@ -204,13 +219,14 @@ class EarlyStopping(Callback):
     needs_scores = True
     reads_estimator = False
 
-    def __init__(self, n_iter_no_change=8, tol=1e-7, set_name=None, metric=None):
+    def __init__(self, n_iter_no_change: int = 8, tol: float = 1e-7,
+                 set_name: str | None = None, metric: str | None = None) -> None:
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.set_name = set_name
         self.metric = metric
 
-    def on_fit_begin(self, history, estimator):
+    def on_fit_begin(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self.reason = None
         set_name, metric = (self.set_name or (history.watched or (None, None))[0],
                             self.metric or (history.watched or (None, None))[1])
@@ -218,7 +234,8 @@ class EarlyStopping(Callback):
             raise ValueError(f"EarlyStopping watches {set_name!r} {metric!r}, which the fit "
                              f"does not score; it scores {history.scored}.")
 
-    def after_round(self, iteration, history, estimator):
+    def after_round(self, iteration: int, history: EvalHistory,
+                    estimator: BaseHistGBDT) -> RoundAnswer:
         # rounds a warm start did not score (NaN) are not compared
         scores = [s for s in history.oriented(self.set_name, self.metric) if s == s]
         if not should_stop(scores, self.n_iter_no_change, self.tol):
@@ -246,16 +263,18 @@ class TimeBudget(Callback):
 
     reads_estimator = False
 
-    def __init__(self, seconds, clock=time.perf_counter):
+    def __init__(self, seconds: float,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.seconds = seconds
         self.clock = clock
 
-    def on_fit_begin(self, history, estimator):
+    def on_fit_begin(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self.reason = None
         self._start = self._round_start = self.clock()
         self._last_round = 0.0
 
-    def before_round(self, iteration, history, estimator):
+    def before_round(self, iteration: int, history: EvalHistory,
+                     estimator: BaseHistGBDT) -> RoundAnswer:
         now = self.clock()
         if now - self._start + self._last_round > self.seconds:
             self.reason = (f"time budget: {self.seconds:g} s would be exceeded by round "
@@ -264,7 +283,8 @@ class TimeBudget(Callback):
         self._round_start = now
         return None
 
-    def after_round(self, iteration, history, estimator):
+    def after_round(self, iteration: int, history: EvalHistory,
+                    estimator: BaseHistGBDT) -> None:
         self._last_round = self.clock() - self._round_start
 
 
@@ -283,10 +303,11 @@ class StopOnEvent(Callback):
     reason = "stop event set"
     reads_estimator = False
 
-    def __init__(self, event):
+    def __init__(self, event: threading.Event) -> None:
         self.event = event
 
-    def before_round(self, iteration, history, estimator):
+    def before_round(self, iteration: int, history: EvalHistory,
+                     estimator: BaseHistGBDT) -> RoundAnswer:
         return STOP if self.event.is_set() else None
 
     after_round = before_round
@@ -320,23 +341,25 @@ class Checkpoint(Callback):
         The files written, in order.
     """
 
-    def __init__(self, path, every=10, at_end=True):
+    def __init__(self, path: str | os.PathLike, every: int = 10,
+                 at_end: bool = True) -> None:
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}.")
         self.path = path
         self.every = every
         self.at_end = at_end
-        self.saved = []
+        self.saved: list[str] = []
         self._last_saved = None
 
-    def on_fit_begin(self, history, estimator):
+    def on_fit_begin(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self._last_saved = None
 
-    def after_round(self, iteration, history, estimator):
+    def after_round(self, iteration: int, history: EvalHistory,
+                    estimator: BaseHistGBDT) -> None:
         if (iteration + 1) % self.every == 0:
             self._save(history, estimator)
 
-    def on_fit_end(self, history, estimator):
+    def on_fit_end(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         if self.at_end and self._last_saved != self._model_of(history):
             self._save(history, estimator)
 

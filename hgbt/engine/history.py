@@ -5,8 +5,12 @@ into and what callbacks read: the scores (``evals``: set → metric → list),
 which metric on which set early stopping and ``best_iteration_`` watch,
 and the fit's progress (rounds, timing, why it stopped).
 """
+from __future__ import annotations
+
 import math
 import time
+from collections.abc import Mapping
+from typing import Any
 
 
 class EvalHistory:
@@ -66,22 +70,25 @@ class EvalHistory:
         of the training rows skipped); None: the default.
     """
 
-    def __init__(self, evals=None, watched=None, greater_is_better=None, max_iter=0):
-        self.evals = {} if evals is None else evals
+    def __init__(self, evals: dict[str, dict[str, list[float]]] | None = None,
+                 watched: tuple[str, str] | None = None,
+                 greater_is_better: Mapping[str, bool] | None = None,
+                 max_iter: int = 0) -> None:
+        self.evals: dict[str, dict[str, list[float]]] = {} if evals is None else evals
         self.watched = watched
         self.greater_is_better = dict(greater_is_better or {})
         self.max_iter = max_iter
         self.n_rounds = 0
         self.first_round = 0
-        self.start_time = None
-        self.stop_reason = None
-        self.scored = None
-        self.tree_size = None
-        self.trials = []
+        self.start_time: float | None = None
+        self.stop_reason: str | None = None
+        self.scored: dict[str, list[str]] | None = None
+        self.tree_size: dict[str, Any] | None = None
+        self.trials: list[dict[str, Any]] = []
         self.comparing = False
-        self.watched_because = None
+        self.watched_because: str | None = None
 
-    def restarted(self, tree_size):
+    def restarted(self, tree_size: dict[str, Any]) -> EvalHistory:
         """An empty history of the same sets, metrics and ``max_iter``, for
         rounds that start over from the baseline with trees of
         ``tree_size``; it shares :attr:`trials`."""
@@ -93,27 +100,27 @@ class EvalHistory:
         out.watched_because = self.watched_because
         return out
 
-    def start(self, n_rounds):
+    def start(self, n_rounds: int) -> None:
         """Mark the start of the rounds, with ``n_rounds`` already kept."""
         self.n_rounds = self.first_round = n_rounds
         self.start_time = time.perf_counter()
 
-    def elapsed(self):
+    def elapsed(self) -> float:
         """Seconds since :meth:`start`."""
         return 0.0 if self.start_time is None else time.perf_counter() - self.start_time
 
-    def rounds_per_second(self):
+    def rounds_per_second(self) -> float | None:
         """Rounds of this fit per second so far (None before the first round)."""
         done, elapsed = self.n_rounds - self.first_round, self.elapsed()
         return done / elapsed if done and elapsed > 0 else None
 
-    def seconds_left(self):
+    def seconds_left(self) -> float | None:
         """Estimated seconds until ``max_iter`` at this fit's pace (None before
         the first round)."""
         rate = self.rounds_per_second()
         return None if rate is None else (self.max_iter - self.n_rounds) / rate
 
-    def record(self, scores, n_rounds):
+    def record(self, scores: Mapping[str, Mapping[str, float]], n_rounds: int) -> None:
         """Record the scores of the model of ``n_rounds`` rounds.
 
         Parameters
@@ -136,18 +143,20 @@ class EvalHistory:
                 values.append(float(scores.get(set_name, {}).get(metric, math.nan)))
         self.n_rounds = n_rounds
 
-    def scores(self, set_name=None, metric=None):
+    def scores(self, set_name: str | None = None, metric: str | None = None) -> list[float]:
         """The score list of ``metric`` on ``set_name`` (default: the watched ones)."""
         default_set, default_metric = self.watched or (None, None)
         return self.evals[set_name or default_set][metric or default_metric]
 
-    def oriented(self, set_name=None, metric=None):
+    def oriented(self, set_name: str | None = None,
+                 metric: str | None = None) -> list[float]:
         """:meth:`scores` with the sign that makes higher better."""
         metric = metric or self.watched[1]
         sign = 1.0 if self.greater_is_better.get(metric, True) else -1.0
         return [sign * s for s in self.scores(set_name, metric)]
 
-    def best_iteration(self, set_name=None, metric=None):
+    def best_iteration(self, set_name: str | None = None,
+                       metric: str | None = None) -> int | None:
         """Rounds of the best-scored model (the first of equals; NaN entries
         skipped), or None when nothing is watched or scored."""
         if self.watched is None and (set_name is None or metric is None):
@@ -158,12 +167,13 @@ class EvalHistory:
                 best, best_index = score, index
         return best_index
 
-    def best_score(self, set_name=None, metric=None):
+    def best_score(self, set_name: str | None = None,
+                   metric: str | None = None) -> float | None:
         """The score of :meth:`best_iteration` (in the metric's own sign), or None."""
         best = self.best_iteration(set_name, metric)
         return None if best is None else self.scores(set_name, metric)[best]
 
-    def describe(self, set_name=None, metric=None):
+    def describe(self, set_name: str | None = None, metric: str | None = None) -> str:
         """``'<set> <metric>'`` of the watched (or given) score, for messages."""
         default_set, default_metric = self.watched or (None, None)
         return f"{set_name or default_set} {metric or default_metric}"

@@ -5,9 +5,16 @@ second) and the estimated time left, and say at the end why and after
 which round the fit stopped. ``verbose=k`` is a :class:`LogPrinter` with
 ``period=k``.
 """
+from __future__ import annotations
+
 import sys
+from typing import IO, TYPE_CHECKING, Literal
 
 from .callbacks import Callback
+from .history import EvalHistory
+
+if TYPE_CHECKING:
+    from ..estimators.gradient_boosting import BaseHistGBDT
 
 
 def _duration(seconds):
@@ -20,14 +27,14 @@ def _duration(seconds):
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
 
 
-def pace(history):
+def pace(history: EvalHistory) -> str:
     """``'12.3 rounds/s, 4.5s left'`` of the fit so far."""
     rate = history.rounds_per_second()
     rate_text = "? rounds/s" if rate is None else f"{rate:.3g} rounds/s"
     return f"{rate_text}, {_duration(history.seconds_left())} left"
 
 
-def latest_scores(history):
+def latest_scores(history: EvalHistory) -> str:
     """``'train loss: 0.51  validation loss: 0.52'``: every latest score."""
     return "  ".join(f"{set_name} {metric}: {values[-1]:.6g}"
                      for set_name, metrics in history.evals.items()
@@ -39,7 +46,7 @@ def _tree_size(size):
             f"l2_regularization={size['l2_regularization']:g}")
 
 
-def restart_line(history):
+def restart_line(history: EvalHistory) -> str:
     """The line that says why the rounds start over with other trees."""
     if len(history.trials) > 1:  # a resumed fit: the better size's trees were not saved
         return (f"Fitting again with {_tree_size(history.tree_size)}, whose "
@@ -49,7 +56,7 @@ def restart_line(history):
             f"{history.describe()} is kept.")
 
 
-def summary(history):
+def summary(history: EvalHistory) -> str:
     """The closing line: where and why the fit stopped, the best round, the
     time, and which tree size was kept of two."""
     line = f"Stopped after round {history.n_rounds} of {history.max_iter}: {history.stop_reason}."
@@ -86,28 +93,29 @@ class LogPrinter(Callback):
 
     reads_estimator = False
 
-    def __init__(self, period=1, file=None):
+    def __init__(self, period: int = 1, file: IO[str] | None = None) -> None:
         self.period = int(period)
         self.file = file
 
     def _print(self, text):
         print(text, file=self.file if self.file is not None else sys.stdout, flush=True)
 
-    def on_fit_begin(self, history, estimator):
+    def on_fit_begin(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         if history.watched_because:  # not the set a user would assume
             self._print(f"Watching {history.describe()}: {history.watched_because}.")
 
-    def after_round(self, iteration, history, estimator):
+    def after_round(self, iteration: int, history: EvalHistory,
+                    estimator: BaseHistGBDT) -> None:
         done = iteration + 1
         if self.period > 0 and (done % self.period == 0 or done == history.max_iter):
             scores = latest_scores(history)
             self._print(f"[{done}/{history.max_iter}] {scores + '  ' if scores else ''}"
                         f"({pace(history)})")
 
-    def on_restart(self, history, estimator):
+    def on_restart(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self._print(restart_line(history))
 
-    def on_fit_end(self, history, estimator):
+    def on_fit_end(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self._print(summary(history))
 
 
@@ -127,7 +135,8 @@ class ProgressBar(Callback):
 
     reads_estimator = False
 
-    def __init__(self, file=None, use_tqdm="auto", width=30):
+    def __init__(self, file: IO[str] | None = None,
+                 use_tqdm: bool | Literal["auto"] = "auto", width: int = 30) -> None:
         self.file = file
         self.use_tqdm = use_tqdm
         self.width = width
@@ -136,7 +145,7 @@ class ProgressBar(Callback):
     def _stream(self):
         return self.file if self.file is not None else sys.stderr
 
-    def on_fit_begin(self, history, estimator):
+    def on_fit_begin(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self._bar = None
         if self.use_tqdm:
             try:
@@ -148,11 +157,12 @@ class ProgressBar(Callback):
                 self._bar = tqdm(total=history.max_iter, initial=history.n_rounds,
                                  file=self._stream(), unit="round")
 
-    def on_restart(self, history, estimator):
+    def on_restart(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self._close(restart_line(history))
         self.on_fit_begin(history, estimator)
 
-    def after_round(self, iteration, history, estimator):
+    def after_round(self, iteration: int, history: EvalHistory,
+                    estimator: BaseHistGBDT) -> None:
         watched = (f"{history.describe()} {history.scores()[-1]:.6g}"
                    if history.watched else "")
         if self._bar is not None:
@@ -167,7 +177,7 @@ class ProgressBar(Callback):
                              f"{pace(history)}  {watched}")
         self._stream().flush()
 
-    def on_fit_end(self, history, estimator):
+    def on_fit_end(self, history: EvalHistory, estimator: BaseHistGBDT) -> None:
         self._close(summary(history))
 
     def _close(self, line):

@@ -1,4 +1,9 @@
 """HistGBDTClassifier: gradient-boosted trees for binary and multiclass labels."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
@@ -6,6 +11,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..core.params import CLASSIFIER, constraints, make_init
+from ..data.dataset import MatrixLike
 from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
 from .fit_inputs import class_weighted, encode_labels
 from .gradient_boosting import BaseHistGBDT
@@ -47,7 +53,11 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     """
 
     _parameter_constraints = constraints(CLASSIFIER)
-    __init__ = make_init(CLASSIFIER)
+    if TYPE_CHECKING:  # the generated __init__ (the registry's parameters) hides the
+        # class from type checkers: they see one taking any arguments
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    else:
+        __init__ = make_init(CLASSIFIER)
     _stratify = True
 
     def _encode_y(self, y, reset):
@@ -74,7 +84,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     def _objective(self):
         return objective_from_params(self.get_params(deep=False), self.classes_)
 
-    def decision_function(self, X, iteration_range=None):
+    def decision_function(self, X: MatrixLike,
+                          iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Raw scores (log-odds; per-class scores for multiclass).
 
         Parameters
@@ -91,7 +102,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         """
         return self._shape_decision(self._raw_predict(X, iteration_range))
 
-    def predict_proba(self, X, iteration_range=None):
+    def predict_proba(self, X: MatrixLike,
+                      iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Class probabilities.
 
         Parameters
@@ -109,7 +121,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         raw = self._raw_predict(X, iteration_range)
         return self.booster_.loss.inverse_link(raw)
 
-    def predict(self, X, iteration_range=None):
+    def predict(self, X: MatrixLike,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Most probable class of each row.
 
         Parameters
@@ -133,18 +146,18 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     def _shape_decision(self, raw):
         return raw[0] if raw.shape[0] == 1 else raw.T.copy()
 
-    def staged_decision_function(self, X):
+    def staged_decision_function(self, X: MatrixLike) -> Iterator[np.ndarray]:
         """Raw scores after each boosting round (see :meth:`decision_function`)."""
         for raw in self._staged_raw_predict(X):
             yield self._shape_decision(raw)
 
-    def staged_predict_proba(self, X):
+    def staged_predict_proba(self, X: MatrixLike) -> Iterator[np.ndarray]:
         """Class probabilities after each boosting round."""
         check_is_fitted(self)
         for raw in self._staged_raw_predict(X):
             yield self.booster_.loss.inverse_link(raw)
 
-    def staged_predict(self, X):
+    def staged_predict(self, X: MatrixLike) -> Iterator[np.ndarray]:
         """Predicted classes after each boosting round."""
         for proba in self.staged_predict_proba(X):
             yield self.classes_[np.argmax(proba, axis=1)]

@@ -15,13 +15,21 @@ each feature's share of the raw score, plus the expected value, rows adding
 up to the raw score; the name ``shap_values`` would suggest the shap
 library's layout (expected value apart). ``predict_interactions`` follows.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
 from ..data.categorical import codes_of_values
+from ..data.dataset import MatrixLike
 from ..model import explain, tables
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class ExplainMixin:
@@ -32,7 +40,8 @@ class ExplainMixin:
         check_is_fitted(self)
         return self._validate_X(X), effective_n_threads(self.n_threads)
 
-    def predict_contributions(self, X, iteration_range=None):
+    def predict_contributions(self, X: MatrixLike,
+                              iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Exact TreeSHAP contributions of each feature to the raw score.
 
         The raw score is the model's output before the inverse link:
@@ -67,7 +76,8 @@ class ExplainMixin:
         X, n_threads = self._explain_inputs(X)
         return explain.contributions(self.booster_, X, iteration_range, n_threads)
 
-    def predict_interactions(self, X, iteration_range=None):
+    def predict_interactions(self, X: MatrixLike,
+                             iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """SHAP interaction values of each pair of features on the raw score.
 
         ``[i, f, g]`` (``f != g``) is half the Shapley interaction index of
@@ -94,7 +104,8 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         X, n_threads = self._explain_inputs(X)
         return explain.interactions(self.booster_, X, iteration_range, n_threads)
 
-    def apply(self, X, iteration_range=None):
+    def apply(self, X: MatrixLike,
+              iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """The leaf each row reaches in each tree.
 
         Parameters
@@ -158,7 +169,7 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         return explain.partial_dependence_codes(self.booster_, grid, features,
                                                 effective_n_threads(self.n_threads))
 
-    def trees_to_dataframe(self):
+    def trees_to_dataframe(self) -> pd.DataFrame:
         """Every node of every tree as a pandas DataFrame, one row per node.
 
         Returns
@@ -187,7 +198,7 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         check_is_fitted(self)
         return tables.trees_frame(self.booster_)
 
-    def dump_trees(self):
+    def dump_trees(self) -> str:
         """The trees as readable text: per tree a header, then one indented
         line per node, depth first, the left child (test true) first.
 
@@ -198,7 +209,7 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
         check_is_fitted(self)
         return tables.dump_text(tables.trees_frame(self.booster_))
 
-    def feature_importance_table(self):
+    def feature_importance_table(self) -> pd.DataFrame:
         """Importances per feature: number of splits, gain, cover (hessian
         sum of the training rows reaching the split, as XGBoost's) and row
         count (as LightGBM's), as totals and as means per split.

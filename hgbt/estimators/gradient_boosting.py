@@ -2,13 +2,18 @@
 boosting loop (:mod:`hgbt.engine.boosting`), warm start, staged and raw
 prediction. The fitted model is a :class:`~hgbt.model.booster.Booster`
 (``booster_``)."""
+from __future__ import annotations
+
 import copy
 import itertools
+import os
 import warnings
 from numbers import Integral
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import (_check_sample_weight, check_array, check_is_fitted,
                                       check_X_y)
@@ -17,7 +22,7 @@ from ..core._openmp import effective_n_threads
 from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS
 from ..data import target_stats
-from ..data.dataset import BINNING_PARAMS, Dataset, new_seed
+from ..data.dataset import BINNING_PARAMS, Dataset, MatrixLike, new_seed
 from ..data.categorical import same_encoding, validate_X
 from ..engine.boosting import TREE_SIZE, BoostSettings, FitRecord, boost
 from ..engine.early_stopping import can_stratify, split_validation
@@ -42,6 +47,9 @@ from ..data.sparse import ACCEPTED_FORMATS, as_csr, check_sparse_format
 # 20, the same settings fitting every round on 0-9 (benchmarks/accuracy_study.md).
 AUTO_EARLY_STOPPING_ROWS = 100
 
+#: the estimator ``fit`` returns: the one it was called on, of its own class
+Estimator = TypeVar("Estimator", bound="BaseHistGBDT")
+
 
 class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     """Shared fit/predict machinery of the hgbt estimators.
@@ -60,13 +68,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- input
     @property
-    def is_categorical_(self):
+    def is_categorical_(self) -> np.ndarray | None:
         """Categorical features (boolean mask), or None without any."""
         encoding = self.booster_.categorical
         return None if encoding is None else encoding.mask
 
     @property
-    def categorical_categories_(self):
+    def categorical_categories_(self) -> list[np.ndarray | None] | None:
         """Per feature None, or the categories (codes) seen at fit."""
         encoding = self.booster_.categorical
         return None if encoding is None else encoding.categories
@@ -127,7 +135,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     # ---------------------------------------------- importances, persistence
     @property
-    def feature_importances_(self):
+    def feature_importances_(self) -> np.ndarray:
         """Per feature: share of the total split gain (``importance_type='gain'``)
         or of the number of splits ('split') over all trees; all zeros without
         any split. Shape (n_features_in_,)."""
@@ -136,7 +144,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         total = totals.sum()
         return totals / total if total > 0 else totals
 
-    def save_model(self, path):
+    def save_model(self, path: str | os.PathLike) -> None:
         """Save the fitted model as JSON (``doc/model-format.md``); see
         :func:`hgbt.load_model`. A callable loss or scoring cannot be saved."""
         save_model(self, path)
@@ -164,9 +172,14 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             self.booster_.pack()
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y=None, sample_weight=None, *, X_val=None, y_val=None,
-            sample_weight_val=None, eval_set=None, eval_names=None,
-            eval_sample_weight=None, callbacks=None):
+    def fit(self: Estimator, X: MatrixLike | Dataset, y: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None, *,
+            X_val: MatrixLike | Dataset | None = None, y_val: ArrayLike | None = None,
+            sample_weight_val: ArrayLike | None = None,
+            eval_set: list[tuple[MatrixLike, ArrayLike] | Dataset] | None = None,
+            eval_names: list[str] | None = None,
+            eval_sample_weight: list[ArrayLike | None] | None = None,
+            callbacks: list | None = None) -> Estimator:
         """Fit the gradient-boosted trees.
 
         On any error, and on ``KeyboardInterrupt`` (Ctrl-C), the estimator

@@ -1,10 +1,16 @@
 """HistGBDTRegressor: gradient-boosted trees for regression."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._types import Y_DTYPE
 from ..core.params import REGRESSOR, constraints, make_init
+from ..data.dataset import MatrixLike
 from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
 from .gradient_boosting import BaseHistGBDT
 from .monitoring import RegressionRound
@@ -57,7 +63,11 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     """
 
     _parameter_constraints = constraints(REGRESSOR)
-    __init__ = make_init(REGRESSOR)
+    if TYPE_CHECKING:  # the generated __init__ (the registry's parameters) hides the
+        # class from type checkers: they see one taking any arguments
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    else:
+        __init__ = make_init(REGRESSOR)
     _stratify = False
 
     def _objective(self):
@@ -72,7 +82,8 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     def _decode(self, y):
         return y
 
-    def predict(self, X, iteration_range=None):
+    def predict(self, X: MatrixLike,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predict regression targets.
 
         Parameters
@@ -93,7 +104,7 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     def _round_view(self, raw):
         return RegressionRound(raw, self.booster_.loss.inverse_link)
 
-    def staged_predict(self, X):
+    def staged_predict(self, X: MatrixLike) -> Iterator[np.ndarray]:
         """Predictions after each boosting round.
 
         Parameters

@@ -21,14 +21,22 @@ pandas ``category`` or string columns, the position in
 ``categorical_categories_[f]``, NaN for missing or unknown). :func:`numeric_input`
 makes it from anything ``predict`` accepts.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..data.binning import bitset_to_codes
 from ..model.booster import Booster, fitted_booster
+from ..data.dataset import MatrixLike
 from ..model.tables import feature_names
+
+if TYPE_CHECKING:
+    from ..estimators.gradient_boosting import BaseHistGBDT
+    from ..tree.predictor import TreePredictor
 
 
 @dataclass(frozen=True)
@@ -45,18 +53,18 @@ class Tree:
     output: int
     feature: np.ndarray
     threshold: np.ndarray
-    categories: tuple
+    categories: tuple[np.ndarray | None, ...]
     missing_left: np.ndarray
     left: np.ndarray
     right: np.ndarray
     value: np.ndarray
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> np.ndarray:
         return self.feature < 0
 
     @property
-    def n_nodes(self):
+    def n_nodes(self) -> int:
         return self.feature.shape[0]
 
 
@@ -74,12 +82,12 @@ class Forest:
     n_outputs: int
     baseline: np.ndarray
     link: str
-    trees: list
-    classes: np.ndarray = None
-    feature_names: tuple = ()
+    trees: list[Tree]
+    classes: np.ndarray | None = None
+    feature_names: tuple[str, ...] = ()
 
 
-def _walk(predictor, output):
+def _walk(predictor: TreePredictor, output: int) -> Tree:
     """``predictor`` (a TreePredictor) as a :class:`Tree`."""
     nodes, bitsets = predictor.nodes, predictor.cat_bitsets
     rows = []  # (feature, threshold, categories, missing_left, value, old children)
@@ -127,7 +135,7 @@ def _leaf(output):
                 right=np.array([-1]), value=np.array([0.0]))
 
 
-def describe(model):
+def describe(model: BaseHistGBDT | Booster) -> Forest:
     """The :class:`Forest` of a fitted hgbt estimator.
 
     Raises
@@ -150,7 +158,7 @@ def describe(model):
                   feature_names=tuple(feature_names(booster)))
 
 
-def check_fitted_model(model, caller=None):
+def check_fitted_model(model: BaseHistGBDT | Booster, caller: str | None = None) -> Booster:
     """The Booster of ``model``, a fitted hgbt estimator or a Booster:
     TypeError for anything else, NotFittedError for an unfitted estimator."""
     from ..estimators.gradient_boosting import BaseHistGBDT
@@ -161,7 +169,7 @@ def check_fitted_model(model, caller=None):
     return fitted_booster(model)[0]
 
 
-def check_exportable(model):
+def check_exportable(model: BaseHistGBDT | Booster) -> Booster:
     """The errors of :func:`describe` without walking the trees; returns the
     model's Booster."""
     booster = check_fitted_model(model)
@@ -176,7 +184,7 @@ def check_exportable(model):
     return booster
 
 
-def numeric_input(model, X):
+def numeric_input(model: BaseHistGBDT | Booster, X: MatrixLike) -> np.ndarray:
     """``X`` as the float64 matrix an exported model reads (see the module doc).
 
     Parameters

@@ -34,9 +34,19 @@ Registration
 is installed (:func:`register`), so that ``skl2onnx.to_onnx(model, X)`` works
 for ``HistGBDTRegressor`` and ``HistGBDTClassifier``.
 """
-import numpy as np
+from __future__ import annotations
 
-from ._forest import check_exportable, describe
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+from ._forest import Forest, check_exportable, describe
+
+if TYPE_CHECKING:
+    import onnx
+
+    from ..estimators.gradient_boosting import BaseHistGBDT
 
 # ai.onnx.ml opsets: TreeEnsemble* since 1; double tensors (*_as_tensor) since 3.
 ML_OPSET_FLOAT = 1
@@ -44,7 +54,7 @@ ML_OPSET_DOUBLE = 3
 _OPERATOR = {False: "HgbtHistGBDTRegressor", True: "HgbtHistGBDTClassifier"}
 
 
-def float32_at_most(values):
+def float32_at_most(values: ArrayLike) -> np.ndarray:
     """The largest float32 ``<= v`` for each float64 ``v`` (NaN stays NaN).
 
     For float32 ``x``: ``x <= float32_at_most(t)`` iff ``x <= t``.
@@ -97,7 +107,7 @@ def _tree_nodes(tree, tree_id, attrs, leaf_weight):
                 other if last else node_id + i + 1, 0)
 
 
-def ensemble_attributes(forest, double=False):
+def ensemble_attributes(forest: Forest, double: bool = False) -> dict[str, Any]:
     """The attributes of the TreeEnsembleRegressor / TreeEnsembleClassifier
     node for a :class:`~hgbt.export._forest.Forest`, for float32 input or,
     with ``double``, float64 input (double tensors)."""
@@ -198,7 +208,7 @@ def _converter(scope, operator, container):
                            name=scope.get_unique_operator_name("Cast"))
 
 
-def register():
+def register() -> None:
     """Register the converters of ``HistGBDTRegressor`` and ``HistGBDTClassifier``
     with skl2onnx (``update_registered_converter``); repeating it is harmless.
 
@@ -220,8 +230,10 @@ def register():
                                                      "nocl": [False]})
 
 
-def to_onnx(model, *, dtype=np.float32, zipmap=False, target_opset=None,
-            input_name="X"):
+def to_onnx(model: BaseHistGBDT, *, dtype: DTypeLike = np.float32,
+            zipmap: bool | Literal["columns"] = False,
+            target_opset: int | dict[str, int] | None = None,
+            input_name: str = "X") -> onnx.ModelProto:
     """Convert a fitted hgbt estimator to an ONNX model.
 
     The same as ``skl2onnx.to_onnx(model, initial_types=...)`` once

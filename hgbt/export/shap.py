@@ -13,10 +13,18 @@ the description, whose splits are all numeric thresholds.
 
 This module does not import shap: the description is plain NumPy.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..model.tables import feature_names
 from ._forest import check_fitted_model
+
+if TYPE_CHECKING:
+    from ..estimators.gradient_boosting import BaseHistGBDT
+    from ..model.booster import Booster
 
 # Description keys that let shap transform the raw score (its
 # model_output="probability" and "log_loss"), where hgbt's loss is the one
@@ -77,7 +85,7 @@ def _tree_description(tree, output, n_outputs):
     }
 
 
-def shap_model(model):
+def shap_model(model: BaseHistGBDT | Booster) -> dict[str, Any]:
     """The fitted model as a tree-ensemble description for ``shap.TreeExplainer``.
 
     ``shap.TreeExplainer(shap_model(model))`` explains the model's raw score

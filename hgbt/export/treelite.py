@@ -15,7 +15,17 @@ Raw scores start from the baseline (``base_scores``); the postprocessor is
 positive class's probability) or 'softmax' (multiclass, one tree per class
 and round).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._forest import describe
+
+if TYPE_CHECKING:
+    import treelite
+
+    from ..estimators.gradient_boosting import BaseHistGBDT
+    from ..model.booster import Booster
 
 _POSTPROCESSOR = {"identity": "identity", "exp": "exponential", "logistic": "sigmoid",
                   "softmax": "softmax"}
@@ -44,7 +54,7 @@ def _build_tree(builder, tree):
     builder.end_tree()
 
 
-def to_treelite(model):
+def to_treelite(model: BaseHistGBDT | Booster) -> treelite.Model:
     """Convert a fitted hgbt estimator to a ``treelite.Model``.
 
     Parameters

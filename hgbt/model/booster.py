@@ -12,8 +12,12 @@ one column per pooled categorical feature (one per class of a multiclass
 target) holding its category's target statistic (``data/target_stats.py``).
 Importances and contributions report such a column as its feature.
 """
+from __future__ import annotations
+
 import itertools
+from collections.abc import Iterator
 from numbers import Integral
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,13 +27,19 @@ from sklearn.utils.validation import check_is_fitted
 from ..core._openmp import effective_n_threads
 from ..core._types import SIZE_DTYPE, X_DTYPE, Y_DTYPE
 from ..data import target_stats as _target_stats
-from ..data.categorical import pooled_features, validate_X
-from ..data.dataset import Dataset
+from ..data.binning import BinMapper
+from ..data.categorical import CategoricalEncoding, pooled_features, validate_X
+from ..data.dataset import Dataset, MatrixLike
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, check_sparse_format
-from ..engine.losses import get_loss
-from ..tree.predictor import ForestPredictor
+from ..engine.losses import BaseLoss, get_loss
+from ..tree.predictor import ForestPredictor, TreePredictor
 from .explain import contributions, interactions, leaves
 from .tables import dump_text, importance_frame, trees_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..estimators.gradient_boosting import BaseHistGBDT
 
 #: inputs of this many rows check that the packed forest holds the current
 #: tree objects (a tree replaced after fit is seen); smaller ones skip the
@@ -38,7 +48,8 @@ FOREST_CHECK_ROWS = 256
 _PLAIN_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-def check_iteration_range(iteration_range, n_iter):
+def check_iteration_range(iteration_range: tuple[int, int] | None,
+                          n_iter: int) -> tuple[int, int]:
     """``(begin, end)`` rounds to predict with, checked (None: every round)."""
     if iteration_range is None:
         return 0, n_iter
@@ -117,9 +128,13 @@ class Booster:
         ``i`` rounds).
     """
 
-    def __init__(self, *, n_features_in, objective, bin_mapper, baseline, trees=None,
-                 feature_names_in=None, categorical=None, target_stats=None,
-                 classes=None):
+    def __init__(self, *, n_features_in: int, objective: dict[str, Any],
+                 bin_mapper: BinMapper, baseline: np.ndarray,
+                 trees: list[list[TreePredictor]] | None = None,
+                 feature_names_in: np.ndarray | None = None,
+                 categorical: CategoricalEncoding | None = None,
+                 target_stats: dict | None = None,
+                 classes: np.ndarray | None = None) -> None:
         self.n_features_in_ = int(n_features_in)
         self.feature_names_in_ = feature_names_in
         self.categorical = categorical
@@ -129,48 +144,48 @@ class Booster:
         self.bin_mapper = bin_mapper
         self.baseline = baseline
         self.trees = [] if trees is None else trees
-        self.best_iteration = None
-        self.evals_result = None
-        self._forest_cache = None
-        self._loss = None
+        self.best_iteration: int | None = None
+        self.evals_result: dict[str, dict[str, list[float]]] | None = None
+        self._forest_cache: tuple[list, int, ForestPredictor] | None = None
+        self._loss: BaseLoss | None = None
 
     # ------------------------------------------------------------ derived
     @property
-    def n_iter(self):
+    def n_iter(self) -> int:
         """Rounds of trees."""
         return len(self.trees)
 
     @property
-    def n_trees_per_iteration(self):
+    def n_trees_per_iteration(self) -> int:
         """Trees per round: 1, or the number of classes above two."""
         return len(self.baseline)
 
     @property
-    def loss(self):
+    def loss(self) -> BaseLoss:
         """The fit's loss (its ``inverse_link`` and ``link`` name)."""
         if self._loss is None:
             self._loss = get_loss(**self.objective)
         return self._loss
 
     @property
-    def pooled_features(self):
+    def pooled_features(self) -> list[int]:
         """Indices of the pooled categorical features (more than 255 categories)."""
         return pooled_features(self.categorical)
 
     @property
-    def n_internal(self):
+    def n_internal(self) -> int:
         """Features the trees index: the user's, then the target statistics."""
         stats = self.target_stats
         return self.n_features_in_ + (0 if stats is None else _target_stats.n_columns(stats))
 
-    def fold_internal(self, values, axis):
+    def fold_internal(self, values: np.ndarray, axis: int) -> np.ndarray:
         """``values`` with the target-statistic entries along ``axis`` added to
         their source features (as importances and contributions are reported)."""
         if self.target_stats is None:
             return values
         return _target_stats.fold(values, self.target_stats, self.n_features_in_, axis)
 
-    def continued(self, objective=None):
+    def continued(self, objective: dict[str, Any] | None = None) -> Booster:
         """A copy that a warm start extends: the same trees in a new list (an
         interrupted fit keeps this Booster as it was), with the loss of
         ``objective`` if given (the rounds it adds are fitted with it)."""
@@ -193,7 +208,8 @@ class Booster:
         return state
 
     # -------------------------------------------------------------- input
-    def prepare(self, X, *, positions=False, checker=None):
+    def prepare(self, X: MatrixLike, *, positions: bool = False,
+                checker: BaseHistGBDT | Booster | None = None) -> np.ndarray | sp.csr_matrix:
         """``X`` validated and converted as the trees read it.
 
         Categorical columns become codes, sparse input canonical CSR, and a
@@ -215,7 +231,7 @@ class Booster:
             return as_csr(X)
         return X if positions else self.pooled_input(X)
 
-    def pooled_input(self, X):
+    def pooled_input(self, X: np.ndarray | sp.csr_matrix) -> np.ndarray | sp.csr_matrix:
         """Validated ``X`` (pooled features as positions) as the trees read
         it: pooled features as their bins, followed by the target-statistic
         columns. Other input is returned as is."""
@@ -228,7 +244,7 @@ class Booster:
         return _target_stats.with_columns(X, stats["features"],
                                           _target_stats.transform(stats, X))
 
-    def user_codes(self, X):
+    def user_codes(self, X: np.ndarray) -> np.ndarray:
         """Validated rows (pooled features as positions) as ``predict`` takes
         them in an array: integer-coded pooled features back to their codes."""
         encoding = self.categorical
@@ -241,7 +257,7 @@ class Booster:
             X[known, f] = encoding.categories[f][X[known, f].astype(np.intp)]
         return X
 
-    def is_plain_array(self, X):
+    def is_plain_array(self, X: object) -> bool:
         """X needs no validation: a 2-D float array of the fitted width, fitted
         on an array (no feature names to check) without pooled categorical
         features. The lean path of small predictions."""
@@ -251,12 +267,13 @@ class Booster:
                 and not self.pooled_features)  # codes -> bins
 
     # ------------------------------------------------------------ forests
-    def pack(self):
+    def pack(self) -> None:
         """Pack the trees for prediction (after fit or loading): prediction
         itself never changes the Booster."""
         self._forest_cache = (self.trees, len(self.trees), ForestPredictor(self.trees))
 
-    def forest(self, check_trees=False, iteration_range=None):
+    def forest(self, check_trees: bool = False,
+               iteration_range: tuple[int, int] | None = None) -> ForestPredictor:
         """Every tree in one ForestPredictor (packed anew if the trees changed;
         with ``check_trees``, also if a round holds other tree objects), or
         the trees of the rounds ``begin <= round < end`` of ``iteration_range``."""
@@ -276,7 +293,9 @@ class Booster:
         out[:] = self.baseline[:, None]
         return out
 
-    def raw_predict_prepared(self, X, iteration_range=None, n_threads=1):
+    def raw_predict_prepared(self, X: np.ndarray | sp.csr_matrix,
+                             iteration_range: tuple[int, int] | None = None,
+                             n_threads: int = 1) -> np.ndarray:
         """Raw scores, shape (n_trees_per_iteration, n_samples), of rows as
         :meth:`prepare` returns them: the baseline plus every tree (or those
         of the rounds of ``iteration_range``)."""
@@ -286,7 +305,8 @@ class Booster:
             forest = self.forest(iteration_range=iteration_range)
         return forest.predict_add(X, self._start(X.shape[0]), n_threads)
 
-    def staged_raw_predict_prepared(self, X, n_threads=1):
+    def staged_raw_predict_prepared(self, X: np.ndarray | sp.csr_matrix,
+                                    n_threads: int = 1) -> Iterator[np.ndarray]:
         """Raw scores after each round (as :meth:`raw_predict_prepared`)."""
         raw = self._start(X.shape[0])
         for trees in self.trees:
@@ -294,7 +314,8 @@ class Booster:
                 tree.predict_add(X, raw[k], n_threads)
             yield raw.copy()
 
-    def raw_from_trees(self, out, X=None, X_binned=None, n_threads=1):
+    def raw_from_trees(self, out: np.ndarray, X: np.ndarray | sp.csr_matrix | None = None,
+                       X_binned: np.ndarray | None = None, n_threads: int = 1) -> np.ndarray:
         """``out`` set to the baseline plus every tree, on raw ``X`` or on the
         training bins (a warm start's earlier rounds; the same routing:
         ``x <= threshold[b]`` exactly when ``bin(x) <= b``)."""
@@ -311,7 +332,8 @@ class Booster:
                     tree.predict_add(X, out[k], n_threads)
         return out
 
-    def predict(self, X, *, raw_score: bool = False, iteration_range: tuple | None = None,
+    def predict(self, X: MatrixLike, *, raw_score: bool = False,
+                iteration_range: tuple[int, int] | None = None,
                 n_threads: int | None = None) -> np.ndarray:
         """Predictions for ``X``.
 
@@ -366,7 +388,8 @@ class Booster:
         return self.fold_internal(totals, 0)
 
     # -------------------------------------------------------- inspection
-    def predict_contributions(self, X, *, iteration_range: tuple | None = None,
+    def predict_contributions(self, X: MatrixLike, *,
+                              iteration_range: tuple[int, int] | None = None,
                               n_threads: int | None = None) -> np.ndarray:
         """Exact TreeSHAP contributions of each feature to the raw score
         (as the estimators' ``predict_contributions``).
@@ -380,7 +403,8 @@ class Booster:
         return contributions(self, self.prepare(X), iteration_range,
                              effective_n_threads(n_threads))
 
-    def predict_interactions(self, X, *, iteration_range: tuple | None = None,
+    def predict_interactions(self, X: MatrixLike, *,
+                             iteration_range: tuple[int, int] | None = None,
                              n_threads: int | None = None) -> np.ndarray:
         """SHAP interaction values of each pair of features on the raw score
         (as the estimators' ``predict_interactions``).
@@ -393,7 +417,7 @@ class Booster:
         return interactions(self, self.prepare(X), iteration_range,
                             effective_n_threads(n_threads))
 
-    def apply(self, X, *, iteration_range: tuple | None = None,
+    def apply(self, X: MatrixLike, *, iteration_range: tuple[int, int] | None = None,
               n_threads: int | None = None) -> np.ndarray:
         """The leaf each row reaches in each tree.
 
@@ -405,22 +429,22 @@ class Booster:
         """
         return leaves(self, self.prepare(X), iteration_range, effective_n_threads(n_threads))
 
-    def trees_to_dataframe(self):
+    def trees_to_dataframe(self) -> pd.DataFrame:
         """Every node of every tree as a pandas DataFrame (columns as the
         estimators' ``trees_to_dataframe``)."""
         return trees_frame(self)
 
-    def dump_trees(self):
+    def dump_trees(self) -> str:
         """The trees as readable text, one indented line per node."""
         return dump_text(trees_frame(self))
 
-    def feature_importance_table(self):
+    def feature_importance_table(self) -> pd.DataFrame:
         """Splits, gain, cover and row count per feature, as totals and means
         per split (a pandas DataFrame, as the estimators')."""
         return importance_frame(self)
 
 
-def fitted_booster(model):
+def fitted_booster(model: BaseHistGBDT | Booster) -> tuple[Booster, int]:
     """``(booster, n_threads)``: a Booster as it is (every core), or a fitted
     estimator's ``booster_`` with the estimator's ``n_threads``.
 
@@ -439,7 +463,8 @@ def fitted_booster(model):
 LOSS_PARAMS = ("loss", "huber_delta", "quantile", "tweedie_power")
 
 
-def objective_from_params(params, classes=None):
+def objective_from_params(params: dict[str, Any],
+                          classes: np.ndarray | None = None) -> dict[str, Any]:
     """The ``objective`` of a Booster from an estimator's parameters (and the
     class labels of a classifier)."""
     objective = {name: params[name] for name in LOSS_PARAMS if name in params}

@@ -17,6 +17,8 @@ import json
 import math
 import os
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core._types import NODE_DTYPE, NODE_FIELDS_ADDED, stored_node_dtype, upgrade_nodes
@@ -27,6 +29,9 @@ from ._checks import (BIN_MAPPER_ATTRIBUTES, FITTED_ATTRIBUTES, check_bin_mapper
                       check_state, check_target_stats)
 from ._flat import FLAT_MODEL_KEYS, flatten, nest
 from ._pickle import hgbt_version
+
+if TYPE_CHECKING:  # the estimators register themselves from the layer above
+    from ..estimators.gradient_boosting import BaseHistGBDT
 
 FORMAT = "hgbt-model"
 FORMAT_VERSION = 3
@@ -519,7 +524,7 @@ def _verify_checksum(document):
                           "verify_checksum=False) loads it if you trust the edit)")
 
 
-def save_model(estimator, path: "str | os.PathLike") -> None:
+def save_model(estimator: "BaseHistGBDT | Booster", path: "str | os.PathLike") -> None:
     """Write a fitted estimator, or a Booster, to ``path`` as JSON (see
     ``doc/model-format.md``).
 
@@ -539,7 +544,8 @@ def _reject_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-def load_model(path: "str | os.PathLike", *, verify_checksum: bool = True):
+def load_model(path: "str | os.PathLike", *,
+               verify_checksum: bool = True) -> "BaseHistGBDT":
     """Load an estimator written by ``save_model``.
 
     The safe way to load a model file from elsewhere: the file is data, and

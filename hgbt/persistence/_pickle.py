@@ -41,7 +41,8 @@ class InconsistentVersionWarning(UserWarning):
         pickle does not record one).
     """
 
-    def __init__(self, *, estimator_name, current_hgbt_version, original_hgbt_version):
+    def __init__(self, *, estimator_name: str, current_hgbt_version: str,
+                 original_hgbt_version: str) -> None:
         super().__init__(estimator_name, current_hgbt_version, original_hgbt_version)
         self.estimator_name = estimator_name
         self.current_hgbt_version = current_hgbt_version
