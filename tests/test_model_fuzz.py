@@ -50,7 +50,7 @@ def test_crafted_models_are_refused_with_a_value_error_or_work(model_index):
 def _walk_is_a_tree(nodes, n_bitsets, n_features):
     """Pure-Python reference: from the root, every index is in range, every
     node is visited exactly once (so every walk ends in a leaf) and records
-    its distance from the root as its depth."""
+    its distance from the root as its depth, and every leaf's value is finite."""
     seen, stack = set(), [(0, 0)]
     while stack:
         i, depth = stack.pop()
@@ -70,7 +70,7 @@ def _walk_is_a_tree(nodes, n_bitsets, n_features):
             if node["is_leaf"] > 1 or node["is_categorical"] > 1:
                 return False
             stack += [(int(node["left"]), depth + 1), (int(node["right"]), depth + 1)]
-        elif node["is_leaf"] != 1:
+        elif node["is_leaf"] != 1 or not np.isfinite(node["value"]):
             return False
     return len(seen) == len(nodes)
 
@@ -89,6 +89,7 @@ def test_check_tree_accepts_exactly_walkable_trees(data):
         nodes[i]["is_categorical"] = data.draw(st.sampled_from([0, 0, 1, 3]))
         nodes[i]["bitset_idx"] = data.draw(st.integers(0, 2))
         nodes[i]["num_threshold"] = data.draw(st.sampled_from([0.5, np.inf, -np.inf, np.nan]))
+        nodes[i]["value"] = data.draw(st.sampled_from([0.25, 0.25, 0.25, np.nan, -np.inf]))
     # depths as a walk from the root finds them (the first time it reaches a
     # node), sometimes one of them off by one
     depth, stack = {}, [(0, 0)]

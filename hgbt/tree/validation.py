@@ -37,7 +37,7 @@ def check_tree(nodes, cat_bitsets, n_features, where="tree"):
     Checked: the flags are 0 or 1; split nodes have a feature below
     ``n_features``, children in ``1..n_nodes-1``, a numeric threshold that is
     not NaN (±inf are stored for splits of values against missing ones), a
-    categorical ``bitset_idx`` below ``n_bitsets``; each node but the root
+    categorical ``bitset_idx`` below ``n_bitsets``; leaves have finite values; each node but the root
     has exactly one parent and every node is reached from the root. So the
     tree is binary and acyclic, and every walk ends in a leaf. Each node's
     ``depth`` is its distance from the root, at most ``MAX_TREE_DEPTH``: the
@@ -79,6 +79,12 @@ def check_tree(nodes, cat_bitsets, n_features, where="tree"):
     bad = internal[~categorical & np.isnan(split["num_threshold"])]
     if bad.size:
         _fail(where, f"the numeric split at node {int(bad[0])} has a NaN threshold")
+    # training never makes one; a NaN or infinite leaf poisons every prediction
+    # that reaches it, and a warm start from it diverges
+    bad = np.flatnonzero((is_leaf == 1) & ~np.isfinite(nodes["value"]))
+    if bad.size:
+        _fail(where, f"leaf {int(bad[0])} has the value {float(nodes['value'][bad[0]])}, "
+                     "not a finite number")
     bad = internal[categorical & (split["bitset_idx"] >= cat_bitsets.shape[0])]
     if bad.size:
         _fail(where, f"bitset index {int(nodes['bitset_idx'][bad[0]])} at node "
