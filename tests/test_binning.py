@@ -362,19 +362,20 @@ from fractions import Fraction  # noqa: E402
 
 
 def _separator(a, b):
-    """Separating threshold of a < b, scalar Python floats (midpoint, or a)."""
-    mid = a * 0.5 + b * 0.5
-    return mid if a <= mid < b else a
+    """Separating threshold of a < b, scalar Python floats (the rule itself is
+    checked against its definition by test_separators_survive_float32)."""
+    from hgbt.data.thresholds import _separators
+    return float(_separators(np.array([a]), np.array([b]))[0])
 
 
 def reference_weighted_thresholds(col, w, max_bins):
     """Weighted averaged-inverted-CDF thresholds, exact arithmetic, plain loops.
 
-    Distinct values of the rows with positive weight (NaN dropped); midpoints
-    when at most max_bins of them, else for q = k / max_bins the first value
-    whose cumulative weight C reaches q W, or the separator between it and
-    the next value when C == q W exactly; capped at the separator below the
-    maximum, de-duplicated. No positive weight left: every non-NaN row has
+    Distinct values of the rows with positive weight (NaN dropped); separators
+    between them when at most max_bins of them, else for q = k / max_bins
+    the first value whose cumulative weight C reaches q W, as the separator
+    between it and the next value (the maximum as itself); capped at the
+    separator below the maximum, de-duplicated. No positive weight left: every non-NaN row has
     weight 1 (unweighted fallback).
     """
     col = [float(v) for v in col]
@@ -399,7 +400,7 @@ def reference_weighted_thresholds(col, w, max_bins):
     for k in range(1, max_bins):
         target = Fraction(k, max_bins) * total
         j = next(i for i, c in enumerate(cum) if c >= target)
-        q = _separator(distinct[j], distinct[j + 1]) if cum[j] == target else distinct[j]
+        q = _separator(distinct[j], distinct[j + 1]) if j + 1 < len(distinct) else distinct[j]
         out.add(min(q, top))
     return np.array(sorted(out))
 
@@ -454,7 +455,8 @@ def test_weighted_quantiles_on_rank(case):
     """Cumulative weight exactly k W / max_bins (W = 8, max_bins = 4, targets
     2, 4, 6): separator between that value and the next distinct one, which
     is -inf next to -inf and the finite value next to +inf; a target reached
-    inside the rows of one value (split over several rows) gives the value."""
+    inside the rows of one value (split over several rows) gives the same
+    separator above that value."""
     if case == 0:
         col = [-np.inf, 1.0, 2.0, 3.0, 4.0, np.inf, np.nan]
         w = [2, 1, 1, 1, 1, 2, 5]
@@ -463,7 +465,7 @@ def test_weighted_quantiles_on_rank(case):
         # 2.0 over two rows (weights 2 and 1): target 4 inside its weight
         col = [2.0, -np.inf, 5.0, 2.0, 1.0, np.inf, 3.0, 7.0]
         w = [2, 1, 1, 1, 1, 1, 1, 0]
-        expected = [1.5, 2.0, 4.0]
+        expected = [1.5, 2.5, 4.0]
     col, w = np.array(col), np.array(w)
     perm = np.random.default_rng(case).permutation(col.size)
     for c, ww in ((col, w), (col[perm], w[perm]), (col[::-1], w[::-1])):
@@ -582,9 +584,12 @@ def test_zero_weight_rows_are_ignored(max_bins, path):
         unit = keep.astype(float)
         assert (find_thresholds(col, max_bins, unit).tobytes()
                 == find_thresholds(col[keep], max_bins).tobytes())
-    # the zero-weight extremes created no threshold
+    # the zero-weight extremes created no threshold: none lies at or above
+    # the next value above the largest kept one, or below the smallest
     finite = np.isfinite(col) & keep
-    assert np.all(got <= col[finite].max())
+    above = col[np.isfinite(col) & (col > col[finite].max())]
+    if above.size:
+        assert np.all(got < above.min())
     assert np.all(np.isneginf(got) | (got >= col[finite].min()))
 
 
@@ -617,12 +622,13 @@ def test_only_zero_weight_values_fall_back_to_unweighted():
 def test_heavily_weighted_value_gets_its_own_bin():
     # 0 .. 999 with unit weight, value 500 with weight 1501: W = 2500, so
     # with 10 bins the quantiles k W / 10 = 250 k fall exactly on ranks for
-    # k = 1, 2, 9 (separators) and inside the mass of 500 for k = 3 .. 8.
+    # k = 1, 2, 9 and inside the mass of 500 for k = 3 .. 8; each is the
+    # separator above its value (500.5 above 500).
     col = np.arange(1000, dtype=float)
     w = np.ones(1000)
     w[500] = 1501
     t = find_thresholds(col, 10, w)
-    np.testing.assert_array_equal(t, [249.5, 499.5, 500.0, 749.5])
+    np.testing.assert_array_equal(t, [249.5, 499.5, 500.5, 749.5])
     np.testing.assert_array_equal(t, find_thresholds(np.repeat(col, w.astype(int)), 10))
     codes = BinMapper(max_bins=10, subsample=None).fit(
         col[:, None], sample_weight=w).transform(col[:, None])[:, 0]
@@ -637,7 +643,8 @@ def test_heavily_weighted_value_gets_its_own_bin():
 @pytest.mark.parametrize("max_bins", [8, 64, 255])
 def test_heavy_point_mass_is_isolated_from_larger_values(seed, max_bins):
     """Continuous data plus a point mass of 30 % of the weight: a threshold
-    sits exactly on it, so no larger value shares its bin, and the smaller
+    separates it from the next larger value, so no larger value shares its
+    bin, and the smaller
     values sharing it weigh less than W / max_bins; the extreme point masses
     (minimum, maximum) are alone in their bins."""
     rng = np.random.default_rng(seed)
@@ -648,7 +655,8 @@ def test_heavy_point_mass_is_isolated_from_larger_values(seed, max_bins):
     heavy = col == value
     w[heavy] = 0.3 / 0.7 * w[~heavy].sum()
     t = find_thresholds(col, max_bins, w)
-    assert value in t
+    following = np.min(col[col > value], initial=np.inf)
+    assert np.any((t >= value) & (t < following))
     codes = np.searchsorted(t, col)
     in_bin = codes == codes[heavy][0]
     assert np.all(col[in_bin] <= value)
@@ -755,7 +763,7 @@ def test_categorical_features_leave_numeric_binning_unchanged():
 def _naive_thresholds(column, max_bins):
     """The per-column NumPy rule BinMapper used before its kernel: NaN dropped,
     one sort (float32 as float32), midpoints or capped quantiles, np.unique."""
-    from hgbt.data.thresholds import _midpoints_of, _quantiles
+    from hgbt.data.thresholds import _quantiles, _separators
     column = np.asarray(column)
     if column.dtype != np.float32:
         column = column.astype(np.float64)
@@ -766,8 +774,8 @@ def _naive_thresholds(column, max_bins):
     if distinct.size <= 1:
         return np.empty(0)
     if distinct.size <= max_bins:
-        return _midpoints_of(distinct[:-1], distinct[1:])
-    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+        return _separators(distinct[:-1], distinct[1:])
+    top = _separators(distinct[-2:-1], distinct[-1:])[0]
     return np.unique(np.minimum(_quantiles(values, max_bins), top))
 
 
@@ -871,3 +879,60 @@ def test_sorted_column_thresholds_checks_shapes():
         sorted_column_thresholds(cols, 10, np.zeros((2, 3)), np.zeros(2, np.int32), 1)
     with pytest.raises(ValueError, match="max_bins"):
         sorted_column_thresholds(cols, 1, np.zeros((2, 1)), np.zeros(2, np.int32), 1)
+
+
+# ------------------------------------------------ thresholds that float32 keeps
+def _float32_candidates(a, b):
+    """Every float32 number t with a <= t < b and t < float32(b): a brute
+    search near a, b and their midpoint (the valid set is an interval, so
+    its ends and the numbers around the midpoint are among these)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        seeds = [np.float32(v) for v in (a, b, a * 0.5 + b * 0.5) if np.isfinite(v)]
+        seeds += [np.float32(np.inf), np.float32(-np.inf)]
+        found = set()
+        for s in seeds:
+            for direction in (np.float32(np.inf), np.float32(-np.inf)):
+                t = s
+                for _ in range(3):
+                    if a <= float(t) < b and t < np.float32(b):
+                        found.add(float(t))
+                    t = np.nextafter(t, direction)
+    return sorted(found)
+
+
+_PAIR_VALUES = [0.0, 1.0, np.nextafter(1.0, 2.0), 1.5, 1.0 + 2.0 ** -23, 0.1, 0.2, np.pi,
+                -2.5, 1e-45, 1e300, -1e300, 3.4028235e38, 3.4028236e38, np.inf, -np.inf,
+                float(np.float32(0.1)), float(np.nextafter(np.float32(0.1), np.float32(1)))]
+
+
+def test_separators_survive_float32():
+    from hgbt.data.thresholds import _separators
+    rng = np.random.default_rng(0)
+    values = np.concatenate([_PAIR_VALUES, rng.normal(size=300) * 10.0 ** rng.integers(-5, 5, 300),
+                             rng.normal(size=100).astype(np.float32)])
+    a, b = np.meshgrid(values, values)
+    keep = a < b
+    a, b = a[keep], b[keep]
+    t = _separators(a, b)
+    assert np.all((a <= t) & (t < b))
+    for ai, bi, ti in zip(a, b, t):
+        candidates = _float32_candidates(ai, bi)
+        if not candidates:  # no float32 number between: the float64 midpoint (or a)
+            mid = ai * 0.5 + bi * 0.5
+            assert ti == (mid if ai <= mid < bi else ai)
+            continue
+        assert ti in candidates, (ai, bi, ti)
+        with np.errstate(over="ignore", invalid="ignore"):
+            mid = ai * 0.5 + bi * 0.5
+        if np.isfinite(mid):  # the least candidate at or above the midpoint, else the last
+            above = [c for c in candidates if c >= mid]
+            assert ti == (above[0] if above else candidates[-1]), (ai, bi, ti)
+            # the midpoint itself routes the same in float32
+            with np.errstate(over="ignore"):
+                assert (mid <= ti) == (np.float32(mid) <= ti) or mid > candidates[-1]
+        else:
+            assert ti == candidates[0]
+        # float32(x) routes as x for x = a, b
+        with np.errstate(over="ignore"):
+            assert np.float32(ai) <= ti < np.float32(bi)
+

@@ -108,6 +108,32 @@ def test_float32_thresholds_route_float32_values_exactly():
     close(got[:, 0], model.predict(X_edge))
 
 
+@pytest.mark.parametrize("dataset", ["diabetes", "breast_cancer"])
+def test_default_export_agrees_on_float64_real_data(dataset):
+    """The default export casts float64 rows to float32; thresholds that
+    float32 keeps (data/thresholds.py) route every training value as
+    predict does. Both tables hold float64 values that are not float32
+    numbers, and features with more distinct values than max_bins (their
+    thresholds are quantiles)."""
+    from sklearn import datasets
+
+    X, y = getattr(datasets, f"load_{dataset}")(return_X_y=True)
+    model = (HistGBDTRegressor() if dataset == "diabetes" else HistGBDTClassifier())
+    model.set_params(max_iter=100, max_bins=63, early_stopping=False, random_state=0)
+    model.fit(X, y)
+    assert (X.astype(np.float32) != X).any()
+    onnx_output = onnx_run(model, X)  # float32 input, as to_onnx's default
+    if dataset == "diabetes":
+        close(onnx_output[0][:, 0], model.predict(X), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(onnx_output[0], model.predict(X))
+        np.testing.assert_allclose(onnx_output[1], model.predict_proba(X), atol=1e-6)
+    tl = to_treelite(model)
+    X32 = X.astype(np.float32)  # Treelite on float32 rows too
+    raw = model._raw_predict(X)[0]
+    close(treelite.gtil.predict(tl, X32, pred_margin=True).reshape(-1), raw, rtol=1e-6)
+
+
 def test_float32_at_most():
     rng = np.random.default_rng(0)
     t = np.concatenate([rng.normal(size=2000) * 10.0 ** rng.integers(-30, 30, 2000),

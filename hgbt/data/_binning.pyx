@@ -204,10 +204,43 @@ def map_csc_to_bins(
                                       missing_bin)
 
 
+cdef extern from "<math.h>" nogil:
+    float nextafterf(float x, float y)
+    const float INFINITY
+    const double HUGE_VAL
+
+
 cdef inline double _separator(double a, double b) noexcept nogil:
-    # The threshold between a < b: their midpoint, or a where the midpoint is
-    # not strictly below b (±inf, adjacent floats). binning._midpoints_of's rule.
-    cdef double mid = a * 0.5 + b * 0.5
+    # The threshold between a < b (thresholds._separators' rule, bit for bit):
+    # among the float32 numbers t with a <= t < b and t < float32(b), the
+    # least at or above their midpoint (else the largest; the least next to
+    # an infinite value), so that float32(x) <= t exactly when x <= t for
+    # every x <= a or >= b (ONNX casts its input to float32); where no
+    # float32 number lies there, their float64 midpoint, or a where that is
+    # not strictly below b (±inf, adjacent floats).
+    cdef double mid = a * 0.5 + b * 0.5, high
+    cdef float lo = <float>a, hi, t
+    if lo < a:
+        lo = nextafterf(lo, INFINITY)
+    high = <float>b
+    if b < high:
+        high = b
+    hi = <float>high
+    if hi >= high:
+        hi = nextafterf(hi, -INFINITY)
+    if lo >= a and hi < high and lo <= hi:
+        # an infinite gap (a or b infinite): the least threshold, as before
+        if -HUGE_VAL < mid < HUGE_VAL:
+            t = <float>mid
+            if t < mid:
+                t = nextafterf(t, INFINITY)
+        else:
+            t = lo
+        if t < lo:
+            t = lo
+        if t > hi:
+            t = hi
+        return t
     if not (a <= mid and mid < b):
         return a
     return mid
@@ -217,7 +250,7 @@ cdef int _column_thresholds(const floating* v, Py_ssize_t n, int max_bins,
                             X_DTYPE_C* out) noexcept nogil:
     # binning._sorted_thresholds of the sorted column v (NaN last); returns the
     # number of thresholds written to out (at most max_bins - 1).
-    cdef Py_ssize_t m = n, i, j, rank, n_distinct = 1
+    cdef Py_ssize_t m = n, i, j, rank, following, n_distinct = 1
     cdef long long nk
     cdef int k, n_out = 0
     cdef double a, q, lower, upper, top
@@ -250,16 +283,19 @@ cdef int _column_thresholds(const floating* v, Py_ssize_t n, int max_bins,
         j -= 1
     top = _separator(v[j], v[i])
     # Averaged inverted CDF at k / max_bins; non-decreasing in k, so the
-    # de-duplication only compares neighbours.
+    # de-duplication only compares neighbours. An order statistic becomes the
+    # separator above it (the bins stay the same); `following` (the first
+    # value above it) only moves forward.
+    following = 0
     for k in range(1, max_bins):
         nk = <long long> m * k
         rank = nk // max_bins
         lower = v[rank - 1 if rank > 0 else 0]
         upper = v[rank if rank < m else m - 1]
-        if nk % max_bins != 0:
-            q = upper
-        elif lower == upper:
-            q = lower
+        if nk % max_bins != 0 or lower == upper:
+            while following < m and v[following] <= upper:
+                following += 1
+            q = upper if following == m else _separator(upper, v[following])
         else:
             q = _separator(lower, upper)
         if top < q:

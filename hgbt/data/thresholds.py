@@ -14,31 +14,56 @@ from ..core._types import X_DTYPE
 SORT_BLOCK_BYTES = 4 << 20
 
 def _midpoints(distinct):
-    """Thresholds between consecutive distinct values (sorted, no NaN).
+    """Thresholds between consecutive distinct values (sorted, no NaN): the
+    separators of :func:`_separators`."""
+    return _separators(distinct[:-1], distinct[1:])
 
-    A threshold ``t`` separates ``a < b`` when ``a <= t < b``. The midpoint is
-    preferred; where it is not strictly below ``b`` (±inf, or ``a`` and ``b``
-    adjacent floats) ``a`` itself is used.
+
+def _separators(a, b):
+    """Elementwise threshold ``t`` separating ``a < b`` (``a <= t < b``) that
+    float32 keeps: among the float32 numbers with ``a <= t < b`` and
+    ``t < float32(b)``, the least at or above the midpoint (else the
+    largest; the least next to an infinite value). Then ``float32(x) <= t``
+    exactly when ``x <= t`` for every ``x <= a`` or ``>= b``, so a model
+    exported with float32 inputs (ONNX) routes the training values as
+    ``predict`` does; unseen values disagree only in the half float32 step
+    above ``t``, which lies above the midpoint (a round value of decimal
+    data, such as 59.3 between 59.2 and 59.4, is on the left both ways). Where no float32 number lies between them, the float64 midpoint,
+    or ``a`` where that is not strictly below ``b`` (±inf, adjacent
+    floats). The kernel's ``_separator`` is the same rule.
     """
-    return _midpoints_of(distinct[:-1], distinct[1:])
-
-
-def _midpoints_of(a, b):
-    """Elementwise separating threshold of ``a < b`` (see :func:`_midpoints`)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         mid = a * 0.5 + b * 0.5
+        lo = a.astype(np.float32)
+        up = lo.astype(np.float64) < a
+        lo[up] = np.nextafter(lo[up], np.float32(np.inf))
+        high = np.minimum(b, b.astype(np.float32).astype(np.float64))
+        hi = high.astype(np.float32)
+        down = hi.astype(np.float64) >= high
+        hi[down] = np.nextafter(hi[down], np.float32(-np.inf))
+        # an infinite gap (a or b infinite): the least threshold
+        t = np.where(np.isfinite(mid), mid.astype(np.float32), lo)
+        below = np.isfinite(mid) & (t.astype(np.float64) < mid)
+        t[below] = np.nextafter(t[below], np.float32(np.inf))
+    fits = (lo.astype(np.float64) >= a) & (hi.astype(np.float64) < high) & (lo <= hi)
+    out = np.minimum(np.maximum(t, lo), hi).astype(np.float64)
+    wide = mid.copy()
     bad = ~((a <= mid) & (mid < b))
-    mid[bad] = a[bad]
-    return mid
+    wide[bad] = a[bad]
+    return np.where(fits, out, wide)
 
 
 def _quantiles(sorted_values, n_quantiles):
     """Interior quantiles k / n_quantiles (k = 1 .. n_quantiles - 1) of sorted data.
 
     Averaged inverted CDF: the order statistic at rank ceil(n q), or the
-    midpoint of the two around it when n q is an integer. The midpoint is the
-    same separating one as between distinct values, so a quantile between the
-    largest finite value and +inf separates them instead of becoming inf.
+    midpoint of the two around it when n q is an integer; each as a
+    threshold: the separator (:func:`_separators`) above the order statistic
+    (bins as the value itself would make them; the maximum stays itself), or
+    between the two. A quantile between the largest finite value and +inf so
+    separates them instead of becoming inf.
     """
     n = sorted_values.size
     # n q = n k / n_quantiles in exact integer arithmetic.
@@ -46,14 +71,14 @@ def _quantiles(sorted_values, n_quantiles):
     rank, remainder = np.divmod(n * k, n_quantiles)
     lower = sorted_values[np.maximum(rank - 1, 0)]
     upper = sorted_values[np.minimum(rank, n - 1)]
-    on_rank = remainder == 0
+    between = (remainder == 0) & (lower != upper)
     out = upper.copy()
-    if on_rank.any():
-        pairs = np.column_stack([lower[on_rank], upper[on_rank]])
-        same = pairs[:, 0] == pairs[:, 1]
-        mids = pairs[:, 0].copy()
-        mids[~same] = _midpoints_of(pairs[~same, 0], pairs[~same, 1])
-        out[on_rank] = mids
+    out[between] = _separators(lower[between], upper[between])
+    value = ~between
+    following = np.searchsorted(sorted_values, upper[value], side="right")
+    above = following < n
+    at = np.flatnonzero(value)[above]
+    out[at] = _separators(upper[at], sorted_values[following[above]])
     return out
 
 
@@ -63,9 +88,10 @@ def _weighted_quantiles(distinct, cum_weight, n_quantiles):
     ``distinct`` are the sorted distinct values and ``cum_weight[j]`` the
     total (positive) weight of the values ``<= distinct[j]``; ``W`` is
     ``cum_weight[-1]``. Weighted averaged inverted CDF: quantile ``q = k / B``
-    is ``distinct[j]`` for the first ``j`` with ``cum_weight[j] >= q W``; when
-    ``cum_weight[j] == q W`` exactly it is the separating midpoint of
-    ``distinct[j]`` and ``distinct[j + 1]``. Comparisons are made on the
+    is ``distinct[j]`` for the first ``j`` with ``cum_weight[j] >= q W``
+    (exactly ``q W``: between it and ``distinct[j + 1]``); as a threshold,
+    either is the separator of ``distinct[j]`` and ``distinct[j + 1]``
+    (:func:`_separators`), the maximum itself. Comparisons are made on the
     products ``B * cum_weight[j]`` and ``k * W``, exact for integer weights
     (sums below 2**53 / B), so integer weights give the thresholds of the
     rows repeated that many times and unit weights those of :func:`_quantiles`.
@@ -75,13 +101,10 @@ def _weighted_quantiles(distinct, cum_weight, n_quantiles):
     targets = np.arange(1, n_quantiles) * total
     j = np.searchsorted(scaled, targets, side="left")
     j = np.minimum(j, distinct.size - 1)  # only reachable on overflow to inf
-    # On rank: the cumulative weight ends exactly at q W on distinct[j]. The
-    # last value cannot be on rank (k < B) unless the products overflow.
-    on_rank = (scaled[j] == targets) & (j < distinct.size - 1)
     out = distinct[j]
-    if on_rank.any():
-        jr = j[on_rank]
-        out[on_rank] = _midpoints_of(distinct[jr], distinct[jr + 1])
+    below_max = j < distinct.size - 1
+    jr = j[below_max]
+    out[below_max] = _separators(distinct[jr], distinct[jr + 1])
     return out
 
 
@@ -161,7 +184,7 @@ def _sorted_thresholds(values, max_bins):
         return _midpoints(distinct)
     # Quantiles inside a point mass at the maximum (e.g. many +inf) would
     # merge it with smaller values: cap them at the separator below it.
-    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+    top = _separators(distinct[-2:-1], distinct[-1:])[0]
     return np.unique(np.minimum(_quantiles(values, max_bins), top))
 
 
@@ -189,7 +212,7 @@ def _find_weighted_thresholds(column, max_bins, sample_weight):
     # Cumulative weight up to the last row of each distinct value.
     ends = np.r_[starts[1:], True]
     cum_weight = np.cumsum(weight[order])[ends]
-    top = _midpoints_of(distinct[-2:-1], distinct[-1:])[0]
+    top = _separators(distinct[-2:-1], distinct[-1:])[0]
     return np.unique(np.minimum(_weighted_quantiles(distinct, cum_weight, max_bins), top))
 
 
