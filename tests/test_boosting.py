@@ -80,6 +80,9 @@ class FakeData:
         self.source.use_gradients(rows.gradients, rows.hessians)
         self.calls = []
 
+    def use_threads(self, n_threads):  # one thread always (not adapted here)
+        self.calls.append("use_threads")
+
     def compute_gradients(self):
         self.calls.append("compute_gradients")
         self.rows.compute_gradients(1)

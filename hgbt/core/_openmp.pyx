@@ -2,6 +2,8 @@
 import os
 import warnings
 
+from .load import cgroup_cpus
+
 cdef extern from "_openmp_compat.h":
     int omp_get_max_threads() noexcept nogil
     int HGBT_OPENMP
@@ -41,17 +43,24 @@ def _single_threaded_after_fork():
         stacklevel=3)
 
 
+# read once: the limit of a running container does not change
+_CGROUP_CPUS = cgroup_cpus()
+
+
 def openmp_enabled():
     """Whether the kernels were compiled with OpenMP."""
     return bool(HGBT_OPENMP)
 
 
 def usable_cpus():
-    """Number of CPUs this process may run on (its affinity mask)."""
+    """Number of CPUs this process may run on: its affinity mask, bounded by
+    its cgroup's CPU limit (a container's)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+    limit = _CGROUP_CPUS
+    return n if limit is None else min(n, limit)
 
 
 def max_threads():

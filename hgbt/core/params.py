@@ -264,7 +264,7 @@ PARAMS = (
        "What feature_importances_ counts: split gain or number of splits.", "estimator",
        BOTH, "importance_type", "importance_type"),
     _p("n_threads", None, [Interval(Integral, 1, None, closed="left"), None],
-       "OpenMP threads; None: every usable CPU.", "estimator", BOTH, "num_threads",
+       "OpenMP threads; None: every usable CPU other processes leave free.", "estimator", BOTH, "num_threads",
        "nthread"),
     _p("random_state", None, ["random_state"],
        "Seeds binning, the hold-out and every sampling.", "boosting", BOTH, "seed",

@@ -139,6 +139,9 @@ class DistributedTrainingData:
         self._commands.append(("restart", (self._baseline,)))
 
     # ------------------------------------------------------- TrainingData
+    def use_threads(self, n_threads):
+        """Each worker keeps its own thread count (its own CPUs)."""
+
     def compute_gradients(self):
         maxima = self._call("compute_gradients")
         # the local fit's grid: from the largest |value| over all rows

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 import numpy as np
 
 from ..core.exact import GradientOverflowError
+from ..core.load import ThreadGovernor
 from ..tree.grower import TreeGrower, TreeSettings
 from .callbacks import CallbackRunner
 from .history import EvalHistory
@@ -93,6 +94,10 @@ class TrainingData(Protocol):
     has_validation: bool
     n_validation_sets: int
 
+    def use_threads(self, n_threads: int) -> None:
+        """The threads the next round's kernels use, at most those the data
+        were made with (a local fit's governor lowers them under load)."""
+
     def compute_gradients(self) -> None:
         """The round's gradients and hessians of every training row, from the
         current raw predictions."""
@@ -161,6 +166,10 @@ class BoostSettings:
         keeps) instead of at their last.
     select_tol : float
         The second fit is kept only when its score is better by more than this.
+    adapt_threads : bool
+        ``n_threads`` was not given: each round runs on the CPUs other
+        processes leave free (:class:`~hgbt.core.load.ThreadGovernor`), at
+        most ``n_threads``.
     """
 
     max_iter: int
@@ -180,6 +189,7 @@ class BoostSettings:
     tree_sizes: tuple = ()
     select_at_best: bool = False
     select_tol: float = 0.0
+    adapt_threads: bool = False
 
     @property
     def full_hessian(self):
@@ -328,11 +338,14 @@ def _rounds(settings, grower_settings, data, record, evaluator, callbacks):
                              settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
                              np.random.default_rng(settings.seed))
     growers = {}  # one per tree source, for every tree of the fit
+    governor = ThreadGovernor(settings.n_threads) if settings.adapt_threads else None
     for iteration in range(len(record.trees), settings.max_iter):
         stop = callbacks.before_round(iteration, evals)
         if stop is not None:
             evals.stop_reason = stop
             return callbacks.interrupted
+        if governor is not None:
+            data.use_threads(governor.threads())
         # Sampling draws from a generator seeded by (seed, round), so a
         # warm-started fit continues exactly as one long fit would.
         rng = np.random.default_rng([settings.seed, iteration])

@@ -167,6 +167,13 @@ class LocalData:
     def __exit__(self, *exc_info):
         self._team.close()
 
+    def use_threads(self, n_threads):
+        # at most the threads it was made with: buffers are sized for those.
+        # A multiclass team keeps its shares (one thread per tree at least).
+        self.n_threads = min(n_threads, self._team.n_threads)
+        if len(self._team.sources) == 1:
+            self._team.sources[0].n_threads = self.n_threads
+
     def compute_gradients(self):
         self.state.compute_gradients(self.n_threads)
 

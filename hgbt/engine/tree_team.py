@@ -28,6 +28,7 @@ class TreeTeam:
     """
 
     def __init__(self, make_source, n_threads, n_trees):
+        self.n_threads = n_threads
         n_workers = max(1, min(n_threads, n_trees))
         shares = [n_threads // n_workers + (i < n_threads % n_workers)
                   for i in range(n_workers)]

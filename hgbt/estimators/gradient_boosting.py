@@ -5,6 +5,7 @@ prediction. The fitted model is a :class:`~hgbt.model.booster.Booster`
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import itertools
 import os
 import warnings
@@ -19,6 +20,7 @@ from sklearn.utils.validation import (_check_sample_weight, check_array, check_i
                                       check_X_y)
 
 from ..core._openmp import effective_n_threads
+from ..core.load import ThreadGovernor
 from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS
 from ..data import target_stats
@@ -285,6 +287,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError("sample_weight_val was given without X_val and y_val.")
         names, eval_rows = eval_sets(eval_set, eval_names, eval_sample_weight)
         n_threads = effective_n_threads(self.n_threads)
+        if self.n_threads is None:  # binning and set-up on the CPUs free now
+            n_threads = ThreadGovernor(n_threads).current
         interactions = interaction_groups(self.interaction_cst, X.shape[1])
         monotonic = self._check_monotonic_cst(X.shape[1])
 
@@ -549,8 +553,12 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         ) if monitor.needs_predictions else None, self._round_view)
 
         def run(settings, record, runner):
-            with LocalData(state, X, binned, booster.bin_mapper.missing_bin + 1, n_threads,
-                           booster.baseline) as data:
+            # without n_threads, each round runs on the CPUs other processes
+            # leave free, up to all of them
+            settings = replace(settings, n_threads=effective_n_threads(self.n_threads),
+                               adapt_threads=self.n_threads is None)
+            with LocalData(state, X, binned, booster.bin_mapper.missing_bin + 1,
+                           settings.n_threads, booster.baseline) as data:
                 boost(settings, data, record, evaluator, runner)
 
         self._run_rounds(run, monitor, k_trees, early_stopping, bool(validation), n_threads,

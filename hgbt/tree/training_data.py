@@ -53,7 +53,9 @@ class LocalTrainingData:
         self.layout = layout
         self.X_binned = layout.X_dense
         self.n_bins = n_bins
-        self.n_threads = n_threads
+        # n_threads may be lowered between trees (core/load.py); per-thread
+        # buffers are sized for the most
+        self.n_threads = self.max_threads = n_threads
         self._n_columns = layout.n_columns
         self.split_layout = {}  # extra SplitSettings arguments (the layout)
         if not layout.is_plain:
@@ -144,8 +146,8 @@ class LocalTrainingData:
             n_dense = self.X_binned.shape[1]
             # row-major bins for nodes with few rows (read row-wise)
             self._X_rows = self._row_major.get()
-            self._acc = np.empty((self.n_threads, n_dense * 256), dtype=np.int64)
-            self._sums = np.empty((self.n_threads, n_dense * 768), dtype=np.int64)
+            self._acc = np.empty((self.max_threads, n_dense * 256), dtype=np.int64)
+            self._sums = np.empty((self.max_threads, n_dense * 768), dtype=np.int64)
             # float copies only for the sparse-stored columns' float kernel
             sparse = self._n_columns > n_dense
             self._q_gradients = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
