@@ -180,3 +180,22 @@ def test_a_containers_cpu_limit_bounds_the_threads(tmp_path, files, expected):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert cgroup_cpus(str(tmp_path)) == expected
+
+
+def test_minus_one_means_every_usable_cpu(monkeypatch):
+    from hgbt.core._openmp import effective_n_threads
+    assert effective_n_threads(-1) == effective_n_threads(None)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=r"None or -1 \(every usable CPU\)"):
+            effective_n_threads(bad)
+    X, y = _data("dense", np.random.default_rng(2))
+    with pytest.raises(ValueError, match="n_threads"):
+        HistGBDTRegressor(n_threads=-2).fit(X, y)
+    # -1 is governed as None is, and gives the same model
+    monkeypatch.setattr(hgbt.engine.boosting, "ThreadGovernor", _Cycling)
+    _Cycling.counts = []
+    settings = dict(max_iter=3, max_leaf_nodes=31, random_state=0)
+    a = HistGBDTRegressor(n_threads=-1, **settings).fit(X, y)
+    assert len(_Cycling.counts) == 3
+    b = HistGBDTRegressor(n_threads=1, **settings).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))

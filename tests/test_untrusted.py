@@ -164,7 +164,7 @@ def test_explicit_n_threads_is_clipped_to_a_few_per_cpu():
     assert effective_n_threads(max_threads()) == max_threads()
     assert effective_n_threads(10**9) == max_threads()
     assert effective_n_threads(np.int64(2)) == 2
-    for bad in (0, -1, 2.5, True, "4"):
+    for bad in (0, -2, 2.5, True, "4"):  # -1: every usable CPU
         with pytest.raises(ValueError, match="n_threads"):
             effective_n_threads(bad)
 

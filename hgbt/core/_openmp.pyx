@@ -72,8 +72,8 @@ def max_threads():
 def effective_n_threads(n_threads=None):
     """Number of threads the kernels use for a given ``n_threads`` setting.
 
-    ``None`` means every core this process may use, capped by OpenMP's own
-    limit (which threadpoolctl and ``OMP_NUM_THREADS`` set). An integer is
+    ``None`` (or -1) means every core this process may use, capped by
+    OpenMP's own limit (which threadpoolctl and ``OMP_NUM_THREADS`` set). An integer is
     used as given up to :func:`max_threads` and clipped to it above (a
     model or pickle from a bigger machine still runs). Without OpenMP it is
     always 1, and in a process forked after hgbt ran threads it is 1 with a
@@ -86,9 +86,11 @@ def effective_n_threads(n_threads=None):
     """
     if n_threads is not None:
         if isinstance(n_threads, bool) or not hasattr(n_threads, "__index__") \
-                or n_threads < 1:
-            raise ValueError(f"n_threads must be None or an integer >= 1, got "
-                             f"{n_threads!r}.")
+                or (n_threads < 1 and n_threads != -1):
+            raise ValueError(f"n_threads must be None or -1 (every usable CPU) or an "
+                             f"integer >= 1, got {n_threads!r}.")
+        if n_threads == -1:  # joblib's, LightGBM's and XGBoost's spelling of "all"
+            n_threads = None
     global _threads_started
     if not HGBT_OPENMP:
         return 1

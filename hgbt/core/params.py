@@ -31,7 +31,7 @@ from typing import Any, Literal  # noqa: F401 - the annotation strings name them
 
 import numpy as np
 from numpy.typing import ArrayLike  # noqa: F401 - the annotation strings name it
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._types import MAX_TREE_DEPTH
 
@@ -100,6 +100,8 @@ def annotation_of(constraint: list) -> str:
         elif c is callable:
             hint = "Callable[..., Any]"
         elif isinstance(c, Interval):
+            hint = "int" if c.type is Integral else "float"
+        elif isinstance(c, Options) and not isinstance(c, StrOptions):
             hint = "int" if c.type is Integral else "float"
         elif isinstance(c, StrOptions):
             hint = f"Literal[{', '.join(repr(o) for o in sorted(c.options))}]"
@@ -263,8 +265,10 @@ PARAMS = (
     _p("importance_type", "gain", [StrOptions({"gain", "split"})],
        "What feature_importances_ counts: split gain or number of splits.", "estimator",
        BOTH, "importance_type", "importance_type"),
-    _p("n_threads", None, [Interval(Integral, 1, None, closed="left"), None],
-       "OpenMP threads; None: every usable CPU other processes leave free.", "estimator", BOTH, "num_threads",
+    _p("n_threads", None, [Interval(Integral, 1, None, closed="left"),
+                           Options(Integral, {-1}), None],
+       "OpenMP threads; None or -1: every usable CPU other processes leave free.",
+       "estimator", BOTH, "num_threads",
        "nthread"),
     _p("random_state", None, ["random_state"],
        "Seeds binning, the hold-out and every sampling.", "boosting", BOTH, "seed",

@@ -178,10 +178,10 @@ COMMON_PARAMETERS_DOC = """\
         What ``feature_importances_`` sums per feature: split gains or the
         number of splits.
     n_threads : int or None, default=None
-        OpenMP threads the kernels use; None means all available cores (as
-        limited by ``OMP_NUM_THREADS`` or threadpoolctl, the affinity mask
-        and a container's CPU limit) but those other processes keep busy,
-        checked round by round (at least one). A multiclass round
+        OpenMP threads the kernels use; None (or -1) means all available
+        cores (as limited by ``OMP_NUM_THREADS`` or threadpoolctl, the
+        affinity mask and a container's CPU limit) but those other processes
+        keep busy, checked round by round (at least one). A multiclass round
         grows its trees side by side, each on a share of the threads. An
         integer above 4 per usable CPU is clipped to that (same model).
     random_state : int, RandomState instance or None, default=None

@@ -287,7 +287,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError("sample_weight_val was given without X_val and y_val.")
         names, eval_rows = eval_sets(eval_set, eval_names, eval_sample_weight)
         n_threads = effective_n_threads(self.n_threads)
-        if self.n_threads is None:  # binning and set-up on the CPUs free now
+        if self.n_threads in (None, -1):  # binning and set-up on the CPUs free now
             n_threads = ThreadGovernor(n_threads).current
         interactions = interaction_groups(self.interaction_cst, X.shape[1])
         monotonic = self._check_monotonic_cst(X.shape[1])
@@ -556,7 +556,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             # without n_threads, each round runs on the CPUs other processes
             # leave free, up to all of them
             settings = replace(settings, n_threads=effective_n_threads(self.n_threads),
-                               adapt_threads=self.n_threads is None)
+                               adapt_threads=self.n_threads in (None, -1))
             with LocalData(state, X, binned, booster.bin_mapper.missing_bin + 1,
                            settings.n_threads, booster.baseline) as data:
                 boost(settings, data, record, evaluator, runner)
