@@ -2,6 +2,7 @@
 weights, validation targets, and a property test over random small fits."""
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -226,3 +227,45 @@ def test_root_below_min_child_weight_takes_no_step():
     np.testing.assert_allclose(model.predict(X), np.average(y, weights=w))
     free = HistGBDTRegressor(max_iter=5, min_child_weight=0.0, early_stopping=False)
     assert free.fit(X, y, sample_weight=w).n_iter_ == 5
+
+
+# ------------------------------------ input that passed without a word (issue 37)
+def test_numbers_stored_as_strings_warn():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=600).round(3)
+    X = pd.DataFrame({"price": x.astype(str), "other": rng.normal(size=600)})
+    with pytest.warns(UserWarning, match=r"Feature 'price' holds numbers stored as "
+                                         r"strings \(\d+ distinct.*pandas.to_numeric"):
+        HistGBDTRegressor(max_iter=3).fit(X, x)
+    # declared categorical, or small integer codes: meant as categories
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        HistGBDTRegressor(max_iter=3).fit(X.astype({"price": "category"}), x)
+        codes = X.assign(price=rng.integers(1, 6, 600).astype(str))
+        HistGBDTRegressor(max_iter=3).fit(codes, x)
+        words = X.assign(price=rng.choice(["low", "0.5", "high"], 600))
+        HistGBDTRegressor(max_iter=3).fit(words, x)
+
+
+def test_missing_and_mixed_labels_are_named():
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    y = np.array(["a", "b", None, "a"] * 10, dtype=object)
+    with pytest.raises(ValueError, match=r"y holds 10 missing label\(s\) \(None or NaN\), "
+                                         r"the first at row 2: drop those rows"):
+        HistGBDTClassifier(max_iter=2).fit(X, y)
+    with pytest.raises(ValueError, match=r"y mixes labels of several kinds \(number, "
+                                         r"string\)"):
+        HistGBDTClassifier(max_iter=2).fit(X, np.array(["a", 1] * 20, dtype=object))
+
+
+def test_an_iterator_of_chunks_is_refused_with_the_fix():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    model = HistGBDTRegressor(max_iter=2).fit(X, X[:, 0])
+    chunks = (c for c in np.array_split(X, 4))
+    with pytest.raises(TypeError, match=r"X is a generator \(an iterator.*every row at "
+                                        r"once.*np.concatenate"):
+        HistGBDTRegressor(max_iter=2).fit(chunks, X[:, 0])
+    with pytest.raises(TypeError, match="X is a .*iterator"):
+        model.predict(iter(X))

@@ -26,6 +26,7 @@ pandas and polars are never imported here: a frame is recognised only if its
 library is already loaded.
 """
 import sys
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,6 +58,27 @@ def _is_categorical_dtype(dtype):
         return True
     return pl is not None and (isinstance(dtype, (pl.Categorical, pl.Enum))
                                or dtype in (pl.Categorical, pl.Enum))
+
+
+def _warn_numbers_as_strings(col, categories, name):
+    """Warn when a column of strings (not declared categorical) holds numbers:
+    ``"0.12"`` read from a file as text would silently become hundreds of
+    categories. Levels that are all small integers ("1", "2", ...) are taken
+    as meant: codes often are."""
+    if _is_categorical_dtype(col.dtype) or not all(isinstance(c, str) for c in categories):
+        return
+    try:
+        values = [float(c) for c in categories]
+    except ValueError:
+        return
+    if len(values) <= MAX_CATEGORIES and all(v.is_integer() for v in values):
+        return
+    warnings.warn(
+        f"Feature {name!r} holds numbers stored as strings ({len(values)} distinct, e.g. "
+        f"{categories[0]!r}); it is treated as a categorical feature. To use it as a "
+        "number, convert it first (pandas.to_numeric, or polars' cast(pl.Float64)); to "
+        "keep it categorical without this warning, give it a categorical dtype.",
+        UserWarning, stacklevel=6)
 
 
 class _Columns:
@@ -455,6 +477,12 @@ def validate_X(checker, X, encoding=None, *, categorical_features=None, reset=Fa
     ``target_stats.py`` reads the positions).
     """
     to_codes = pooled_positions if positions else _pooled_bins
+    if hasattr(X, "__next__") and not hasattr(X, "__array__"):
+        raise TypeError(
+            f"X is a {type(X).__name__} (an iterator, e.g. a generator of chunks): "
+            "hgbt needs every row at once. Concatenate the chunks first (np.concatenate("
+            "list(chunks)) or pd.concat(chunks)); for rows beyond one machine's memory, "
+            "use hgbt.dask.")
     X = normalize_frame(X)
     columns = _Columns(X)
     if not reset and encoding is None:
@@ -494,6 +522,7 @@ def validate_X(checker, X, encoding=None, *, categorical_features=None, reset=Fa
         def codes_of(j):
             if reset:
                 categories[j] = columns.categories(j, name(j))
+                _warn_numbers_as_strings(columns.column(j), categories[j], name(j))
             codes = columns.codes(j, categories[j])
             if reset and len(categories[j]) > MAX_CATEGORIES:
                 categories[j], codes = _pool_by_frequency(categories[j], codes)

@@ -20,6 +20,25 @@ from ..model.booster import objective_from_params
 from ..persistence import register_estimator
 
 
+def _check_labels(y):
+    """Labels NumPy can sort: no missing label among objects (sorting None
+    against strings is a TypeError), one kind of label."""
+    y = np.asarray(y)
+    if y.dtype != object:
+        return
+    missing = [i for i, v in enumerate(y) if v is None or (isinstance(v, float) and v != v)]
+    if missing:
+        raise ValueError(
+            f"y holds {len(missing)} missing label(s) (None or NaN), the first at row "
+            f"{missing[0]}: drop those rows, or give them a label of their own (e.g. "
+            "'missing').")
+    kinds = sorted({"string" if isinstance(v, str) else "number" if isinstance(
+        v, (int, float, np.number)) else type(v).__name__ for v in y})
+    if len(kinds) > 1:
+        raise ValueError(f"y mixes labels of several kinds ({', '.join(kinds)}): make "
+                         "them all strings or all numbers.")
+
+
 @register_estimator
 class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     __doc__ = f"""Histogram-based gradient-boosted trees for classification.
@@ -61,6 +80,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     _stratify = True
 
     def _encode_y(self, y, reset):
+        _check_labels(y)  # before scikit-learn's check, which sorts them
         check_classification_targets(y)
         if reset:
             self.classes_ = np.unique(y)
