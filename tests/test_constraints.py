@@ -80,8 +80,10 @@ def test_groups_normalised():
     assert interaction_groups([[0, 1, 2]], 3) == [{0, 1, 2}]
     with pytest.raises(ValueError, match="invalid feature indices"):
         interaction_groups([{0, 7}], 3)
-    with pytest.raises(ValueError, match="invalid feature indices"):
+    with pytest.raises(ValueError, match="X has none: give indices"):
         interaction_groups([{0, "a"}], 3)
+    with pytest.raises(ValueError, match="invalid feature indices"):
+        interaction_groups([{0, 1.5}], 3)
     with pytest.raises(ValueError, match="interaction_cst"):
         interaction_groups([0, 1], 3)
 
@@ -182,3 +184,22 @@ def test_monotonic_cst_rejects_categorical():
     y = X[:, 1] + (X[:, 0] == 2)
     with pytest.raises(ValueError, match="categorical"):
         HistGBDTRegressor(monotonic_cst=[1, 0], categorical_features=[0]).fit(X, y)
+
+
+def test_interaction_groups_by_feature_name():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(400, 4)), columns=["a", "b", "c", "d"])
+    y = X["a"] * X["b"] + X["c"] * X["d"]
+    by_name = HistGBDTRegressor(max_iter=10, random_state=0,
+                                interaction_cst=[["a", "c"], ["b", "d"]]).fit(X, y)
+    by_index = HistGBDTRegressor(max_iter=10, random_state=0,
+                                 interaction_cst=[[0, 2], [1, "d"]]).fit(X, y)
+    np.testing.assert_array_equal(by_name.predict(X), by_index.predict(X))
+    free = HistGBDTRegressor(max_iter=10, random_state=0).fit(X, y)
+    assert not np.array_equal(free.predict(X), by_name.predict(X))
+    with pytest.raises(ValueError, match=r"interaction_cst names \['e'\], which are not "
+                                         "feature names of X"):
+        HistGBDTRegressor(interaction_cst=[["a", "e"]]).fit(X, y)
+    with pytest.raises(ValueError, match="X has none: give indices"):
+        HistGBDTRegressor(interaction_cst=[["a"]]).fit(X.to_numpy(), y)

@@ -8,6 +8,7 @@ import inspect
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
@@ -128,3 +129,60 @@ def test_the_settings_below_the_estimators_default_to_the_declared_values():
     # 'auto' tree sizes resolve to the first size
     assert (tree.max_leaf_nodes, tree.l2_regularization) == tuple(
         registry.AUTO_TREE_SIZES[0].values())
+
+
+# ------------------------------------------ the peers' spellings (issue 37, item 6)
+@pytest.mark.parametrize("peer, ours", [("n_estimators", "max_iter"),
+                                        ("num_leaves", "max_leaf_nodes"),
+                                        ("early_stopping_rounds", "n_iter_no_change"),
+                                        ("reg_lambda", "l2_regularization"),
+                                        ("n_jobs", "n_threads"), ("eta", "learning_rate"),
+                                        ("alpha", "quantile or huber_delta or "
+                                                  "l1_regularization")])
+def test_a_peers_parameter_name_gets_ours(peer, ours):
+    message = rf"HistGBDTRegressor has no parameter '{peer}' \(a LightGBM or XGBoost " \
+              rf"name\): use {ours} "
+    with pytest.raises(TypeError, match=message):
+        HistGBDTRegressor(**{peer: 3})
+    with pytest.raises(ValueError, match=message):
+        HistGBDTRegressor().set_params(**{peer: 3})
+
+
+def test_a_misspelt_parameter_gets_the_closest():
+    with pytest.raises(TypeError, match="no parameter 'learnin_rate'. Did you mean "
+                                        "learning_rate"):
+        HistGBDTClassifier(learnin_rate=0.1)
+    # scikit-learn's own behaviour is kept for what it handles
+    model = HistGBDTClassifier().set_params(max_iter=3)
+    assert model.max_iter == 3
+
+
+@pytest.mark.parametrize("option, use", [("raw_score", "decision_function"),
+                                         ("pred_contrib", "predict_contributions"),
+                                         ("pred_leaf", "apply"),
+                                         ("num_iteration", "iteration_range")])
+def test_a_peers_predict_option_gets_ours(option, use):
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    model = HistGBDTClassifier(max_iter=2).fit(X, X[:, 0] > 0)
+    for method in (model.predict, model.predict_proba, model.decision_function):
+        with pytest.raises(TypeError, match=rf"got an unexpected keyword argument "
+                                            rf"'{option}' \(a LightGBM or XGBoost "
+                                            rf"option\): use {use}"):
+            method(X, **{option: True})
+    # the signature scikit-learn reads is the method's own
+    assert list(inspect.signature(HistGBDTClassifier.predict).parameters) == [
+        "self", "X", "iteration_range"]
+
+
+@pytest.mark.parametrize("metric, scorer", [("rmse", "neg_root_mean_squared_error"),
+                                            ("auc", "roc_auc"), ("mae",
+                                                                 "neg_mean_absolute_error"),
+                                            ("logloss", "neg_log_loss")])
+def test_a_peers_metric_name_gets_the_scorer(metric, scorer):
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    for parameter in ("eval_metric", "scoring"):
+        with pytest.raises(ValueError) as info:
+            HistGBDTRegressor(max_iter=2, **{parameter: metric}).fit(X, X[:, 0])
+        message = str(info.value)
+        assert message.startswith(f"{parameter}={metric!r} is not a metric hgbt knows")
+        assert f"'{scorer}'" in message and len(message) < 300

@@ -101,9 +101,11 @@ def test_the_walk_finds_the_public_api():
                  "hgbt.export.to_onnx", "hgbt.dask.DaskHistGBDTRegressor.__init__",
                  "hgbt.partial_dependence"):
         assert name in PUBLIC, name
-    # scikit-learn's methods are scikit-learn's to annotate
-    assert not {name.rpartition(".")[2] for name in PUBLIC} & {"get_params", "set_params",
-                                                               "score"}
+    # scikit-learn's methods are scikit-learn's to annotate (set_params is
+    # hgbt's own: it names hgbt's spelling of the peers' parameters)
+    assert not {name.rpartition(".")[2] for name in PUBLIC} & {"get_params", "score"}
+    assert any(name.endswith("GBDTClassifier.set_params") or name.endswith(
+        "GBDTRegressor.set_params") for name in PUBLIC)
     assert PENDING <= set(PUBLIC)
 
 

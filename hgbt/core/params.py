@@ -329,6 +329,45 @@ def constraints(estimator: str) -> dict[str, list]:
     return {p.name: list(p.constraint) for p in params_of(estimator)}
 
 
+#: the scikit-learn API names of LightGBM's and XGBoost's estimators, where
+#: they differ from their native names (those are the registry's)
+_SKLEARN_API_NAMES = {"n_estimators": "max_iter", "reg_lambda": "l2_regularization",
+                      "reg_alpha": "l1_regularization", "n_jobs": "n_threads",
+                      "min_child_samples": "min_samples_leaf",
+                      "min_split_gain": "min_gain_to_split", "num_boost_round": "max_iter",
+                      "early_stopping_rounds": "n_iter_no_change", "nthread": "n_threads",
+                      "colsample_bylevel": "colsample_bynode", "max_bin": "max_bins"}
+
+
+def peer_names() -> dict[str, list[str]]:
+    """{LightGBM or XGBoost parameter name: the hgbt parameters it maps to},
+    for names hgbt does not use itself."""
+    ours = {p.name for p in PARAMS}
+    found: dict[str, list[str]] = {}
+    for p in PARAMS:
+        for peer in (p.lightgbm, p.xgboost):
+            if peer and peer not in ours and p.name not in found.setdefault(peer, []):
+                found[peer].append(p.name)
+    for peer, name in _SKLEARN_API_NAMES.items():
+        if name not in found.setdefault(peer, []):
+            found[peer].append(name)
+    return found
+
+
+def unknown_parameter_message(owner: str, name: str, valid: list[str]) -> str:
+    """What to say about a parameter ``owner`` does not have: hgbt's name for a
+    LightGBM or XGBoost spelling, else the closest of ``valid``."""
+    import difflib
+
+    ours = peer_names().get(name)
+    if ours:
+        return (f"{owner} has no parameter {name!r} (a LightGBM or XGBoost name): use "
+                + " or ".join(ours) + " (doc/parameters.md maps the peers' names).")
+    close = difflib.get_close_matches(name, valid, n=3)
+    hint = f" Did you mean {' or '.join(close)}?" if close else ""
+    return f"{owner} has no parameter {name!r}.{hint}"
+
+
 def make_init(estimator: str) -> Callable[..., None]:
     """The ``__init__`` of an estimator: its parameters as keyword arguments
     (``loss`` also positional) with their defaults, each set as an attribute
@@ -345,6 +384,10 @@ def make_init(estimator: str) -> Callable[..., None]:
            for i, p in enumerate(params)], return_annotation=None)
 
     def __init__(self, *args, **kwargs):
+        unknown = [name for name in kwargs if name not in signature.parameters]
+        if unknown:
+            raise TypeError(unknown_parameter_message(
+                type(self).__name__, unknown[0], list(signature.parameters)[1:]))
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         for name, value in bound.arguments.items():

@@ -225,8 +225,8 @@ class _DaskMixin:
                 if not encoding.by_value[f]:
                     encoding.categories[f] = categories[int(f)]
         self._seed = self._new_seed()
-        self._interaction_groups_ = interaction_groups(self.interaction_cst,
-                                                       self.n_features_in_)
+        self._interaction_groups_ = interaction_groups(
+            self.interaction_cst, self.n_features_in_, getattr(self, "feature_names_in_", None))
         self._monotonic_cst_ = self._check_monotonic_cst(self.n_features_in_)
         inputs = self._fit_inputs()  # with the classes and class weights now
         bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,

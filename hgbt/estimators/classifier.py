@@ -14,7 +14,7 @@ from ..core.params import CLASSIFIER, constraints, make_init
 from ..data.dataset import MatrixLike
 from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
 from .fit_inputs import class_weighted, encode_labels
-from .gradient_boosting import BaseHistGBDT
+from .gradient_boosting import BaseHistGBDT, peer_predict_options
 from .monitoring import ClassificationRound
 from ..model.booster import objective_from_params
 from ..persistence import register_estimator
@@ -104,6 +104,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     def _objective(self):
         return objective_from_params(self.get_params(deep=False), self.classes_)
 
+    @peer_predict_options
     def decision_function(self, X: MatrixLike,
                           iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Raw scores (log-odds; per-class scores for multiclass).
@@ -122,6 +123,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         """
         return self._shape_decision(self._raw_predict(X, iteration_range))
 
+    @peer_predict_options
     def predict_proba(self, X: MatrixLike,
                       iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Class probabilities.
@@ -141,6 +143,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         raw = self._raw_predict(X, iteration_range)
         return self.booster_.loss.inverse_link(raw)
 
+    @peer_predict_options
     def predict(self, X: MatrixLike,
                 iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Most probable class of each row.

@@ -171,9 +171,9 @@ COMMON_PARAMETERS_DOC = """\
         the prediction; a dict maps feature indices or names to constraints.
         Regression and binary classification only.
     interaction_cst : {'pairwise', 'no_interactions'}, list of sets or None, default=None
-        Groups of feature indices allowed to interact: every path of a tree
-        uses features from one group only. Features in no group form one more
-        group together.
+        Groups of features allowed to interact, by index or (fitted on a
+        DataFrame) by name: every path of a tree uses features from one
+        group only. Features in no group form one more group together.
     importance_type : {'gain', 'split'}, default='gain'
         What ``feature_importances_`` sums per feature: split gains or the
         number of splits.

@@ -5,12 +5,14 @@ prediction. The fitted model is a :class:`~hgbt.model.booster.Booster`
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+import functools
+import inspect
 import itertools
+from dataclasses import replace
 import os
 import warnings
 from numbers import Integral
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +24,7 @@ from sklearn.utils.validation import (_check_sample_weight, check_array, check_i
 from ..core._openmp import effective_n_threads
 from ..core.load import ThreadGovernor
 from ..core._types import X_DTYPE, Y_DTYPE
-from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS
+from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS, unknown_parameter_message
 from ..data import target_stats
 from ..data.dataset import BINNING_PARAMS, Dataset, MatrixLike, new_seed
 from ..data.categorical import same_encoding, validate_X
@@ -48,6 +50,41 @@ from ..data.sparse import ACCEPTED_FORMATS, as_csr, check_sparse_format
 # defaults with a hold-out were within noise of the best library on 15-16 of
 # 20, the same settings fitting every round on 0-9 (benchmarks/accuracy_study.md).
 AUTO_EARLY_STOPPING_ROWS = 100
+
+#: LightGBM's and XGBoost's ``predict`` options, and hgbt's spelling of each
+_PEER_PREDICT_OPTIONS = {
+    "raw_score": "decision_function(X) (a classifier) or booster_.predict(X, "
+                 "raw_score=True)",
+    "output_margin": "decision_function(X) (a classifier) or booster_.predict(X, "
+                     "raw_score=True)",
+    "pred_contrib": "predict_contributions(X)",
+    "pred_interactions": "predict_interactions(X)",
+    "pred_leaf": "apply(X)",
+    "num_iteration": "iteration_range=(0, num_iteration)",
+    "start_iteration": "iteration_range=(start_iteration, end)",
+    "ntree_limit": "iteration_range=(0, ntree_limit)",
+}
+
+
+def peer_predict_options(method):
+    """``method`` (a predict method) refusing LightGBM's and XGBoost's predict
+    options with hgbt's spelling, instead of Python's bare TypeError; the
+    signature (what scikit-learn and type checkers read) is ``method``'s."""
+    accepted = frozenset(inspect.signature(method).parameters)
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        unknown = [name for name in kwargs if name not in accepted]
+        if unknown:
+            name = unknown[0]
+            use = _PEER_PREDICT_OPTIONS.get(name)
+            raise TypeError(f"{type(self).__name__}.{method.__name__}() got an unexpected "
+                            f"keyword argument {name!r}"
+                            + (f" (a LightGBM or XGBoost option): use {use}." if use
+                               else "."))
+        return method(self, *args, **kwargs)
+    return checked
+
 
 #: the estimator ``fit`` returns: the one it was called on, of its own class
 Estimator = TypeVar("Estimator", bound="BaseHistGBDT")
@@ -145,6 +182,21 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         totals = self.booster_.feature_importance(self.importance_type)
         total = totals.sum()
         return totals / total if total > 0 else totals
+
+    def set_params(self, **params: Any) -> BaseHistGBDT:
+        """Set parameters (scikit-learn's ``set_params``); a LightGBM or
+        XGBoost name is refused with hgbt's.
+
+        Returns
+        -------
+        self
+        """
+        valid = self.get_params(deep=False)
+        for name in params:
+            if "__" not in name and name not in valid:
+                raise ValueError(unknown_parameter_message(type(self).__name__, name,
+                                                           list(valid)))
+        return super().set_params(**params)
 
     def save_model(self, path: str | os.PathLike) -> None:
         """Save the fitted model as JSON (``doc/model-format.md``); see
@@ -289,7 +341,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         n_threads = effective_n_threads(self.n_threads)
         if self.n_threads in (None, -1):  # binning and set-up on the CPUs free now
             n_threads = ThreadGovernor(n_threads).current
-        interactions = interaction_groups(self.interaction_cst, X.shape[1])
+        interactions = interaction_groups(self.interaction_cst, X.shape[1],
+                                          getattr(self, "feature_names_in_", None))
         monotonic = self._check_monotonic_cst(X.shape[1])
 
         if not warm or not hasattr(self, "_seed"):  # a saved Booster holds no seed
@@ -703,10 +756,12 @@ def _same_rows(X_a, y_a, w_a, X_b, y_b, w_b):
     return bool(np.array_equal(X_a, X_b, equal_nan=True))
 
 
-def interaction_groups(interaction_cst, n_features):
+def interaction_groups(interaction_cst, n_features, names=None):
     """Interaction constraints as a list of feature-index sets, or None.
 
-    Features listed in no group form one more group together.
+    Groups list feature indices, or names of ``names`` (the fit's
+    ``feature_names_in_``), as ``monotonic_cst`` does. Features listed in no
+    group form one more group together.
     """
     if interaction_cst is None:
         return None
@@ -719,7 +774,17 @@ def interaction_groups(interaction_cst, n_features):
             groups = [set(group) for group in interaction_cst]
         except TypeError:
             raise ValueError("interaction_cst must be 'pairwise', 'no_interactions' or a "
-                             f"list of feature-index groups, got {interaction_cst!r}.")
+                             "list of groups of feature indices or names, got "
+                             f"{interaction_cst!r}.")
+        index = {} if names is None else {str(n): i for i, n in enumerate(names)}
+        for k, group in enumerate(groups):
+            named = [f for f in group if isinstance(f, str)]
+            unknown = [f for f in named if f not in index]
+            if unknown:
+                raise ValueError(
+                    f"interaction_cst names {unknown}, which are not feature names of X"
+                    + ("" if names is not None else " (X has none: give indices)") + ".")
+            groups[k] = {index[f] if isinstance(f, str) else f for f in group}
         for group in groups:
             bad = [f for f in group if not (isinstance(f, Integral)
                                             and not isinstance(f, bool)

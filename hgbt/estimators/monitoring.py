@@ -94,11 +94,49 @@ def metric_name(scoring):
     return getattr(scoring, "__name__", type(scoring).__name__)
 
 
+#: LightGBM's and XGBoost's metric names and the scikit-learn scorer to use
+_PEER_METRICS = {
+    "auc": "'roc_auc'", "rmse": "'neg_root_mean_squared_error'",
+    "l2_root": "'neg_root_mean_squared_error'", "mse": "'neg_mean_squared_error'",
+    "l2": "'neg_mean_squared_error'", "mae": "'neg_mean_absolute_error'",
+    "l1": "'neg_mean_absolute_error'", "mape": "'neg_mean_absolute_percentage_error'",
+    "logloss": "'loss' (the log-loss) or 'neg_log_loss'",
+    "binary_logloss": "'loss' (the log-loss) or 'neg_log_loss'",
+    "multi_logloss": "'loss' (the log-loss) or 'neg_log_loss'",
+    "mlogloss": "'loss' (the log-loss) or 'neg_log_loss'",
+    "error": "'accuracy' (1 - error)", "binary_error": "'accuracy' (1 - error)",
+    "merror": "'accuracy' (1 - error)", "multi_error": "'accuracy' (1 - error)",
+    "aucpr": "'average_precision'", "quantile": "'loss' (with loss='quantile')",
+    "huber": "'loss' (with loss='huber')", "poisson": "'loss' or 'neg_mean_poisson_deviance'",
+    "gamma": "'loss' or 'neg_mean_gamma_deviance'",
+}
+
+
+def check_metric_name(value, parameter):
+    """Raise a short ``ValueError`` for a metric name that is neither 'loss'
+    nor a scikit-learn scorer (scikit-learn's own lists all ~60 names),
+    giving the scorer for LightGBM's and XGBoost's names."""
+    from sklearn.metrics import get_scorer_names
+
+    if not isinstance(value, str) or value == "loss" or value in get_scorer_names():
+        return
+    hint = _PEER_METRICS.get(value.lower())
+    use = (f"use {hint} (for LightGBM's or XGBoost's {value!r}). " if hint else
+           "use 'loss', a scikit-learn scorer name or a callable. ")
+    raise ValueError(f"{parameter}={value!r} is not a metric hgbt knows: metrics are "
+                     f"scikit-learn scorers (greater is better); {use}The scorer names: "
+                     "sklearn.metrics.get_scorer_names().")
+
+
 def requested_metrics(scoring, eval_metric, has_loss, early_stopping):
     """``{name: scoring}`` of every metric a fit records: the loss (when it has
     one, or when early stopping watches it: a callable loss then raises),
     the early-stopping ``scoring``, then ``eval_metric``'s (a name, callable,
     list of them, or dict name → scorer)."""
+    check_metric_name(scoring, "scoring")
+    for value in (eval_metric.values() if isinstance(eval_metric, dict) else eval_metric
+                  if isinstance(eval_metric, (list, tuple)) else [eval_metric]):
+        check_metric_name(value, "eval_metric")
     metrics = {"loss": "loss"} if has_loss or (early_stopping and scoring == "loss") else {}
     if scoring != "loss":
         metrics[metric_name(scoring)] = scoring

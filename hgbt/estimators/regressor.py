@@ -12,7 +12,7 @@ from ..core._types import Y_DTYPE
 from ..core.params import REGRESSOR, constraints, make_init
 from ..data.dataset import MatrixLike
 from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
-from .gradient_boosting import BaseHistGBDT
+from .gradient_boosting import BaseHistGBDT, peer_predict_options
 from .monitoring import RegressionRound
 from ..model.booster import objective_from_params
 from ..persistence import register_estimator
@@ -82,6 +82,7 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     def _decode(self, y):
         return y
 
+    @peer_predict_options
     def predict(self, X: MatrixLike,
                 iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predict regression targets.
