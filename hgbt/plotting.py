@@ -36,6 +36,16 @@ def _axes(ax, figsize):
     return ax
 
 
+#: what each importance type measures, for the axis and the title
+_IMPORTANCE_TEXT = {
+    "total_gain": "total gain of the feature's splits",
+    "gain": "mean gain per split",
+    "split": "number of splits",
+    "total_cover": "total cover (hessian sum of the rows reaching the feature's splits)",
+    "cover": "mean cover per split",
+}
+
+
 def plot_importance(model, importance_type="total_gain", *, max_features=20, ax=None,
                     color=None, title=None):
     """Horizontal bars of the largest feature importances.
@@ -56,7 +66,7 @@ default='total_gain'
         Where to draw; None: a new figure.
     color : matplotlib color, default=None
     title : str, default=None
-        None: the importance type.
+        None: "Feature importance" and what the type measures.
 
     Returns
     -------
@@ -75,13 +85,17 @@ default='total_gain'
     table = booster.feature_importance_table()
     values = table[importance_type][table["split"] > 0]
     values = values.sort_values(ascending=False, kind="stable")[:max_features]
-    ax = _axes(ax, (6.4, 0.9 + 0.3 * max(len(values), 1)))
+    new_figure = ax is None
+    ax = _axes(ax, (6.4, 1.2 + 0.3 * max(len(values), 1)))
     # barh draws bottom-up: reversed, so the largest is on top
     positions = np.arange(len(values))[::-1]
     ax.barh(positions, values.to_numpy(), color=color)
     ax.set_yticks(positions, [str(name) for name in values.index])
-    ax.set_xlabel(importance_type)
-    ax.set_title(importance_type if title is None else title)
+    text = _IMPORTANCE_TEXT.get(importance_type, importance_type)
+    ax.set_xlabel(f"{text} ({importance_type})")
+    ax.set_title(f"Feature importance: {text}" if title is None else title)
+    if new_figure:  # room for long feature names and the axis label
+        ax.figure.tight_layout()
     return ax
 
 
@@ -91,36 +105,52 @@ def _split_text(row, precision):
             f"gain {row.gain:.{precision}g}\ncount {row.count}")
 
 
-def _positions(frame):
-    """(x, y) of every node: leaves at 0, 1, 2, ... left to right in
-    depth-first order, a parent centred over its children, y = -depth."""
+def _positions(frame, max_depth=None):
+    """(x, y, shown, cut, leaves_below) of every node: shown leaves (and nodes
+    cut at ``max_depth``) at x = 0, 1, 2, ... left to right in depth-first
+    order, a parent centred over its children, y = -depth; ``cut``: shown
+    split nodes whose children are not; ``leaves_below``: leaves under each
+    node."""
     left, right = frame["left"].to_numpy(), frame["right"].to_numpy()
-    x = np.zeros(len(frame))
-    depth = np.zeros(len(frame))
-    next_leaf = 0
-    # iterative post-order: children placed before their parent
-    stack = [(0, False)]
+    n = len(frame)
+    depth = np.zeros(n)
+    leaves_below = np.ones(n, dtype=np.int64)
+    # pre-order (parents before children); reversed, children before parents
+    order, stack = [], [0]
     while stack:
-        j, children_done = stack.pop()
-        if left[j] < 0:
-            x[j] = next_leaf
-            next_leaf += 1
-        elif children_done:
-            x[j] = (x[left[j]] + x[right[j]]) / 2
-        else:
+        j = stack.pop()
+        order.append(j)
+        if left[j] >= 0:
             depth[left[j]] = depth[right[j]] = depth[j] + 1
-            stack += [(j, True), (right[j], False), (left[j], False)]
-    return x, -depth
+            stack += [right[j], left[j]]
+    for j in reversed(order):
+        if left[j] >= 0:
+            leaves_below[j] = leaves_below[left[j]] + leaves_below[right[j]]
+    shown = depth <= (np.inf if max_depth is None else max_depth)
+    cut = (np.zeros(n, dtype=bool) if max_depth is None
+           else shown & (left >= 0) & (depth == max_depth))
+    x = np.zeros(n)
+    next_slot = 0
+    for j in order:  # pre-order visits the drawn ends left to right
+        if shown[j] and (left[j] < 0 or cut[j]):
+            x[j] = next_slot
+            next_slot += 1
+    for j in reversed(order):  # then each parent over its children
+        if shown[j] and left[j] >= 0 and not cut[j]:
+            x[j] = (x[left[j]] + x[right[j]]) / 2
+    return x, -depth, shown, cut, leaves_below
 
 
-def plot_tree(model, tree_index=0, *, precision=3, ax=None, fontsize=8):
+def plot_tree(model, tree_index=0, *, max_depth=None, precision=3, ax=None, fontsize=8):
     """Draw one tree with matplotlib: a box per node, the left child (the
     split's test true) on the left.
 
     An inner node shows its test (``feature <= threshold``, or ``feature in
     {categories sent left}``), where missing values go, its gain and its
     training rows (count); a leaf its value (its output, already scaled by
-    the learning rate) and count.
+    the learning rate) and count. Leaves are spaced by the widest box, so
+    boxes never overlap: a new figure grows with the tree (a 63-leaf tree
+    is some 60 inches wide); ``max_depth`` draws the top of a large tree.
 
     Parameters
     ----------
@@ -129,6 +159,9 @@ def plot_tree(model, tree_index=0, *, precision=3, ax=None, fontsize=8):
         Position of the tree over all trees, round by round (the ``tree``
         column of ``trees_to_dataframe()``; a multiclass round holds one tree
         per class).
+    max_depth : int or None, default=None
+        Draw the nodes down to this depth (the root is 0); a split node there
+        is drawn as a box of the leaves below it. None: every node.
     precision : int, default=3
         Significant digits of the numbers shown.
     ax : matplotlib Axes, default=None
@@ -141,31 +174,56 @@ def plot_tree(model, tree_index=0, *, precision=3, ax=None, fontsize=8):
         Each node's box is a text artist with ``gid`` ``"node<i>"`` (``i``
         its index in the tree's node array).
     """
+    if max_depth is not None and not (isinstance(max_depth, Integral) and max_depth >= 0):
+        raise ValueError(f"max_depth must be a non-negative integer or None, got "
+                         f"{max_depth!r}.")
     frame = tables.tree_frame(fitted_booster(model)[0], tree_index)
-    x, y = _positions(frame)
-    n_leaves = int(frame["is_leaf"].sum())
-    ax = _axes(ax, (min(2.0 + 1.6 * n_leaves, 40.0), 1.0 + 1.5 * (1 - y.min())))
+    x, y, shown, cut, leaves_below = _positions(frame, max_depth)
+    texts = {}
     for row in frame.itertuples(index=False):
         j = row.node
-        if not row.is_leaf:
+        if not shown[j]:
+            continue
+        if cut[j]:
+            texts[j] = (f"... {leaves_below[j]} leaves\ncount {row.count}", "#eeeeee")
+        elif not row.is_leaf:
+            texts[j] = (_split_text(row, precision), "#dbe9f6")
+        else:
+            texts[j] = (f"value {row.value:.{precision}g}\ncount {row.count}", "#e6f2da")
+    # a leaf's slot is as wide as the widest box (about 0.55 em a character)
+    chars = max(len(line) for text, _ in texts.values() for line in text.split("\n"))
+    lines = max(text.count("\n") + 1 for text, _ in texts.values())
+    slot = (0.55 * chars + 2.0) * fontsize / 72
+    level = (1.45 * lines + 3.0) * fontsize / 72
+    n_slots = int(x[shown].max()) + 1
+    new_figure = ax is None
+    width, height = min(slot * n_slots + 0.4, 300.0), 0.7 + level * (1 - y[shown].min())
+    ax = _axes(ax, (width, height))
+    if new_figure:  # margins in inches, not a share of a figure this wide
+        ax.figure.subplots_adjust(left=0.2 / width, right=1 - 0.2 / width,
+                                  bottom=0.1 / height, top=1 - 0.45 / height)
+    for row in frame.itertuples(index=False):
+        j = row.node
+        if not shown[j]:
+            continue
+        if not row.is_leaf and not cut[j]:
             for child, label in ((row.left, "yes"), (row.right, "no")):
                 ax.plot([x[j], x[child]], [y[j], y[child]], color="0.5", lw=1, zorder=1)
                 ax.text((x[j] + x[child]) / 2, (y[j] + y[child]) / 2, label,
                         fontsize=fontsize - 1, color="0.4", ha="center", va="center")
-            text, face = _split_text(row, precision), "#dbe9f6"
-        else:
-            text, face = f"value {row.value:.{precision}g}\ncount {row.count}", "#e6f2da"
+        text, face = texts[j]
         ax.text(x[j], y[j], text, ha="center", va="center", fontsize=fontsize, zorder=2,
                 gid=f"node{j}", bbox=dict(boxstyle="round,pad=0.4", fc=face, ec="0.3"))
-    ax.set_xlim(x.min() - 0.7, x.max() + 0.7)
-    ax.set_ylim(y.min() - 0.6, 0.6)
+    ax.set_xlim(x[shown].min() - 0.6, x[shown].max() + 0.6)
+    ax.set_ylim(y[shown].min() - 0.6, 0.6)
     ax.set_axis_off()
+    depth_note = "" if not cut.any() else f", depth {max_depth} of {int(-y.min())} shown"
     ax.set_title(f"tree {tree_index} (round {frame['round'].iloc[0]}, "
-                 f"output {frame['output'].iloc[0]})")
+                 f"output {frame['output'].iloc[0]}{depth_note})")
     return ax
 
 
-def plot_learning_curve(model, metric=None, sets=None, *, ax=None):
+def plot_learning_curve(model, metric=None, sets=None, *, yscale="auto", ax=None):
     """The scores recorded during fit (``evals_result_``), one line per set.
 
     Point ``i`` is the score of the model of the first ``i`` rounds (point 0:
@@ -181,6 +239,10 @@ def plot_learning_curve(model, metric=None, sets=None, *, ax=None):
     sets : str or list of str, default=None
         The sets to draw (keys of ``evals_result_``); None: every set holding
         ``metric``.
+    yscale : {'auto', 'linear', 'log'}, default='auto'
+        'auto': a log scale when every score drawn is positive and they span
+        more than a factor of 10 (a loss falls fast, then slowly: on a linear
+        scale its later rounds look flat), else linear.
     ax : matplotlib Axes, default=None
 
     Returns
@@ -209,15 +271,27 @@ def plot_learning_curve(model, metric=None, sets=None, *, ax=None):
         if name not in history or metric not in history[name]:
             raise ValueError(f"Set {name!r} has no {metric!r} scores; sets with it: "
                              f"{known}.")
+    if yscale not in ("auto", "linear", "log"):
+        raise ValueError(f"yscale must be 'auto', 'linear' or 'log', got {yscale!r}.")
+    drawn = np.concatenate([np.asarray(history[name][metric], dtype=float) for name in sets])
+    drawn = drawn[np.isfinite(drawn)]
+    if yscale == "auto":
+        yscale = ("log" if drawn.size and drawn.min() > 0 and drawn.max() > 10 * drawn.min()
+                  else "linear")
+    new_figure = ax is None
     ax = _axes(ax, (6.4, 4.0))
     for name in sets:
         scores = history[name][metric]
         ax.plot(np.arange(len(scores)), scores, label=name)
+    ax.set_yscale(yscale)
     if best is not None:
         ax.axvline(best, color="0.3", ls="--", lw=1, label=f"best iteration ({best})")
     ax.set_xlabel("rounds")
-    ax.set_ylabel(metric)
+    ax.set_ylabel(metric + (" (log scale)" if yscale == "log" else ""))
+    ax.set_title(f"Learning curve: {metric}")
     ax.legend()
+    if new_figure:
+        ax.figure.tight_layout()
     return ax
 
 
@@ -304,4 +378,26 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
         results, features=plots, feature_names=tables.feature_names(booster),
         target_idx=target_idx, deciles=deciles, kind="average",
         is_categorical=[tuple(is_categorical(booster, f) for f in group) for group in plots])
-    return display.plot(ax=ax, n_cols=n_cols, **plot_kw)
+    display.plot(ax=ax, n_cols=n_cols, **plot_kw)
+    # what the values are: the raw score, of which class
+    scale = _raw_score_name(booster)
+    for axis, group in zip(np.ravel(display.axes_), plots):
+        if axis is not None and len(group) == 1 and axis.get_ylabel():
+            axis.set_ylabel(f"partial dependence\n({scale})")
+    if booster.classes is not None and len(booster.classes) > 2:
+        label = booster.classes[target_idx]
+        label = label.item() if isinstance(label, np.generic) else label  # not np.str_(...)
+        display.figure_.suptitle(f"Class {label!r}: partial "
+                                 f"dependence of its {scale}")
+    return display
+
+
+def _raw_score_name(booster):
+    """What partial dependence shows: the raw score, on the scale of the
+    model's link (log-odds, log, or the target's own units)."""
+    link = getattr(booster.loss, "link", "identity")
+    if booster.classes is not None:
+        return ("raw score, log-odds" if len(booster.classes) == 2
+                else "raw score, per-class log-odds")
+    return {"identity": "prediction", "exp": "raw score, log of the prediction"}.get(
+        link, f"raw score ({link} link)")

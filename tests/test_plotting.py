@@ -179,3 +179,83 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match=r'pip install "hgbt\[plot\]"'):
         plotting.plot_importance(model)
+
+
+# ------------------------------------- readable at default sizes (issue 37, item 9)
+def _node_boxes(ax):
+    """Display-space bounding boxes of the node boxes, by node."""
+    renderer = ax.figure.canvas.get_renderer()
+    return {int(t.get_gid()[4:]): t.get_bbox_patch().get_window_extent(renderer)
+            for t in ax.texts if (t.get_gid() or "").startswith("node")}
+
+
+def _big_tree_model():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 6))
+    y = 3 * X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.3 * rng.normal(size=5000)
+    return HistGBDTRegressor(max_iter=3, max_leaf_nodes=63, random_state=0).fit(X, y)
+
+
+def test_a_63_leaf_tree_draws_no_box_over_another():
+    model = _big_tree_model()
+    assert int(model.trees_to_dataframe().query("tree == 0")["is_leaf"].sum()) == 63
+    ax = rendered(plotting.plot_tree(model, 0))
+    boxes = list(_node_boxes(ax).values())
+    assert len(boxes) == 125
+    overlaps = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+    assert not overlaps
+    # every box lies inside the figure
+    width, height = ax.figure.canvas.get_width_height()
+    assert all(b.x0 >= 0 and b.y0 >= 0 and b.x1 <= width and b.y1 <= height for b in boxes)
+
+
+def test_max_depth_draws_the_top_of_the_tree():
+    model = _big_tree_model()
+    frame = model.trees_to_dataframe().query("tree == 0").set_index("node")
+    ax = rendered(plotting.plot_tree(model, 0, max_depth=2))
+    drawn = _node_boxes(ax)
+    assert set(drawn) == set(frame.index[frame["depth"] <= 2])
+    cut = [t for t in ax.texts if (t.get_gid() or "").startswith("node")
+           and t.get_text().startswith("...")]
+    # a cut node names its leaves; together they are the tree's leaves but
+    # those drawn above the cut
+    below = sum(int(t.get_text().split()[1]) for t in cut)
+    leaves_above = int((frame["is_leaf"] & (frame["depth"] <= 2)).sum())
+    assert below + leaves_above == int(frame["is_leaf"].sum())
+    assert f"depth 2 of {int(frame['depth'].max())} shown" in ax.get_title()
+    with pytest.raises(ValueError, match="max_depth"):
+        plotting.plot_tree(model, 0, max_depth=-1)
+
+
+def test_learning_curve_scale_and_titles():
+    model = _big_tree_model().set_params(max_iter=60, early_stopping=True)
+    model.fit(*_xy_for(model))
+    ax = plotting.plot_learning_curve(model)
+    assert ax.get_yscale() == "log"  # a loss falling over decades
+    assert ax.get_ylabel() == "loss (log scale)" and ax.get_title() == "Learning curve: loss"
+    assert plotting.plot_learning_curve(model, yscale="linear").get_yscale() == "linear"
+    with pytest.raises(ValueError, match="yscale"):
+        plotting.plot_learning_curve(model, yscale="symlog")
+    ax = plotting.plot_importance(model)
+    assert ax.get_title() == "Feature importance: total gain of the feature's splits"
+    assert ax.get_xlabel() == "total gain of the feature's splits (total_gain)"
+
+
+def _xy_for(model):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 6))
+    return X, 3 * X[:, 0] + np.sin(2 * X[:, 1]) + 0.3 * rng.normal(size=5000)
+
+
+def test_multiclass_partial_dependence_names_its_class_and_scale():
+    X, y = _xy_for(None)
+    labels = np.array(["low", "mid", "high"])[np.digitize(y, [-1, 1])]
+    model = HistGBDTClassifier(max_iter=10, random_state=0).fit(X, labels)
+    display = plotting.plot_partial_dependence(model, X, [0, 1], target="high")
+    assert display.figure_.get_suptitle() == ("Class 'high': partial dependence of its "
+                                              "raw score, per-class log-odds")
+    assert display.axes_[0, 0].get_ylabel() == ("partial dependence\n(raw score, "
+                                                "per-class log-odds)")
+    regressor = HistGBDTRegressor(max_iter=5).fit(X, y)
+    display = plotting.plot_partial_dependence(regressor, X, [0])
+    assert display.axes_[0, 0].get_ylabel() == "partial dependence\n(prediction)"
