@@ -681,7 +681,9 @@ def test_custom_loss_matches_builtin():
     g_ref, h_ref = compute(loss, y, raw)
     np.testing.assert_array_equal(g, g_ref)
     np.testing.assert_array_equal(h, h_ref)
-    np.testing.assert_array_equal(custom.baseline(y), [0.0])
+    # the constant where the gradients sum to zero: the weighted mean (to the
+    # float32 precision of the gradients the search reads)
+    np.testing.assert_allclose(custom.baseline(y), loss.baseline(y), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(custom.inverse_link(raw), raw[0])
     with pytest.raises(ValueError, match="scoring='loss' needs a built-in loss"):
         custom.loss(y, raw)
@@ -795,3 +797,41 @@ def test_link_names_what_inverse_link_computes(loss):
                                                        1 / (1 + np.exp(-r[0]))]),
                 "softmax": lambda r: (np.exp(r) / np.exp(r).sum(axis=0)).T}[loss.link](raw)
     np.testing.assert_allclose(loss.inverse_link(raw), expected, rtol=1e-12)
+
+
+def _pseudo_huber(y_true, raw_prediction, sample_weight, delta=2.0):
+    r = raw_prediction - y_true
+    s = np.sqrt(1.0 + (r / delta) ** 2)
+    return r / s, 1.0 / s ** 3
+
+
+def test_a_custom_loss_starts_where_its_gradients_sum_to_zero():
+    from scipy.optimize import brentq
+    rng = np.random.default_rng(0)
+    y = rng.lognormal(5, 1, size=2000)  # skewed, far from 0
+    root = brentq(lambda c: np.sum(_pseudo_huber(y, np.full_like(y, c), None)[0]),
+                  y.min(), y.max(), xtol=1e-12)
+    np.testing.assert_allclose(CustomLoss(_pseudo_huber).baseline(y), [root], rtol=1e-6)
+    # a loss on another scale: a Poisson loss on log(mu) starts at log(mean y)
+    def log_scale(y_true, raw, w):
+        mu = np.exp(np.minimum(raw, 50.0))
+        return mu - y_true, mu
+    np.testing.assert_allclose(CustomLoss(log_scale).baseline(y * 1e-3),
+                               [np.log(np.mean(y * 1e-3))], rtol=1e-5)
+    # gradients of one sign everywhere: no best constant, 0 as before
+    def falling(y_true, raw, w):
+        return np.full_like(y_true, -1.0), np.ones_like(y_true)
+    np.testing.assert_array_equal(CustomLoss(falling).baseline(y), [0.0])
+    np.testing.assert_array_equal(CustomLoss(_pseudo_huber).baseline(np.full(5, 3.0)), [3.0])
+
+
+def test_a_pseudo_huber_fit_no_longer_starts_from_zero():
+    from hgbt import HistGBDTRegressor
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 5))
+    y = 5000 + 800 * X[:, 0] + 100 * rng.normal(size=1500)
+    model = HistGBDTRegressor(loss=_pseudo_huber, max_iter=50, early_stopping=False)
+    model.fit(X, y)
+    assert abs(float(model.booster_.baseline[0]) - np.median(y)) < 100
+    assert model.score(X, y) > 0.9
+

@@ -633,8 +633,11 @@ class CustomLoss(BaseLoss):
     finite, ``hessian >= 0``, already multiplied by the weights if the loss
     is to be weighted (hgbt does not apply ``sample_weight`` to them). They
     are stored as float32; anything else raises ValueError naming the
-    problem. One tree per round; the baseline is 0, ``inverse_link`` is the
-    identity. There is no loss value: ``loss`` raises ValueError, so
+    problem. One tree per round; ``inverse_link`` is the identity. The
+    baseline is the constant where the gradients sum to zero (the best
+    constant of a convex loss), found by bisection in ``[min(y, 0), max(y,
+    0)]``, widened up to 8 times (tripled each time) while the sums keep one
+    sign; 0 when no sign change is found. There is no loss value: ``loss`` raises ValueError, so
     ``scoring='loss'`` (early stopping, verbose output) needs a built-in loss.
     """
 
@@ -654,8 +657,47 @@ class CustomLoss(BaseLoss):
         view.flags.writeable = False
         return view
 
+    #: bisection steps of the baseline search (down to ~1e-15 of the range), and
+    #: widenings of its bracket (each triples it)
+    BASELINE_STEPS = 52
+    BRACKET_STEPS = 8
+
     def baseline(self, y):
-        return np.zeros(1, dtype=Y_DTYPE)
+        """The constant raw score whose gradients sum to zero (see the class)."""
+        y = np.asarray(y, dtype=Y_DTYPE)
+        if y.size == 0:
+            return np.zeros(1, dtype=Y_DTYPE)
+        g = np.empty((1, y.size), dtype=G_H_DTYPE)
+        h = np.empty((1, y.size), dtype=G_H_DTYPE)
+
+        def total(c):
+            self.gradients(y, np.full((1, y.size), c), g, h, 1)
+            return float(np.sum(g, dtype=np.float64))
+
+        # a bracket: [min(y, 0), max(y, 0)], widened while the sums keep one sign
+        lo, hi = min(float(np.min(y)), 0.0), max(float(np.max(y)), 0.0)
+        g_lo, g_hi = total(lo), total(hi)
+        for _ in range(self.BRACKET_STEPS):
+            if g_lo == 0.0:
+                return np.full(1, lo, dtype=Y_DTYPE)
+            if g_hi == 0.0:
+                return np.full(1, hi, dtype=Y_DTYPE)
+            if g_lo < 0.0 < g_hi:
+                break
+            span = max(hi - lo, 1.0)
+            lo, hi = lo - span, hi + span
+            g_lo, g_hi = total(lo), total(hi)
+        else:  # no root found (the sums keep one sign): start at 0
+            return np.zeros(1, dtype=Y_DTYPE)
+        for _ in range(self.BASELINE_STEPS):
+            mid = lo * 0.5 + hi * 0.5
+            if not lo < mid < hi:
+                break
+            g_mid = total(mid)
+            if g_mid == 0.0:
+                return np.full(1, mid, dtype=Y_DTYPE)
+            lo, hi = (mid, hi) if g_mid < 0.0 else (lo, mid)
+        return np.full(1, lo * 0.5 + hi * 0.5, dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         n_samples = y.shape[0]

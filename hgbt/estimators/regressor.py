@@ -33,8 +33,9 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         'squared_error', 'absolute_error', 'huber', 'quantile', 'poisson',
         'gamma' or 'tweedie', or a callable ``loss(y_true, raw_prediction,
         sample_weight) -> (gradient, hessian)`` returning two arrays of shape
-        (n_samples,) (``sample_weight`` may be None); with a callable, the
-        baseline is 0 and predictions are the raw sums.
+        (n_samples,) (``sample_weight`` may be None); with a callable,
+        predictions are the raw sums, starting from the constant where the
+        gradients sum to zero (found by bisection; 0 if none is found).
         For 'absolute_error', 'quantile' and 'huber' leaf values are re-fitted
         after growing to the leaf's weighted median / quantile (Huber:
         one-step M-estimate) of the residuals.
