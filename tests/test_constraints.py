@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
-from hgbt.estimators.gradient_boosting import interaction_groups
+from hgbt.estimators.fit_inputs import interaction_groups
 from fitted import all_trees
 
 

@@ -22,7 +22,7 @@ from ..data.binning import BinMapper
 from ..data.dataset import MatrixLike
 from ..engine.evaluation import TRAIN, training_score_rows
 from ..estimators.classifier import HistGBDTClassifier
-from ..estimators.gradient_boosting import interaction_groups
+from ..estimators.fit_inputs import interaction_groups
 from ..estimators.monitoring import VALIDATION, Monitor
 from ..estimators.regressor import HistGBDTRegressor
 from ..model.booster import Booster

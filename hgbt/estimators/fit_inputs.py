@@ -4,9 +4,13 @@
 ``fit`` does: :class:`FitInputs` gives them that as plain data (the Booster's
 input schema, the class labels and weights, the loss's parameters), with
 the functions the estimators use themselves (:func:`encode_labels`,
-:func:`class_weighted`).
+:func:`class_weighted`, :func:`interaction_groups`, :func:`same_rows`).
 """
+import itertools
+from numbers import Integral
+
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import check_X_y
 
 from ..core._types import Y_DTYPE
@@ -105,3 +109,59 @@ class FitInputs:
         """The fit's loss over rows weighted by ``sample_weight``."""
         return get_loss(**objective_from_params(self.loss_params, self.classes),
                         sample_weight=sample_weight)
+
+
+def same_rows(X_a, y_a, w_a, X_b, y_b, w_b):
+    """Whether a validation set holds exactly the training rows (validated
+    arrays; the same objects, or equal values)."""
+    if X_a is X_b and y_a is y_b:
+        return True
+    if X_a.shape != X_b.shape or y_a.shape != y_b.shape or not np.array_equal(y_a, y_b):
+        return False
+    if (w_a is None) != (w_b is None) or (w_a is not None and not np.array_equal(w_a, w_b)):
+        return False
+    if sp.issparse(X_a) or sp.issparse(X_b):
+        return sp.issparse(X_a) and sp.issparse(X_b) and (X_a != X_b).nnz == 0
+    return bool(np.array_equal(X_a, X_b, equal_nan=True))
+
+
+def interaction_groups(interaction_cst, n_features, names=None):
+    """Interaction constraints as a list of feature-index sets, or None.
+
+    Groups list feature indices, or names of ``names`` (the fit's
+    ``feature_names_in_``), as ``monotonic_cst`` does. Features listed in no
+    group form one more group together.
+    """
+    if interaction_cst is None:
+        return None
+    if interaction_cst == "no_interactions":
+        groups = [{f} for f in range(n_features)]
+    elif interaction_cst == "pairwise":
+        groups = [set(pair) for pair in itertools.combinations(range(n_features), 2)]
+    else:
+        try:
+            groups = [set(group) for group in interaction_cst]
+        except TypeError:
+            raise ValueError("interaction_cst must be 'pairwise', 'no_interactions' or a "
+                             "list of groups of feature indices or names, got "
+                             f"{interaction_cst!r}.")
+        index = {} if names is None else {str(n): i for i, n in enumerate(names)}
+        for k, group in enumerate(groups):
+            named = [f for f in group if isinstance(f, str)]
+            unknown = [f for f in named if f not in index]
+            if unknown:
+                raise ValueError(
+                    f"interaction_cst names {unknown}, which are not feature names of X"
+                    + ("" if names is not None else " (X has none: give indices)") + ".")
+            groups[k] = {index[f] if isinstance(f, str) else f for f in group}
+        for group in groups:
+            bad = [f for f in group if not (isinstance(f, Integral)
+                                            and not isinstance(f, bool)
+                                            and 0 <= f < n_features)]
+            if bad:
+                raise ValueError(f"interaction_cst holds invalid feature indices {bad}: "
+                                 f"indices must be integers in [0, {n_features - 1}].")
+    rest = set(range(n_features)).difference(*groups)
+    if rest:
+        groups.append(rest)
+    return groups
