@@ -25,6 +25,7 @@ class ValidationRows(NamedTuple):
     y: np.ndarray
     sample_weight: Optional[np.ndarray]
     raw: np.ndarray
+    offset: Optional[np.ndarray] = None  # start scores (init_score), same shape as raw
 
 
 class RowState:
@@ -47,6 +48,8 @@ class RowState:
     score_rows : ndarray or None, default=None
         The rows the training loss is scored on (None: all); see
         :func:`~hgbt.engine.evaluation.training_score_rows`.
+    offset : ndarray of shape (n_trees_per_iteration, n_samples) or None
+        The rows' start scores (``init_score``), kept for a restart.
 
     Attributes
     ----------
@@ -56,8 +59,9 @@ class RowState:
     """
 
     def __init__(self, loss, y, sample_weight, raw, full_hessian=False, validation=(),
-                 score_rows=None):
+                 score_rows=None, offset=None):
         self.loss = loss
+        self.offset = offset
         self.score_rows = score_rows
         self.y = y
         self.sample_weight = sample_weight
@@ -70,10 +74,15 @@ class RowState:
                               else sample_weight[score_rows])
 
     def set_baseline(self, baseline):
-        """Start every raw prediction at ``baseline`` (one value per tree of a round)."""
+        """Start every raw prediction at ``baseline`` (one value per tree of a
+        round), plus its row's start score where the fit has them."""
         self.raw[:] = baseline[:, None]
+        if self.offset is not None:
+            self.raw += self.offset
         for vset in self.validation:
             vset.raw[:] = baseline[:, None]
+            if vset.offset is not None:
+                vset.raw += vset.offset
 
     def restart(self, baseline):
         """Start over: raw predictions at ``baseline``, the loss's fitted

@@ -165,3 +165,50 @@ def interaction_groups(interaction_cst, n_features, names=None):
     if rest:
         groups.append(rest)
     return groups
+
+
+def check_init_score(init_score, n_rows, n_trees, where="init_score"):
+    """``init_score`` as float64 of shape ``(n_trees, n_rows)`` (one row of
+    start scores per tree of a round), or None; accepts ``(n_rows,)`` for one
+    tree and ``(n_rows, n_trees)`` (LightGBM's and XGBoost's layout)."""
+    if init_score is None:
+        return None
+    if sp.issparse(init_score):
+        raise TypeError(f"{where} must be a dense array of raw scores, not a sparse matrix.")
+    try:
+        scores = np.array(init_score, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where} must hold numbers ({exc}).") from exc
+    if scores.ndim == 1 and n_trees == 1:
+        scores = scores[:, None]
+    expected = (n_rows,) if n_trees == 1 else (n_rows, n_trees)
+    if scores.shape != (n_rows, n_trees):
+        raise ValueError(f"{where} has shape {np.shape(init_score)}; expected {expected} "
+                         "(a raw score per row" + (" and class)." if n_trees > 1 else ")."))
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(f"{where} holds NaN or infinite values: start scores must be "
+                         "finite.")
+    return np.ascontiguousarray(scores.T)
+
+
+def eval_init_scores(init_score, eval_init_score, n_sets, has_val, init_score_val):
+    """Check that start scores are given for every set or for none: the
+    training rows, ``X_val`` and each ``eval_set`` set."""
+    given = init_score is not None
+    if not given:
+        if init_score_val is not None or eval_init_score is not None:
+            raise ValueError("init_score_val and eval_init_score need init_score (the "
+                             "training rows' start scores).")
+        return [None] * n_sets
+    if has_val and init_score_val is None:
+        raise ValueError("init_score was given: give init_score_val too, the start scores "
+                         "of X_val's rows (all sets start from scores, or none does).")
+    if n_sets and eval_init_score is None:
+        raise ValueError("init_score was given: give eval_init_score too, a start score "
+                         "array per eval_set set (all sets start from scores, or none "
+                         "does).")
+    scores = [] if eval_init_score is None else list(eval_init_score)
+    if len(scores) != n_sets:
+        raise ValueError(f"eval_init_score has {len(scores)} entries; eval_set has "
+                         f"{n_sets} sets.")
+    return scores

@@ -36,7 +36,8 @@ from ..engine.numeric_range import check_fit_range
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ..tree.grower import TreeSettings
 from .explain import ExplainMixin
-from .fit_inputs import FitInputs, interaction_groups, same_rows
+from .fit_inputs import (FitInputs, check_init_score, eval_init_scores, interaction_groups,
+                         same_rows)
 from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
                                 uses_sklearn_callbacks)
 from .monitoring import VALIDATION, Monitor, eval_sets, history_attributes, scored_rows
@@ -232,7 +233,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             eval_set: list[tuple[MatrixLike, ArrayLike] | Dataset] | None = None,
             eval_names: list[str] | None = None,
             eval_sample_weight: list[ArrayLike | None] | None = None,
-            callbacks: list | None = None) -> Estimator:
+            callbacks: list | None = None, init_score: ArrayLike | None = None,
+            init_score_val: ArrayLike | None = None,
+            eval_init_score: list[ArrayLike | None] | None = None) -> Estimator:
         """Fit the gradient-boosted trees.
 
         On any error, and on ``KeyboardInterrupt`` (Ctrl-C), the estimator
@@ -282,6 +285,20 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         callbacks : list, default=None
             Objects called before and after every round
             (:mod:`hgbt.callbacks`); one returning ``"stop"`` ends the fit.
+        init_score : array-like of shape (n_samples,) or (n_samples, n_classes), default=None
+            A raw score (``decision_function`` scale: log-odds, or the log of
+            a log-link loss's prediction) each row starts from, e.g. another
+            model's or the log of an exposure; LightGBM's ``init_score``,
+            XGBoost's ``base_margin``. The trees learn what it leaves; the
+            baseline is then 0 and predictions do not include it: add it to
+            the raw score (``booster_.predict(X, raw_score=True)``) yourself.
+            A hold-out for early stopping takes its rows' scores along.
+        init_score_val : array-like, default=None
+            The start scores of ``X_val``'s rows (required with
+            ``init_score``).
+        eval_init_score : list of array-like, default=None
+            The start scores of each ``eval_set`` set (required with
+            ``init_score``).
 
         Returns
         -------
@@ -296,7 +313,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 fit = managed(type(self)._fit) if uses_sklearn_callbacks(self) else \
                     type(self)._fit
                 fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
-                    eval_names, eval_sample_weight, callbacks)
+                    eval_names, eval_sample_weight, callbacks,
+                    (init_score, init_score_val, eval_init_score))
             except BaseException:
                 # never a mix of the old and the new model: one assignment
                 # puts every attribute back (a warm start's lists were copied)
@@ -305,7 +323,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         return self
 
     def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
-             eval_names, eval_sample_weight, callbacks):
+             eval_names, eval_sample_weight, callbacks, init_scores=(None, None, None)):
         warm = self.warm_start and self._is_fitted()
         given = isinstance(X, Dataset)  # the user's: binned once, no hold-out from it
         if given:
@@ -352,6 +370,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
         validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]", dataset)
                       for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
+        # start scores (init_score): the training rows', then each set's
+        k_trees = len(self.classes_) if self._stratify and len(self.classes_) > 2 else 1
+        offset = check_init_score(init_scores[0], X.shape[0], k_trees)
+        offsets = [check_init_score(s, X_v.shape[0], k_trees, f"eval_init_score[{i}]")
+                   for i, (s, (X_v, _, _)) in enumerate(zip(eval_init_scores(
+                       init_scores[0], init_scores[2], len(validation), X_val is not None,
+                       init_scores[1]), validation))]
         # LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val,
         # y_val)]: a set of the training rows is scored, never watched
         training = [name for name, (X_v, y_v, w_v) in zip(names, validation)
@@ -377,6 +402,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                  "sets without it).")
             validation.insert(0, self._validation_set(X_val, y_val, sample_weight_val,
                                                       "X_val", dataset))
+            offsets.insert(0, check_init_score(init_scores[1], validation[0][0].shape[0],
+                                               k_trees, "init_score_val"))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
@@ -385,6 +412,12 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             X_train, X_hold, y_train, y_hold, w_train, w_hold = split_validation(
                 X, y, sample_weight, self.validation_fraction, self._seed, self._stratify)
             validation.insert(0, (X_hold, y_hold, w_hold))
+            held = None
+            if offset is not None:  # the same rows: the split depends on the row count
+                offset, held = (part.T.copy() for part in split_validation(
+                    offset.T, y, None, self.validation_fraction, self._seed,
+                    self._stratify)[:2])
+            offsets.insert(0, held)
             names.insert(0, VALIDATION)
             dataset = Dataset.from_prepared(
                 X_train, None, None, categorical=dataset.categorical,
@@ -421,7 +454,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                           watched_because=(f"{', '.join(training)} holds the training rows"
                                            if watched is not None else None))
         self._fit_rounds(binned.X, binned.layout, y_train, w_train, validation, monitor,
-                         early_stopping, warm, n_threads)
+                         early_stopping, warm, n_threads, (offset, offsets))
 
     def _dataset_rows(self, dataset, y, sample_weight, warm):
         """A Dataset given to ``fit``: its rows checked against this fit (its
@@ -580,25 +613,31 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         return sample_weight  # overridden by the classifier (class_weight)
 
     def _fit_rounds(self, X, binned, y, sample_weight, validation, monitor,
-                    early_stopping, warm, n_threads):
+                    early_stopping, warm, n_threads, offsets=(None, None)):
         loss = self._make_loss(sample_weight)
         loss.check_y(y)
         check_fit_range(loss, y, sample_weight)
         n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
         booster = self.booster_
-        if not warm:
-            booster.baseline = loss.baseline(y)
+        offset, val_offsets = offsets
+        val_offsets = val_offsets or [None] * len(validation)
+        if not warm:  # rows given start scores start there only (as the peers')
+            booster.baseline = (loss.baseline(y) if offset is None
+                                else np.zeros(k_trees, dtype=np.float64))
         # Without a plain layout, earlier rounds are replayed on the raw values
         # (the same routing: x <= threshold[b] exactly when bin(x) <= b).
         raw = booster.raw_from_trees(np.empty((k_trees, n_samples)),
                                      X_binned=binned.X_dense if binned.is_plain else None,
                                      X=X, n_threads=n_threads)
+        if offset is not None:
+            raw += offset
         score_rows = training_score_rows(n_samples, self._seed)  # the loss's and scorers'
         full_hessian = self._boost_settings(n_threads).full_hessian
         state = RowState(loss, y, sample_weight, raw, full_hessian,
-                         [ValidationRows(X_v, y_v, w_v,
-                                         booster.raw_predict_prepared(X_v, None, n_threads))
-                          for X_v, y_v, w_v in validation], score_rows)
+                         [ValidationRows(X_v, y_v, w_v, _plus(booster.raw_predict_prepared(
+                             X_v, None, n_threads), off), off)
+                          for (X_v, y_v, w_v), off in zip(validation, val_offsets)],
+                         score_rows, offset)
         evaluator = monitor.evaluator(self, scored_rows(
             score_rows, (X, self._decode(y), sample_weight),
             [(X_v, self._decode(y_v), w_v) for X_v, y_v, w_v in validation]
@@ -739,3 +778,8 @@ def _round_state(estimator):
     state["evals_result_"] = {s: {m: list(v) for m, v in metrics.items()}
                               for s, metrics in estimator.evals_result_.items()}
     return state
+
+
+def _plus(raw, offset):
+    """Raw scores plus their rows' start scores (``init_score``; None: none)."""
+    return raw if offset is None else raw + offset
