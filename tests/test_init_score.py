@@ -101,3 +101,24 @@ def test_start_scores_are_checked():
     with pytest.raises(ValueError, match=r"expected \(300, 3\) \(a raw score per row and "
                                          r"class\)"):
         HistGBDTClassifier(max_iter=2).fit(X, labels, init_score=np.zeros(300))
+
+
+def test_datasets_carry_their_start_scores():
+    import hgbt
+    X, y = _data()
+    b = float(np.mean(y))
+    train = hgbt.Dataset(X[:2000], y[:2000], init_score=np.full(2000, b))
+    valid = hgbt.Dataset(X[2000:], y[2000:], init_score=np.full(1000, b), reference=train)
+    booster = hgbt.train({"max_leaf_nodes": 15, "random_state": 0}, train, 10,
+                         valid_sets=[valid])
+    arrays = HistGBDTRegressor(max_iter=10, max_leaf_nodes=15, random_state=0,
+                               early_stopping=False).fit(
+        X[:2000], y[:2000], init_score=np.full(2000, b), eval_set=[(X[2000:], y[2000:])],
+        eval_init_score=[np.full(1000, b)])
+    np.testing.assert_array_equal(booster.baseline, [0.0])
+    assert [t.nodes.tobytes() for r in booster.trees for t in r] == [
+        t.nodes.tobytes() for t in all_trees(arrays)]
+    np.testing.assert_allclose(booster.evals_result["valid_0"]["loss"],
+                               arrays.evals_result_["valid_0"]["loss"], rtol=1e-12)
+    with pytest.raises(ValueError, match="one start score per row"):
+        hgbt.Dataset(X, y, init_score=np.zeros(5))

@@ -89,6 +89,10 @@ class Dataset:
         Targets (regression) or class labels (classification).
     weight : array-like of shape (n_samples,), default=None
         Non-negative row weights.
+    init_score : array-like of shape (n_samples,) or (n_samples, n_classes), default=None
+        Each row's start score (the estimators' ``fit(init_score=...)``; for
+        a validation Dataset, its rows'). Checked against the target's
+        classes when a fit reads it.
     reference : Dataset, default=None
         The training Dataset this one validates: its categorical encoding,
         feature names and binning are used. Only for validation sets.
@@ -108,14 +112,15 @@ class Dataset:
     feature_names_in_ : ndarray of str
         Only when ``data`` has feature names.
     categorical : CategoricalEncoding or None
-    label, weight : ndarray or None
+    label, weight, init_score : ndarray or None
     binned : Binned or None
         What the first fit made of the rows (None before it); ``binned_for``
         says for which kind of target.
     """
 
     def __init__(self, data: MatrixLike, label: ArrayLike | None = None, *,
-                 weight: ArrayLike | None = None, reference: Dataset | None = None,
+                 weight: ArrayLike | None = None, init_score: ArrayLike | None = None,
+                 reference: Dataset | None = None,
                  categorical_features: ArrayLike | Literal['from_dtype'] | None =
                  resolved_default("categorical_features"),
                  max_bins: int = resolved_default("max_bins"),
@@ -165,6 +170,13 @@ class Dataset:
             if names is not None:
                 self.feature_names_in_ = names
         self._set_rows(as_csr(X) if sp.issparse(X) else X, label, weight)
+        if init_score is not None:
+            init_score = np.array(init_score, dtype=np.float64)
+            if init_score.ndim not in (1, 2) or init_score.shape[0] != self.X.shape[0]:
+                raise ValueError(f"init_score has shape {init_score.shape}; data has "
+                                 f"{self.X.shape[0]} rows: one start score per row (and "
+                                 "class).")
+        self.init_score = init_score
 
     @classmethod
     def from_prepared(cls, X: np.ndarray | sp.csr_matrix, label: np.ndarray | None,
@@ -187,6 +199,7 @@ class Dataset:
         if feature_names_in is not None:
             out.feature_names_in_ = feature_names_in
         out.X, out.label, out.weight = X, label, weight
+        out.init_score = None
         out.binned = out.binned_for = None
         out.__setstate__({})  # its lock
         return out
@@ -203,6 +216,8 @@ class Dataset:
             feature_names_in=getattr(self, "feature_names_in_", None), **self.binning,
             random_state=self.random_state, n_threads=self.n_threads)
         out.reference = reference
+        if self.init_score is not None:
+            out.init_score = self.init_score[rows]
         return out
 
     def _set_rows(self, X, label, weight):

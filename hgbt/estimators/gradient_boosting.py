@@ -370,13 +370,16 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
         validation = [self._validation_set(X_i, y_i, w_i, f"eval_set[{i}]", dataset)
                       for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
-        # start scores (init_score): the training rows', then each set's
+        # start scores (init_score): the training rows', then each set's; a
+        # Dataset's own where none is given
         k_trees = len(self.classes_) if self._stratify and len(self.classes_) > 2 else 1
-        offset = check_init_score(init_scores[0], X.shape[0], k_trees)
+        init_score, init_score_val, eval_init_score = _dataset_scores(
+            init_scores, dataset, X_val, [X_i for X_i, _, _ in eval_rows])
+        offset = check_init_score(init_score, X.shape[0], k_trees)
         offsets = [check_init_score(s, X_v.shape[0], k_trees, f"eval_init_score[{i}]")
                    for i, (s, (X_v, _, _)) in enumerate(zip(eval_init_scores(
-                       init_scores[0], init_scores[2], len(validation), X_val is not None,
-                       init_scores[1]), validation))]
+                       init_score, eval_init_score, len(validation), X_val is not None,
+                       init_score_val), validation))]
         # LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val,
         # y_val)]: a set of the training rows is scored, never watched
         training = [name for name, (X_v, y_v, w_v) in zip(names, validation)
@@ -402,7 +405,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                  "sets without it).")
             validation.insert(0, self._validation_set(X_val, y_val, sample_weight_val,
                                                       "X_val", dataset))
-            offsets.insert(0, check_init_score(init_scores[1], validation[0][0].shape[0],
+            offsets.insert(0, check_init_score(init_score_val, validation[0][0].shape[0],
                                                k_trees, "init_score_val"))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
@@ -783,3 +786,19 @@ def _round_state(estimator):
 def _plus(raw, offset):
     """Raw scores plus their rows' start scores (``init_score``; None: none)."""
     return raw if offset is None else raw + offset
+
+
+def _dataset_scores(given, dataset, X_val, eval_X):
+    """``(init_score, init_score_val, eval_init_score)``: those given to
+    ``fit``, else the Datasets' own (None where there are none)."""
+    def own(obj):
+        return getattr(obj, "init_score", None) if isinstance(obj, Dataset) else None
+
+    init_score, init_score_val, eval_init_score = given
+    if init_score is None:
+        init_score = own(dataset)
+    if init_score_val is None:
+        init_score_val = own(X_val)
+    if eval_init_score is None and any(own(X) is not None for X in eval_X):
+        eval_init_score = [own(X) for X in eval_X]
+    return init_score, init_score_val, eval_init_score
