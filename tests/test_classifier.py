@@ -143,3 +143,66 @@ def test_unseen_validation_label_rejected():
     X, y = load_iris(return_X_y=True)
     with pytest.raises(ValueError, match="not seen"):
         HistGBDTClassifier(max_iter=3).fit(X, y, X_val=X[:5], y_val=np.full(5, 7))
+
+
+# ---------------------------------------- a callable binary loss (issue 37, item 5)
+def _logistic_loss(y_true, raw, sample_weight):
+    from scipy.special import expit
+    p = expit(raw)
+    w = 1.0 if sample_weight is None else sample_weight
+    return w * (p - y_true), w * p * (1 - p)
+
+
+def _focal_loss(y_true, raw, sample_weight, gamma=2.0):
+    """Focal loss (Lin et al.) on the log-odds; gradient and hessian by
+    central differences of its derivative, enough for a test."""
+    from scipy.special import expit
+
+    def grad(r):
+        p = expit(r)
+        pt = np.where(y_true == 1, p, 1 - p)
+        sign = np.where(y_true == 1, 1.0, -1.0)
+        # d/dr of -(1 - pt)^gamma log(pt), with dpt/dr = sign * pt (1 - pt)
+        dl_dpt = gamma * (1 - pt) ** (gamma - 1) * np.log(pt) - (1 - pt) ** gamma / pt
+        return dl_dpt * sign * pt * (1 - pt)
+    eps = 1e-4
+    return grad(raw), np.maximum((grad(raw + eps) - grad(raw - eps)) / (2 * eps), 1e-6)
+
+
+def test_a_callable_log_loss_is_the_built_in_one():
+    import pickle
+
+    from scipy.special import expit
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4))
+    y = np.where(rng.random(3000) < expit(2 * X[:, 0] - 1), "yes", "no")
+    settings = dict(max_iter=30, early_stopping=False, random_state=0)
+    built_in = HistGBDTClassifier(**settings).fit(X, y)
+    custom = HistGBDTClassifier(loss=_logistic_loss, **settings).fit(X, y)
+    np.testing.assert_allclose(custom.booster_.baseline, built_in.booster_.baseline,
+                               rtol=1e-6)
+    np.testing.assert_allclose(custom.predict_proba(X), built_in.predict_proba(X),
+                               atol=1e-6)
+    assert (custom.predict(X) == built_in.predict(X)).mean() > 0.999
+    restored = pickle.loads(pickle.dumps(custom))
+    np.testing.assert_array_equal(restored.predict_proba(X), custom.predict_proba(X))
+    with pytest.raises(ValueError, match="callable"):
+        custom.save_model("unused.json")
+
+
+def test_a_focal_loss_trains_a_classifier():
+    from sklearn.metrics import roc_auc_score
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4000, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=4000) > 1.2).astype(int)  # ~12% positives
+    model = HistGBDTClassifier(loss=_focal_loss, max_iter=50, early_stopping=False,
+                               random_state=0).fit(X, y)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert roc_auc_score(y, proba[:, 1]) > 0.9
+
+
+def test_a_callable_classifier_loss_takes_two_classes():
+    X = np.random.default_rng(2).normal(size=(90, 2))
+    with pytest.raises(ValueError, match="a callable classifier loss takes two classes"):
+        HistGBDTClassifier(loss=_logistic_loss, max_iter=2).fit(X, np.arange(90) % 3)

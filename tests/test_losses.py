@@ -16,6 +16,7 @@ from hgbt.engine.losses import (
     AbsoluteError,
     BaseLoss,
     BinaryLogLoss,
+    CustomBinaryLoss,
     CustomLoss,
     GammaLoss,
     HuberLoss,
@@ -775,7 +776,8 @@ def test_get_loss_errors(args, kwargs, message):
 
 _EVERY_LOSS = [SquaredError(), AbsoluteError(), QuantileLoss(0.3), HuberLoss(), PoissonLoss(),
                GammaLoss(), TweedieLoss(1.5), BinaryLogLoss(), MultinomialLogLoss(3),
-               CustomLoss(lambda y, raw, w: (raw - y, np.ones_like(y)))]
+               CustomLoss(lambda y, raw, w: (raw - y, np.ones_like(y))),
+               CustomBinaryLoss(lambda y, raw, w: (raw - y, np.ones_like(y)))]
 
 
 def test_every_loss_class_has_its_link_checked():

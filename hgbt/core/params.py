@@ -136,9 +136,11 @@ PARAMS = (
        (REGRESSOR,), "objective", "objective", "loss",
        annotation=f"Literal[{', '.join(map(repr, REGRESSION_LOSSES))}]"
                   " | Callable[..., tuple[ArrayLike, ArrayLike]]"),
-    _p("loss", "log_loss", [StrOptions({"log_loss"})],
-       "Binary or multinomial log-loss, from the number of classes.", "objective",
-       (CLASSIFIER,), "objective", "objective", "loss"),
+    _p("loss", "log_loss", [StrOptions({"log_loss"}), callable],
+       "Binary or multinomial log-loss, from the number of classes, or a callable "
+       "binary loss on the log-odds returning (gradient, hessian).", "objective",
+       (CLASSIFIER,), "objective", "objective", "loss",
+       annotation="Literal['log_loss'] | Callable[..., tuple[ArrayLike, ArrayLike]]"),
     _p("class_weight", None, [dict, StrOptions({"balanced"}), None],
        "Weights per class label, multiplied into sample_weight.", "objective",
        (CLASSIFIER,), "class_weight", "scale_pos_weight", "class_weight"),

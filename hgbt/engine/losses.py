@@ -734,6 +734,20 @@ class CustomLoss(BaseLoss):
                          "callable) gives gradients and hessians, not loss values")
 
 
+class CustomBinaryLoss(CustomLoss):
+    """A user loss of a binary classifier, on the log-odds of the second
+    class: ``func(y_true, raw_prediction, sample_weight)`` with ``y_true`` in
+    {0, 1}; probabilities are the sigmoid of the raw score, as for
+    ``log_loss`` (a focal loss, an asymmetric or a re-weighted log-loss)."""
+
+    link = "logistic"
+
+    def check_y(self, y):
+        _check_finite(y, self.name)
+
+    inverse_link = BinaryLogLoss.inverse_link
+
+
 # ------------------------------------------------------------------- factory
 
 LOSS_NAMES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
@@ -750,7 +764,13 @@ def get_loss(loss, sample_weight=None, *, n_classes=None, huber_delta=None,
     ``CustomLoss``.
     """
     if callable(loss):
-        return CustomLoss(loss, sample_weight)
+        if n_classes is None:
+            return CustomLoss(loss, sample_weight)
+        if n_classes != 2:
+            raise ValueError(f"a callable classifier loss takes two classes (one tree per "
+                             f"round, on the log-odds); y has {n_classes}: use "
+                             "loss='log_loss' for more.")
+        return CustomBinaryLoss(loss, sample_weight)
     if not isinstance(loss, str) or loss not in LOSS_NAMES:
         raise ValueError(f"unknown loss {loss!r}; valid losses are "
                          f"{', '.join(repr(name) for name in LOSS_NAMES)} or a callable")

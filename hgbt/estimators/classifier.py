@@ -48,8 +48,14 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
 
     Parameters
     ----------
-    loss : {{'log_loss'}}, default='log_loss'
-        Binary or multinomial log-loss, chosen from the number of classes.
+    loss : {{'log_loss'}} or callable, default='log_loss'
+        Binary or multinomial log-loss, chosen from the number of classes;
+        or, for two classes, a callable ``loss(y_true, raw_prediction,
+        sample_weight) -> (gradient, hessian)`` on the log-odds of
+        ``classes_[1]`` (``y_true`` in {{0, 1}}): e.g. a focal loss.
+        Probabilities are the sigmoid of the raw score; the fit starts
+        where the gradients sum to zero. A callable cannot be saved with
+        ``save_model`` (pickle it).
     class_weight : dict, 'balanced' or None, default=None
         Weights per class label, multiplied into ``sample_weight``;
         'balanced' weights classes inversely to their frequency in ``y``.
