@@ -122,3 +122,13 @@ def test_datasets_carry_their_start_scores():
                                arrays.evals_result_["valid_0"]["loss"], rtol=1e-12)
     with pytest.raises(ValueError, match="one start score per row"):
         hgbt.Dataset(X, y, init_score=np.zeros(5))
+
+
+def test_cv_folds_take_their_rows_start_scores():
+    import hgbt
+    X, y = _data(600)
+    params = {"max_leaf_nodes": 7, "random_state": 0}
+    # y from 5, and y - 5 from 0: the same residuals in every fold
+    shifted = hgbt.cv(params, hgbt.Dataset(X, y, init_score=np.full(600, 5.0)), 10, nfold=3)
+    plain = hgbt.cv(params, hgbt.Dataset(X, y - 5, init_score=np.zeros(600)), 10, nfold=3)
+    np.testing.assert_allclose(shifted["loss-mean"], plain["loss-mean"], rtol=1e-9)
