@@ -20,8 +20,8 @@ Kinds of case:
   pickle (``TARGETED``): trees deeper than ``MAX_TREE_DEPTH`` (and one at
   it, which must load and explain), tree depths that lie, ``RandomState``
   states NumPy would read outside of, string arrays declared far wider than
-  their strings, unknown attribute names (a file holds hgbt's only; a
-  pickle keeps a user's own), damaged warm-start attributes, a
+  their strings, unknown attribute names (a file's are ignored, never
+  decoded; a pickle keeps a user's own), damaged warm-start attributes, a
   state with fitted attributes but no trees.
 
 A model that loads is then used as a user would: ``predict`` (< 8 rows: the
@@ -208,8 +208,8 @@ TARGETED_EDITS = [
     ("bin mapper random_state position", _set_mapper("random_state",
                                                      _random_state_at(10**6)), False),
     ("string dtype 50,000,000 wide", _document_only(_wide_strings("train_score_")), False),
-    ("unknown attribute of wide strings", _document_only(_wide_strings("extra_")), False),
-    ("unknown attribute in a file", _document_only(_add_attribute("extra_")), False),
+    ("unknown attribute of wide strings", _document_only(_wide_strings("extra_")), True),
+    ("unknown attribute in a file", _document_only(_add_attribute("extra_")), True),
     ("an attribute of the user's in a pickle", _pickle_only(_set("extra_", np.zeros(3))),
      True),
     ("unknown bin mapper attribute", _set_mapper("extra", 1), False),

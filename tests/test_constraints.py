@@ -203,3 +203,16 @@ def test_interaction_groups_by_feature_name():
         HistGBDTRegressor(interaction_cst=[["a", "e"]]).fit(X, y)
     with pytest.raises(ValueError, match="X has none: give indices"):
         HistGBDTRegressor(interaction_cst=[["a"]]).fit(X.to_numpy(), y)
+
+
+def test_numpy_integer_groups_survive_pickle_and_files(tmp_path):
+    import pickle
+
+    from hgbt import load_model
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    model = HistGBDTRegressor(max_iter=3, interaction_cst=[np.array([0, 1]),
+                                                           np.array([2, 3])]).fit(X, X[:, 0])
+    for loaded in (pickle.loads(pickle.dumps(model)),
+                   (model.save_model(tmp_path / "m.json"), load_model(tmp_path / "m.json"))[1]):
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

@@ -132,3 +132,37 @@ def test_cv_folds_take_their_rows_start_scores():
     shifted = hgbt.cv(params, hgbt.Dataset(X, y, init_score=np.full(600, 5.0)), 10, nfold=3)
     plain = hgbt.cv(params, hgbt.Dataset(X, y - 5, init_score=np.zeros(600)), 10, nfold=3)
     np.testing.assert_allclose(shifted["loss-mean"], plain["loss-mean"], rtol=1e-9)
+
+
+def test_restarts_keep_every_sets_start_scores():
+    """max_leaf_nodes='auto' fits a second tree size from the start when the
+    first runs to max_iter: every set starts from its scores again."""
+    X, y = _data()
+    fits = []
+    for start in (None, "baseline"):
+        if start is not None:  # the plain fit's own baseline
+            start = float(fits[0].booster_.baseline[0])
+        kwargs = {} if start is None else dict(
+            init_score=np.full(2000, start), init_score_val=np.full(500, start),
+            eval_init_score=[np.full(500, start)])
+        model = HistGBDTRegressor(max_iter=5, random_state=0, max_leaf_nodes="auto")
+        fits.append(model.fit(X[:2000], y[:2000], X_val=X[2000:2500], y_val=y[2000:2500],
+                              eval_set=[(X[2500:], y[2500:])], **kwargs))
+    plain, offset = fits
+    assert plain.max_leaf_nodes_ == offset.max_leaf_nodes_
+    np.testing.assert_allclose(offset.evals_result_["valid_0"]["loss"],
+                               plain.evals_result_["valid_0"]["loss"], rtol=1e-6)
+
+
+def test_every_set_starts_from_scores_or_none_does():
+    import hgbt
+    X, y = _data(300)
+    with pytest.raises(ValueError, match=r"no start scores for eval_set \[1\]"):
+        HistGBDTRegressor(max_iter=2).fit(X, y, init_score=np.zeros(300),
+                                          eval_set=[(X, y), (X, y)],
+                                          eval_init_score=[np.zeros(300), None])
+    train = hgbt.Dataset(X, y, init_score=np.zeros(300))
+    with_scores = hgbt.Dataset(X, y, init_score=np.zeros(300), reference=train)
+    without = hgbt.Dataset(X, y, reference=train)
+    with pytest.raises(ValueError, match=r"no start scores for eval_set \[1\]"):
+        hgbt.train({"max_iter": 2}, train, valid_sets=[with_scores, without])

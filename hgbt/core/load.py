@@ -34,10 +34,13 @@ def _busy_seconds(cpus, path=_STAT):
         name, _, rest = line.partition(" ")
         if not name.startswith("cpu") or name == "cpu":
             continue
-        if int(name[3:]) in cpus:
-            # user nice system idle iowait irq softirq steal ...
-            ticks = [int(v) for v in rest.split()[:8]]
-            busy += ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+        try:
+            if int(name[3:]) in cpus:
+                # user nice system idle iowait irq softirq steal ...
+                ticks = [int(v) for v in rest.split()[:8]]
+                busy += ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+        except (ValueError, IndexError):  # a line this reader does not know
+            return None
     return busy / os.sysconf("SC_CLK_TCK")
 
 

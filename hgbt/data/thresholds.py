@@ -48,7 +48,9 @@ def _separators(a, b):
         below = np.isfinite(mid) & (t.astype(np.float64) < mid)
         t[below] = np.nextafter(t[below], np.float32(np.inf))
     fits = (lo.astype(np.float64) >= a) & (hi.astype(np.float64) < high) & (lo <= hi)
-    out = np.minimum(np.maximum(t, lo), hi).astype(np.float64)
+    # clamped as the kernel clamps (np.minimum would turn -0.0 into +0.0)
+    t = np.where(t < lo, lo, t)
+    out = np.where(t > hi, hi, t).astype(np.float64)
     wide = mid.copy()
     bad = ~((a <= mid) & (mid < b))
     wide[bad] = a[bad]

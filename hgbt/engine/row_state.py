@@ -81,8 +81,8 @@ class RowState:
             self.raw += self.offset
         for vset in self.validation:
             vset.raw[:] = baseline[:, None]
-            if vset.offset is not None:
-                vset.raw += vset.offset
+            if vset.offset is not None:  # in place: a NamedTuple's field
+                np.add(vset.raw, vset.offset, out=vset.raw)
 
     def restart(self, baseline):
         """Start over: raw predictions at ``baseline``, the loss's fitted

@@ -154,6 +154,9 @@ def interaction_groups(interaction_cst, n_features, names=None):
                     f"interaction_cst names {unknown}, which are not feature names of X"
                     + ("" if names is not None else " (X has none: give indices)") + ".")
             groups[k] = {index[f] if isinstance(f, str) else f for f in group}
+        # plain ints, whatever integer type was given (NumPy's from an array)
+        groups = [{int(f) if isinstance(f, Integral) and not isinstance(f, bool) else f
+                   for f in group} for group in groups]
         for group in groups:
             bad = [f for f in group if not (isinstance(f, Integral)
                                             and not isinstance(f, bool)
@@ -211,4 +214,9 @@ def eval_init_scores(init_score, eval_init_score, n_sets, has_val, init_score_va
     if len(scores) != n_sets:
         raise ValueError(f"eval_init_score has {len(scores)} entries; eval_set has "
                          f"{n_sets} sets.")
+    missing = [i for i, s in enumerate(scores) if s is None]
+    if missing:
+        raise ValueError(f"eval_init_score has no start scores for eval_set {missing} "
+                         "(or those Datasets carry none): all sets start from scores, or "
+                         "none does.")
     return scores

@@ -6,6 +6,8 @@ loaders run :func:`check_state` on the flat state (``_flat.py``) they are
 about to set, once, before a Booster is built from it or anything is packed
 or predicted; a violation is a ``ValueError`` that names the attribute.
 """
+from numbers import Integral
+
 import numpy as np
 
 from ..core._openmp import effective_n_threads, max_threads
@@ -147,7 +149,8 @@ def _check_class_weights(value, state, where):
 def _check_groups(value, state, where):
     # set again by each fit; checked as what a fit sets
     if value is not None and not (isinstance(value, list) and all(
-            isinstance(g, set) and all(isinstance(f, int) and f >= 0 for f in g)
+            isinstance(g, set) and all(isinstance(f, Integral) and not isinstance(f, bool)
+                                       and f >= 0 for f in g)
             for g in value)):
         fail(where, "expected None or a list of sets of feature indices")
 

@@ -16,6 +16,7 @@ import inspect
 import json
 import math
 import os
+import warnings
 
 from typing import TYPE_CHECKING
 
@@ -339,14 +340,21 @@ def _encode_attributes(attributes, skip, where):
             for name, value in attributes.items() if name not in skip}
 
 
-def _decode_attributes(value, names, where):
-    """Instance attributes, of the ``names`` a writer writes there only (checked
-    before any value is decoded)."""
+def _decode_attributes(value, names, where, ignore_unknown=False):
+    """Instance attributes, of the ``names`` a writer writes there only, checked
+    before any value is decoded. Others are refused, or (``ignore_unknown``:
+    an older hgbt wrote other fitted attributes, or a user's) left out with
+    a warning, never decoded."""
     value = _as_dict(value, where)
     unknown = sorted(name for name in value if name not in names)
-    if unknown:
+    if unknown and not ignore_unknown:
         _fail(where, f"{unknown} are not attributes hgbt writes here")
-    return {name: _decode(item, f"{where}.{name}") for name, item in value.items()}
+    if unknown:
+        warnings.warn(f"The model file's {where} {unknown} are not attributes this hgbt "
+                      "writes (an older hgbt's, or set by a user); they are ignored.",
+                      UserWarning, stacklevel=4)
+    return {name: _decode(item, f"{where}.{name}") for name, item in value.items()
+            if name in names}
 
 
 # ------------------------------------------------------------------- trees
@@ -658,7 +666,8 @@ def _model_from_dict(document, verify_checksum):
                               (k_trees,), "fitted.baseline")
 
     attributes = _decode_attributes(_get(fitted, "attributes", "fitted"),
-                                    _ESTIMATOR_ATTRIBUTES, "fitted.attributes")
+                                    _ESTIMATOR_ATTRIBUTES, "fitted.attributes",
+                                    ignore_unknown=True)
     # the bin mapper (and the trees) also cover the target-statistic columns
     n_internal = n_features + check_target_stats(attributes, n_features, k_trees,
                                                  "fitted.attributes._target_stats")
