@@ -9,17 +9,23 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 
-def split_validation(X, y, sample_weight, validation_fraction, seed, stratify):
+def split_validation(X, y, sample_weight, validation_fraction, seed, stratify,
+                     init_score=None):
     """Hold out ``validation_fraction`` of the rows (stratified for classifiers).
 
-    Returns ``X_train, X_val, y_train, y_val, w_train, w_val`` (weights may be None).
+    Returns ``X_train, X_val, y_train, y_val, w_train, w_val`` (weights may be
+    None), then, with ``init_score`` (shape (n_trees, n_rows)), its two parts.
     """
-    arrays = [X, y] + ([sample_weight] if sample_weight is not None else [])
+    arrays = [X, y] + [a for a in (sample_weight, None if init_score is None
+                                   else init_score.T) if a is not None]
     parts = train_test_split(*arrays, test_size=validation_fraction,
                              stratify=y if stratify else None, random_state=seed)
     X_train, X_val, y_train, y_val = parts[:4]
     w_train, w_val = (parts[4], parts[5]) if sample_weight is not None else (None, None)
-    return X_train, X_val, y_train, y_val, w_train, w_val
+    if init_score is None:
+        return X_train, X_val, y_train, y_val, w_train, w_val
+    return (X_train, X_val, y_train, y_val, w_train, w_val,
+            np.ascontiguousarray(parts[-2].T), np.ascontiguousarray(parts[-1].T))
 
 
 def can_stratify(y, validation_fraction):

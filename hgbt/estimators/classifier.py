@@ -26,14 +26,19 @@ def _check_labels(y):
     y = np.asarray(y)
     if y.dtype != object:
         return
-    missing = [i for i, v in enumerate(y) if v is None or (isinstance(v, float) and v != v)]
+    missing, kinds = [], set()
+    for i, v in enumerate(y):  # one pass over the Python objects
+        if v is None or (isinstance(v, float) and v != v):
+            missing.append(i)
+        else:
+            kinds.add("string" if isinstance(v, str) else "number" if isinstance(
+                v, (int, float, np.number)) else type(v).__name__)
     if missing:
         raise ValueError(
             f"y holds {len(missing)} missing label(s) (None or NaN), the first at row "
             f"{missing[0]}: drop those rows, or give them a label of their own (e.g. "
             "'missing').")
-    kinds = sorted({"string" if isinstance(v, str) else "number" if isinstance(
-        v, (int, float, np.number)) else type(v).__name__ for v in y})
+    kinds = sorted(kinds)
     if len(kinds) > 1:
         raise ValueError(f"y mixes labels of several kinds ({', '.join(kinds)}): make "
                          "them all strings or all numbers.")

@@ -412,14 +412,11 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
               and self.early_stopping_set in (None, VALIDATION)
               and (not others or self.early_stopping_set == VALIDATION)):
             # the hold-out, unless another set is watched
-            X_train, X_hold, y_train, y_hold, w_train, w_hold = split_validation(
-                X, y, sample_weight, self.validation_fraction, self._seed, self._stratify)
+            X_train, X_hold, y_train, y_hold, w_train, w_hold, *scores = split_validation(
+                X, y, sample_weight, self.validation_fraction, self._seed, self._stratify,
+                offset)
             validation.insert(0, (X_hold, y_hold, w_hold))
-            held = None
-            if offset is not None:  # the same rows: the split depends on the row count
-                offset, held = (part.T.copy() for part in split_validation(
-                    offset.T, y, None, self.validation_fraction, self._seed,
-                    self._stratify)[:2])
+            offset, held = scores or (None, None)  # the rows' start scores go along
             offsets.insert(0, held)
             names.insert(0, VALIDATION)
             dataset = Dataset.from_prepared(
