@@ -9,7 +9,6 @@ an explicit ``n_threads``.
 import json
 import os
 import subprocess
-import tempfile
 import sys
 import textwrap
 import threading
@@ -493,12 +492,14 @@ _COUNT_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _count_threads_in_fresh_process(n_threads, limit):
-    # Run outside the source tree so the installed package is the one imported.
+def _count_threads_in_fresh_process(n_threads, limit, cwd):
+    # Run in an empty directory, outside the source tree, so the installed
+    # package is the one imported and no stray module (a ``/tmp/inspect.py``
+    # broke CI) shadows the standard library: ``-c`` puts cwd on sys.path.
     out = subprocess.run([sys.executable, "-c", _COUNT_SCRIPT,
                           json.dumps([n_threads, limit])],
                          capture_output=True, text=True, timeout=300, check=True,
-                         cwd=tempfile.gettempdir())
+                         cwd=cwd)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -510,13 +511,13 @@ def _count_threads_in_fresh_process(n_threads, limit):
     (3, None, 3),   # more than the cores: still exactly what was asked
     (3, 1, 3),      # an explicit n_threads wins over threadpoolctl
 ])
-def test_os_threads_follow_n_threads(n_threads, limit, resolved):
+def test_os_threads_follow_n_threads(n_threads, limit, resolved, tmp_path):
     # A fresh process: OpenMP pools of earlier tests do not blur the count.
     # The rounds run on ``resolved`` threads: ``resolved`` - 1 OpenMP workers
     # next to the calling thread (counted from the third round: the binning's
     # pool threads linger in /proc a moment after they end, which made a
     # count over the whole fit fail by chance on a busy machine).
-    counted = _count_threads_in_fresh_process(n_threads, limit)
+    counted = _count_threads_in_fresh_process(n_threads, limit, tmp_path)
     assert counted["resolved"] == resolved
     assert counted["extra"] == resolved - 1
 
@@ -554,10 +555,10 @@ _FORK_SCRIPT = textwrap.dedent("""
 @pytest.mark.skipif(not hasattr(os, "fork") or not openmp_enabled(),
                     reason="fork and OpenMP threads")
 @pytest.mark.parametrize("when, warnings", [("after", 1), ("before", 0)])
-def test_a_process_forked_after_threads_runs_single_threaded(when, warnings):
+def test_a_process_forked_after_threads_runs_single_threaded(when, warnings, tmp_path):
     # GNU OpenMP's workers do not survive a fork: a child that opened a
     # parallel region after its parent had one hung there. Now it runs on
     # one thread and warns once; a child forked before any threads keeps them.
     result = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, when], capture_output=True,
-                            text=True, timeout=300, cwd=tempfile.gettempdir())
+                            text=True, timeout=300, cwd=tmp_path)
     assert result.stdout.strip() == f"done {warnings}", result.stdout + result.stderr[-2000:]

@@ -3,8 +3,8 @@ a subprocess so that a crash or a hang fails the test instead of killing pytest.
 import pickle
 import subprocess
 import sys
-import tempfile
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,9 +37,11 @@ def run_child(path, n_features=4, timeout=60):
     """(return code, stdout) of loading ``path`` and predicting in a fresh process."""
     code = textwrap.dedent(_CHILD.format(n_features=n_features))
     try:
-        # outside the source tree: the installed package is the one imported
+        # in the file's own (test-private) directory, outside the source tree:
+        # the installed package is imported, and no stray module in a shared
+        # directory shadows the standard library (``-c`` puts cwd on sys.path)
         done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                              text=True, timeout=timeout, cwd=tempfile.gettempdir())
+                              text=True, timeout=timeout, cwd=Path(path).parent)
     except subprocess.TimeoutExpired:
         pytest.fail(f"loading or predicting {path} hung (> {timeout} s)")
     assert done.returncode == 0, f"child crashed ({done.returncode}): {done.stderr[-2000:]}"
@@ -141,7 +143,7 @@ def test_json_with_huge_n_threads_predicts(model, tmp_path):
 
 
 @pytest.mark.parametrize("n_threads", [40_000, 100_000])
-def test_fit_with_huge_n_threads(n_threads):
+def test_fit_with_huge_n_threads(n_threads, tmp_path):
     code = textwrap.dedent(f"""
         import numpy as np
         from hgbt import HistGBDTRegressor
@@ -149,7 +151,7 @@ def test_fit_with_huge_n_threads(n_threads):
         HistGBDTRegressor(max_iter=2, n_threads={n_threads}).fit(X, y).predict(X)
         print("OK")""")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=tempfile.gettempdir())
+                          timeout=120, cwd=tmp_path)
     assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-2000:]
 
 
