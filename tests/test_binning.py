@@ -136,13 +136,13 @@ def test_infinities_one_to_one_get_own_bins():
 
 
 def test_heavy_infinite_mass_binned_like_heavy_extreme_finite_mass():
-    """Quantile case: ±inf must behave as ordinary extreme values.
+    """More distinct values than bins: ±inf must behave as ordinary extreme values.
 
-    Bin codes only depend on the order of the values, so replacing -inf/+inf
-    by -1e300/+1e300 (a strictly increasing change, all finite values being
-    much smaller) must not change any code. With ±inf, np.percentile produces
-    NaN quantiles (inf - inf), which find_thresholds silently drops, so the
-    -inf mass gets merged with the lowest finite values in bin 0.
+    Bin codes only depend on the order of the values and their counts, so
+    replacing -inf/+inf by -1e300/+1e300 (a strictly increasing change, all
+    finite values being much smaller) must not change any code (an
+    interpolating rule, np.percentile, makes NaN of inf - inf and merged the
+    -inf mass with the lowest finite values in bin 0).
     """
     rng = np.random.default_rng(0)
     col = rng.normal(size=20_000)
@@ -301,8 +301,41 @@ def test_no_subsampling_when_enough_rows():
         np.testing.assert_array_equal(a.bin_thresholds_[f], find_thresholds(X[:, f], 32))
 
 
+@pytest.mark.parametrize("max_bins", [16, 64, 255])
+def test_ties_leave_their_bins_to_the_tail(max_bins):
+    """A point mass (60 % zeros, as a delay that is mostly on time) and a
+    long tail: the zeros get one bin and the tail every other bin, in equal
+    counts; quantiles gave the zeros about 60 % of the bins, all collapsing
+    into one, and the tail the rest."""
+    rng = np.random.default_rng(max_bins)
+    n = 20_000
+    col = np.where(rng.random(n) < 0.6, 0.0, rng.lognormal(3, 1.5, n))
+    t = find_thresholds(col, max_bins)
+    assert t.size == max_bins - 1
+    codes = np.searchsorted(t, col)
+    assert np.unique(codes[col == 0]).size == 1 and np.sum(codes == codes[col == 0][0]) == np.sum(col == 0)
+    tail = np.bincount(codes[col > 0])[1:]
+    expected = np.sum(col > 0) / (max_bins - 1)
+    assert np.all(np.abs(tail - expected) <= 0.01 * expected + np.log(max_bins) + 1), tail
+    np.testing.assert_array_equal(t, reference_thresholds(col, max_bins))
+
+
+def test_repeated_values_use_nearly_every_bin():
+    """A diamonds-like column (270 distinct values, counts from 1 to
+    thousands): few bins are lost to ties (238 of 255 made; quantiles made
+    108 of diamonds' carat, 273 distinct values)."""
+    rng = np.random.default_rng(0)
+    support = np.round(np.sort(rng.lognormal(0, 0.5, 300)), 3)
+    col = rng.choice(np.unique(support), 50_000, p=None)
+    col = np.concatenate([col, np.repeat(support[:20], 2000)])
+    assert np.unique(col).size > 255
+    t = find_thresholds(col, 255)
+    assert t.size >= 230, t.size
+    np.testing.assert_array_equal(t, reference_thresholds(col, 255))
+
+
 @pytest.mark.parametrize("max_bins", [2, 5, 16, 100, 255])
-def test_quantile_bins_have_roughly_equal_counts(max_bins):
+def test_bins_of_continuous_data_have_roughly_equal_counts(max_bins):
     rng = np.random.default_rng(max_bins)
     n = 20_000
     X = np.column_stack([rng.normal(size=n), rng.uniform(size=n), rng.lognormal(size=n)])
@@ -317,7 +350,7 @@ def test_quantile_bins_have_roughly_equal_counts(max_bins):
         assert np.all(np.abs(counts - expected) <= 0.01 * expected + 2), counts
 
 
-def test_quantile_with_heavy_duplicates_stays_strict():
+def test_heavy_duplicates_stay_strict():
     rng = np.random.default_rng(8)
     col = np.concatenate([np.zeros(5000), rng.normal(size=3000), np.full(2000, 7.0)])
     X = col[:, None]
@@ -368,41 +401,51 @@ def _separator(a, b):
     return float(_separators(np.array([a]), np.array([b]))[0])
 
 
-def reference_weighted_thresholds(col, w, max_bins):
-    """Weighted averaged-inverted-CDF thresholds, exact arithmetic, plain loops.
+def reference_thresholds(col, max_bins, w=None):
+    """The binning rule in plain Python loops (float64 arithmetic, as the kernel).
 
-    Distinct values of the rows with positive weight (NaN dropped); separators
-    between them when at most max_bins of them, else for q = k / max_bins
-    the first value whose cumulative weight C reaches q W, as the separator
-    between it and the next value (the maximum as itself); capped at the
-    separator below the maximum, de-duplicated. No positive weight left: every non-NaN row has
-    weight 1 (unweighted fallback).
+    Rows with NaN or zero weight dropped (none left: every non-NaN row with
+    weight 1, the unweighted fallback); no weights: each row weighs 1. The
+    distinct values, each with the weight of its rows summed in row order.
+    At most max_bins of them: the separators between them. More: one scan
+    over them that cuts after value i (at the separator of i and i + 1) when
+    value i or i + 1 holds at least W / max_bins, or when the weight since
+    the last cut times the bins left reaches the weight left; it stops when
+    one bin is left.
     """
     col = [float(v) for v in col]
-    w = [Fraction(float(x)) for x in w]
+    w = [1.0] * len(col) if w is None else [float(x) for x in w]
     rows = [(v, x) for v, x in zip(col, w) if v == v and x > 0]
     if not rows:
-        rows = [(v, Fraction(1)) for v in col if v == v]
+        rows = [(v, 1.0) for v in col if v == v]
     mass = {}
-    for v, x in rows:
-        mass[v] = mass.get(v, Fraction(0)) + x
+    for v, x in rows:  # in row order
+        mass[v] = mass[v] + x if v in mass else x
     distinct = sorted(mass)
+    mass = [mass[v] for v in distinct]
     if len(distinct) <= 1:
         return np.empty(0)
     if len(distinct) <= max_bins:
         return np.array([_separator(a, b) for a, b in zip(distinct[:-1], distinct[1:])])
-    cum, total = [], Fraction(0)
-    for v in distinct:
-        total += mass[v]
-        cum.append(total)
-    top = _separator(distinct[-2], distinct[-1])
-    out = set()
-    for k in range(1, max_bins):
-        target = Fraction(k, max_bins) * total
-        j = next(i for i, c in enumerate(cum) if c >= target)
-        q = _separator(distinct[j], distinct[j + 1]) if j + 1 < len(distinct) else distinct[j]
-        out.add(min(q, top))
-    return np.array(sorted(out))
+    total = 0.0
+    for x in mass:
+        total += x
+    left, acc, bins_left, out = total, 0.0, max_bins, []
+    for i in range(len(distinct) - 1):
+        acc += mass[i]
+        if (max_bins * mass[i] >= total or max_bins * mass[i + 1] >= total
+                or acc * bins_left >= left):
+            out.append(_separator(distinct[i], distinct[i + 1]))
+            left -= acc
+            acc = 0.0
+            bins_left -= 1
+            if bins_left <= 1:
+                break
+    return np.array(out)
+
+
+def reference_weighted_thresholds(col, w, max_bins):
+    return reference_thresholds(col, max_bins, w)
 
 
 def _n_distinct_weighted(col, w):
@@ -411,8 +454,8 @@ def _n_distinct_weighted(col, w):
 
 def _weighted_column(rng, path, max_bins, n=3000):
     """Column with duplicates, ±inf and NaN; integer weights 0..4 whose total
-    is a multiple of max_bins (so that quantiles fall exactly on ranks)."""
-    if path == "quantile":
+    is a multiple of max_bins (so that targets fall exactly on rows)."""
+    if path == "greedy":
         col = np.round(rng.normal(size=n), 2)
     else:
         support = np.sort(rng.choice(1000, max_bins - 2, replace=False)) * 0.3 - 100
@@ -428,12 +471,12 @@ def _weighted_column(rng, path, max_bins, n=3000):
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("max_bins", [3, 16, 255])
-@pytest.mark.parametrize("path", ["midpoint", "quantile"])
+@pytest.mark.parametrize("path", ["midpoint", "greedy"])
 def test_integer_weights_equal_repeated_rows(seed, max_bins, path):
     rng = np.random.default_rng(seed * 1000 + max_bins)
     col, w = _weighted_column(rng, path, max_bins)
     n_distinct = _n_distinct_weighted(col, w)
-    assert (n_distinct > max_bins) == (path == "quantile")
+    assert (n_distinct > max_bins) == (path == "greedy")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         got = find_thresholds(col, max_bins, w)
@@ -441,9 +484,9 @@ def test_integer_weights_equal_repeated_rows(seed, max_bins, path):
     np.testing.assert_array_equal(got, repeated)
     np.testing.assert_array_equal(got, reference_weighted_thresholds(col, w, max_bins))
     assert got.size <= max_bins - 1 and np.all(np.diff(got) > 0)
-    if path == "quantile":
-        # -inf gets its own bin when it weighs at least W / max_bins (+inf
-        # always: quantiles are capped below the maximum)
+    if path == "greedy":
+        # -inf gets its own bin when it weighs at least W / max_bins; no
+        # threshold is +inf (the separator below +inf is finite)
         total = w[~np.isnan(col)].sum()
         if w[np.isneginf(col)].sum() >= total / max_bins:
             assert np.isneginf(got[0])
@@ -451,21 +494,22 @@ def test_integer_weights_equal_repeated_rows(seed, max_bins, path):
 
 
 @pytest.mark.parametrize("case", range(2))
-def test_weighted_quantiles_on_rank(case):
-    """Cumulative weight exactly k W / max_bins (W = 8, max_bins = 4, targets
-    2, 4, 6): separator between that value and the next distinct one, which
-    is -inf next to -inf and the finite value next to +inf; a target reached
-    inside the rows of one value (split over several rows) gives the same
-    separator above that value."""
+def test_weighted_cuts_by_hand(case):
+    """max_bins = 4, worked by hand. Case 0: W = 8, -inf and +inf weigh 2 =
+    W / 4 each, so both are alone: cut after -inf (its separator with 1 is
+    -inf), then after 2 (weight 2 since the cut, 6 left over 3 bins), then
+    before +inf (4.0, the least threshold between 4 and +inf); one bin left.
+    Case 1: 2.0 weighs 3 over two rows (2 and 1): cuts before and after it
+    (1.5, 2.5); then 3 and 5 weigh 2 of the 3 left over 2 bins: 5.0 (the
+    value 7 has weight 0 and is no distinct value)."""
     if case == 0:
         col = [-np.inf, 1.0, 2.0, 3.0, 4.0, np.inf, np.nan]
         w = [2, 1, 1, 1, 1, 2, 5]
         expected = [-np.inf, 2.5, 4.0]
     else:
-        # 2.0 over two rows (weights 2 and 1): target 4 inside its weight
         col = [2.0, -np.inf, 5.0, 2.0, 1.0, np.inf, 3.0, 7.0]
         w = [2, 1, 1, 1, 1, 1, 1, 0]
-        expected = [1.5, 2.5, 4.0]
+        expected = [1.5, 2.5, 5.0]
     col, w = np.array(col), np.array(w)
     perm = np.random.default_rng(case).permutation(col.size)
     for c, ww in ((col, w), (col[perm], w[perm]), (col[::-1], w[::-1])):
@@ -562,9 +606,9 @@ def test_unit_weights_bit_identical_to_unweighted(max_bins):
 
 
 @pytest.mark.parametrize("max_bins", [4, 64, 255])
-@pytest.mark.parametrize("path", ["midpoint", "quantile"])
+@pytest.mark.parametrize("path", ["midpoint", "greedy"])
 def test_zero_weight_rows_are_ignored(max_bins, path):
-    rng = np.random.default_rng(max_bins + (path == "quantile"))
+    rng = np.random.default_rng(max_bins + (path == "greedy"))
     col, w = _weighted_column(rng, path, max_bins)
     zero = rng.random(col.size) < 0.3
     w[zero] = 0
@@ -573,7 +617,7 @@ def test_zero_weight_rows_are_ignored(max_bins, path):
     col[np.flatnonzero(zero)[:400]] = rng.uniform(1e6, 2e6, 400)
     col[np.flatnonzero(zero)[400]] = -1e9
     keep = w > 0
-    assert (_n_distinct_weighted(col, w) > max_bins) == (path == "quantile")
+    assert (_n_distinct_weighted(col, w) > max_bins) == (path == "greedy")
     assert np.unique(col[~np.isnan(col)]).size > max_bins
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -620,15 +664,16 @@ def test_only_zero_weight_values_fall_back_to_unweighted():
 
 
 def test_heavily_weighted_value_gets_its_own_bin():
-    # 0 .. 999 with unit weight, value 500 with weight 1501: W = 2500, so
-    # with 10 bins the quantiles k W / 10 = 250 k fall exactly on ranks for
-    # k = 1, 2, 9 and inside the mass of 500 for k = 3 .. 8; each is the
-    # separator above its value (500.5 above 500).
+    # 0 .. 999 with unit weight, value 500 with weight 1501: W = 2500 and
+    # 10 bins. Cuts at 250 rows (249.5, 499.5), around 500 (500.5), then the
+    # 499 rows left share the 7 bins left, 71 or 72 rows each (where
+    # quantiles would have put 6 of the 10 bins inside the value 500).
     col = np.arange(1000, dtype=float)
     w = np.ones(1000)
     w[500] = 1501
     t = find_thresholds(col, 10, w)
-    np.testing.assert_array_equal(t, [249.5, 499.5, 500.5, 749.5])
+    np.testing.assert_array_equal(
+        t, [249.5, 499.5, 500.5, 572.5, 644.5, 715.5, 786.5, 857.5, 928.5])
     np.testing.assert_array_equal(t, find_thresholds(np.repeat(col, w.astype(int)), 10))
     codes = BinMapper(max_bins=10, subsample=None).fit(
         col[:, None], sample_weight=w).transform(col[:, None])[:, 0]
@@ -672,7 +717,7 @@ def test_heavy_point_mass_is_isolated_from_larger_values(seed, max_bins):
 
 @pytest.mark.parametrize("max_bins", [2, 5, 16, 100, 255])
 @pytest.mark.parametrize("weights", ["uniform", "increasing"])
-def test_weighted_quantile_bins_have_roughly_equal_weight(max_bins, weights):
+def test_weighted_bins_of_continuous_data_have_roughly_equal_weight(max_bins, weights):
     rng = np.random.default_rng(max_bins)
     n = 20_000
     X = np.column_stack([rng.normal(size=n), rng.uniform(size=n), rng.lognormal(size=n)])
@@ -683,14 +728,21 @@ def test_weighted_quantile_bins_have_roughly_equal_weight(max_bins, weights):
     mapper = BinMapper(max_bins=max_bins, subsample=None).fit(X, sample_weight=w)
     check_threshold_invariants(mapper)
     binned = mapper.transform(X)
-    expected = w.sum() / max_bins
-    # each bin edge lies within one row's weight of k W / max_bins
-    tol = w.max() * (1 + 1e-9)
+    # Each bin but the last holds at least its target, the weight left over
+    # the bins left, and less than that plus one row's weight; the targets
+    # so drift below W / max_bins by at most w_max (1 + ln max_bins).
+    w_max = w.max()
     for f in range(X.shape[1]):
         assert mapper.n_bins_non_missing_[f] == max_bins  # continuous: all bins used
         bin_weight = np.bincount(binned[:, f], weights=w, minlength=max_bins)
         assert bin_weight.size == max_bins
-        assert np.all(np.abs(bin_weight - expected) <= tol), bin_weight
+        left = w.sum()
+        for k, b in enumerate(bin_weight[:-1]):
+            target = left / (max_bins - k)
+            assert target * (1 - 1e-12) <= b < target + w_max, (k, b, target)
+            left -= b
+        assert np.all(np.abs(bin_weight - w.sum() / max_bins)
+                      <= w_max * (1 + np.log(max_bins))), bin_weight
     if weights == "increasing" and max_bins > 2:
         counts = np.bincount(binned[:, 1], minlength=max_bins)
         assert counts[0] > 2 * counts[-1]  # light rows: wider first bins
@@ -761,22 +813,12 @@ def test_categorical_features_leave_numeric_binning_unchanged():
 
 # ------------------------------------------- thresholds of whole matrices (kernel)
 def _naive_thresholds(column, max_bins):
-    """The per-column NumPy rule BinMapper used before its kernel: NaN dropped,
-    one sort (float32 as float32), midpoints or capped quantiles, np.unique."""
-    from hgbt.data.thresholds import _quantiles, _separators
+    """The rule on one column as BinMapper sees it: float32 values as their
+    float64 values (exact), NaN dropped, :func:`reference_thresholds`."""
     column = np.asarray(column)
     if column.dtype != np.float32:
         column = column.astype(np.float64)
-    values = np.sort(column[~np.isnan(column)]).astype(np.float64)
-    if values.size == 0:
-        return values
-    distinct = values[np.r_[True, values[1:] != values[:-1]]]
-    if distinct.size <= 1:
-        return np.empty(0)
-    if distinct.size <= max_bins:
-        return _separators(distinct[:-1], distinct[1:])
-    top = _separators(distinct[-2:-1], distinct[-1:])[0]
-    return np.unique(np.minimum(_quantiles(values, max_bins), top))
+    return reference_thresholds(column.astype(np.float64), max_bins)
 
 
 def _awkward_columns(n, rng):

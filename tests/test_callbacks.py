@@ -85,7 +85,7 @@ def test_early_stopping_callback_watches_a_named_set_and_metric(data):
     X, y = data
     es = EarlyStopping(n_iter_no_change=4, tol=0.0, set_name="b", metric="r2")
     model = HistGBDTRegressor(max_iter=300, learning_rate=0.7, random_state=0,
-                              eval_metric="r2", max_leaf_nodes=63, min_samples_leaf=2)
+                              eval_metric="r2", max_leaf_nodes=63, min_samples_leaf=5)
     model.fit(X[:500], y[:500], eval_set=[(X[500:650], y[500:650]), (X[650:], y[650:])],
               eval_names=["a", "b"], callbacks=[es])
     watched = model.evals_result_["b"]["r2"]

@@ -810,12 +810,14 @@ def test_classifier_with_categorical_feature(n_classes):
     label_of = rng.integers(0, n_classes, 40)
     y = np.where(rng.random(n) < 0.9, label_of[c], rng.integers(0, n_classes, n))
     X = np.column_stack([c, rng.normal(size=n)]).astype(float)
-    clf = HistGBDTClassifier(categorical_features=[0], max_iter=30, early_stopping=False,
-                             random_state=0).fit(X[:4500], y[:4500])
+    # a small budget (10 rounds of 4 leaves): one categorical split groups
+    # the levels by label, where splits on the codes' order need many (with
+    # 30 rounds of 31 leaves both reach the noise's limit, 0.9 + 0.1 / k)
+    small = dict(max_iter=10, max_leaf_nodes=4, early_stopping=False, random_state=0)
+    clf = HistGBDTClassifier(categorical_features=[0], **small).fit(X[:4500], y[:4500])
     assert clf.score(X[4500:], y[4500:]) > 0.87
-    numeric = HistGBDTClassifier(categorical_features=None, max_iter=30,
-                                 early_stopping=False, random_state=0).fit(X[:4500], y[:4500])
-    assert clf.score(X[4500:], y[4500:]) >= numeric.score(X[4500:], y[4500:])
+    numeric = HistGBDTClassifier(categorical_features=None, **small).fit(X[:4500], y[:4500])
+    assert clf.score(X[4500:], y[4500:]) > numeric.score(X[4500:], y[4500:]) + 0.03
     proba = clf.predict_proba(X[4500:])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 

@@ -114,7 +114,7 @@ def test_default_export_agrees_on_float64_real_data(dataset):
     float32 keeps (data/thresholds.py) route every training value as
     predict does. Both tables hold float64 values that are not float32
     numbers, and features with more distinct values than max_bins (their
-    thresholds are quantiles)."""
+    thresholds are greedy cuts)."""
     from sklearn import datasets
 
     X, y = getattr(datasets, f"load_{dataset}")(return_X_y=True)

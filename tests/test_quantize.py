@@ -335,7 +335,10 @@ def test_quantized_leaf_values_are_float_newton_values():
     for value in np.unique(raw):
         rows = raw == value
         g = baseline_prediction(est)[0] - y[rows]
-        np.testing.assert_allclose(value, -0.5 * g.sum() / (rows.sum() + 1.0), rtol=1e-6)
+        # (float32 sums: where the gradients nearly cancel, a leaf near 0
+        # keeps an absolute error of about float32's epsilon of |g| <= 1)
+        np.testing.assert_allclose(value, -0.5 * g.sum() / (rows.sum() + 1.0),
+                                   rtol=1e-6, atol=1e-7)
 
 
 def test_quantized_dense_and_sparse_identical():

@@ -104,10 +104,10 @@ def test_unit_weights_equal_no_weights(task):
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_integer_weights_equal_repeated_rows(continuous):
-    # Weighted binning (quantiles of the weighted distribution), gradients,
+    # Weighted binning (weights in place of row counts), gradients,
     # hessians and the baseline all treat weight k like k copies of a row.
     rng = np.random.default_rng(0)
-    X = (rng.normal(size=(2000, 4)) if continuous       # quantile bins
+    X = (rng.normal(size=(2000, 4)) if continuous       # greedy bins
          else rng.integers(0, 20, size=(2000, 4)).astype(float))  # one bin per value
     y = X[:, 0] * 2 + np.sin(X[:, 1]) + rng.normal(size=2000)
     w = rng.integers(1, 4, size=2000)

@@ -229,7 +229,7 @@ def quantile_matrix(rng, n=3000):
 
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
 @pytest.mark.parametrize("weights", [None, "constant", "varying", "integer"])
-def test_bin_mapper_subsample_quantiles_sparse_equal_dense(fmt, weights):
+def test_bin_mapper_subsample_greedy_sparse_equal_dense(fmt, weights):
     rng = np.random.default_rng(3)
     X, A = quantile_matrix(rng)
     A = A.asformat(fmt)
@@ -250,7 +250,7 @@ def test_bin_mapper_subsample_quantiles_sparse_equal_dense(fmt, weights):
     assert rows is not None and rows.size == 500
     for f in range(X.shape[1]):
         sample = X[rows, f]
-        assert np.unique(sample[~np.isnan(sample)]).size > max_bins  # quantile regime
+        assert np.unique(sample[~np.isnan(sample)]).size > max_bins  # greedy regime
         np.testing.assert_array_equal(sparse.bin_thresholds_[f], dense.bin_thresholds_[f])
     np.testing.assert_array_equal(sparse.n_bins_non_missing_, dense.n_bins_non_missing_)
     np.testing.assert_array_equal(sparse.zero_bins(), dense.zero_bins())

@@ -1,4 +1,5 @@
-"""Kernel: map raw feature values to uint8 bin codes."""
+"""Kernels: bin thresholds of sorted columns, and raw feature values mapped
+to uint8 bin codes."""
 from cython cimport floating
 from cython.parallel cimport prange
 
@@ -246,14 +247,69 @@ cdef inline double _separator(double a, double b) noexcept nogil:
     return mid
 
 
-cdef int _column_thresholds(const floating* v, Py_ssize_t n, int max_bins,
-                            X_DTYPE_C* out) noexcept nogil:
-    # binning._sorted_thresholds of the sorted column v (NaN last); returns the
-    # number of thresholds written to out (at most max_bins - 1).
-    cdef Py_ssize_t m = n, i, j, rank, following, n_distinct = 1
-    cdef long long nk
-    cdef int k, n_out = 0
-    cdef double a, q, lower, upper, top
+cdef inline Py_ssize_t _run_end(const floating* v, Py_ssize_t i, Py_ssize_t m) noexcept nogil:
+    # The end of the run of values equal to v[i] (the next index holding another).
+    cdef Py_ssize_t j = i + 1
+    while j < m and v[j] == v[i]:
+        j += 1
+    return j
+
+
+cdef inline double _run_weight(const double* w, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    # The weight of rows i .. j - 1, summed in order (NULL: their count).
+    cdef double total = 0.0
+    cdef Py_ssize_t k
+    if w == NULL:
+        return <double>(j - i)
+    for k in range(i, j):
+        total += w[k]
+    return total
+
+
+cdef int _greedy_cuts(const floating* v, const double* w, Py_ssize_t m, int max_bins,
+                      X_DTYPE_C* out) noexcept nogil:
+    # Thresholds of the m sorted, NaN-free values v with positive row
+    # weights w (NULL: each row counts 1), which hold more than max_bins
+    # distinct values; returns their number (< max_bins). One scan over the
+    # runs of equal values: a cut around every value that holds at least
+    # W / max_bins (alone in its bin, where quantiles would spend several
+    # bins on it and merge its neighbours), and wherever the weight since
+    # the last cut reaches the weight left over the bins left, so the bins
+    # that ties leave unused go to the rest (a heavy tail keeps its bins).
+    # Sums run in row order; integer weights are exact.
+    cdef Py_ssize_t start = 0, end, following
+    cdef double total = _run_weight(w, 0, m), left, acc = 0.0, weight, next_weight
+    cdef int bins_left = max_bins, n_out = 0
+    left = total
+    end = _run_end(v, 0, m)
+    weight = _run_weight(w, 0, end)
+    while end < m:
+        following = _run_end(v, end, m)
+        next_weight = _run_weight(w, end, following)
+        acc += weight
+        if (max_bins * weight >= total or max_bins * next_weight >= total
+                or acc * bins_left >= left):
+            out[n_out] = _separator(v[start], v[end])
+            n_out += 1
+            left -= acc
+            acc = 0.0
+            bins_left -= 1
+            if bins_left <= 1:
+                break
+        start, end, weight = end, following, next_weight
+    return n_out
+
+
+cdef int _column_thresholds(const floating* v, const double* w, Py_ssize_t n,
+                            int max_bins, X_DTYPE_C* out) noexcept nogil:
+    # Thresholds of the sorted column v (NaN last) with positive row weights
+    # w (NULL: each row counts 1); returns their number (at most
+    # max_bins - 1) written to out. At most max_bins distinct values: the
+    # separators between them (each value the first of its run); more:
+    # _greedy_cuts.
+    cdef Py_ssize_t m = n, i, n_distinct = 1
+    cdef int n_out = 0
+    cdef double a
     while m > 0 and v[m - 1] != v[m - 1]:
         m -= 1
     if m == 0:
@@ -262,48 +318,42 @@ cdef int _column_thresholds(const floating* v, Py_ssize_t n, int max_bins,
         if v[i] != v[i - 1]:
             n_distinct += 1
             if n_distinct > max_bins:
-                break
+                return _greedy_cuts(v, w, m, max_bins, out)
     if n_distinct <= 1:
         return 0
-    if n_distinct <= max_bins:
-        # Midpoints between distinct values, each the first of its run.
-        a = v[0]
-        for i in range(1, m):
-            if v[i] != v[i - 1]:
-                out[n_out] = _separator(a, v[i])
-                n_out += 1
-                a = v[i]
-        return n_out
-    # The two largest distinct values (firsts of their runs) give the cap.
-    i = m - 1
-    while i > 0 and v[i - 1] == v[m - 1]:
-        i -= 1
-    j = i - 1
-    while j > 0 and v[j - 1] == v[i - 1]:
-        j -= 1
-    top = _separator(v[j], v[i])
-    # Averaged inverted CDF at k / max_bins; non-decreasing in k, so the
-    # de-duplication only compares neighbours. An order statistic becomes the
-    # separator above it (the bins stay the same); `following` (the first
-    # value above it) only moves forward.
-    following = 0
-    for k in range(1, max_bins):
-        nk = <long long> m * k
-        rank = nk // max_bins
-        lower = v[rank - 1 if rank > 0 else 0]
-        upper = v[rank if rank < m else m - 1]
-        if nk % max_bins != 0 or lower == upper:
-            while following < m and v[following] <= upper:
-                following += 1
-            q = upper if following == m else _separator(upper, v[following])
-        else:
-            q = _separator(lower, upper)
-        if top < q:
-            q = top
-        if n_out == 0 or q != out[n_out - 1]:
-            out[n_out] = q
+    a = v[0]
+    for i in range(1, m):
+        if v[i] != v[i - 1]:
+            out[n_out] = _separator(a, v[i])
             n_out += 1
+            a = v[i]
     return n_out
+
+
+def sorted_thresholds(const double[::1] values, const double[::1] weight, int max_bins):
+    """Thresholds of one sorted, NaN-free column with positive row weights
+    (None: unweighted), by the dense kernel's rule (see
+    ``thresholds.find_thresholds``): the weighted and sparse paths. Weights
+    are summed in the given order (a value's, and all of them).
+
+    Returns
+    -------
+    thresholds : ndarray of float64, strictly increasing, at most ``max_bins - 1``
+    """
+    cdef Py_ssize_t n = values.shape[0]
+    if weight is not None and weight.shape[0] != n:
+        raise ValueError("values and weight must have the same length.")
+    if max_bins < 2:
+        raise ValueError(f"max_bins must be at least 2, got {max_bins}.")
+    out = np.empty(max_bins - 1, dtype=np.float64)
+    if n == 0:
+        return out[:0]
+    cdef X_DTYPE_C[::1] o = out
+    cdef const double* w = NULL if weight is None else &weight[0]
+    cdef int n_out
+    with nogil:
+        n_out = _column_thresholds(&values[0], w, n, max_bins, &o[0])
+    return out[:n_out]
 
 
 def sorted_column_thresholds(
@@ -316,9 +366,7 @@ def sorted_column_thresholds(
     """Bin thresholds of every column of ``columns``, each sorted ascending
     with its NaN last (``numpy.sort`` along axis 0).
 
-    The rule of ``binning._sorted_thresholds`` (midpoints between at most
-    ``max_bins`` distinct values, else capped, de-duplicated quantiles), on
-    the same float64 arithmetic, so the same thresholds.
+    The rule of :func:`sorted_thresholds` without weights, on each column.
 
     Parameters
     ----------
@@ -340,4 +388,4 @@ def sorted_column_thresholds(
         n_out[:] = 0
         return
     for f in prange(n_columns, nogil=True, schedule='dynamic', num_threads=n_threads):
-        n_out[f] = _column_thresholds(&columns[0, f], n, max_bins, &out[f, 0])
+        n_out[f] = _column_thresholds(&columns[0, f], NULL, n, max_bins, &out[f, 0])

@@ -11,7 +11,7 @@ from .sparse import column
 from .thresholds import (_check_weight, _find_thresholds, _unweighted,
                          constant_positive_weight, dense_thresholds, sparse_thresholds)
 
-# Rows used to compute quantile thresholds (LightGBM and scikit-learn use the same).
+# Rows used to compute thresholds (LightGBM and scikit-learn use the same).
 DEFAULT_SUBSAMPLE = 200_000
 
 # Category codes of a categorical feature are 0 .. MAX_CATEGORIES - 1: each is
@@ -136,8 +136,8 @@ class BinMapper:
     def fit(self, X, sample_weight=None):
         """Compute thresholds from ``X`` (n_samples, n_features).
 
-        ``sample_weight`` (n_samples,), finite and non-negative, weights the
-        quantiles (see :func:`~hgbt.data.thresholds.find_thresholds`). The row subsample stays
+        ``sample_weight`` (n_samples,), finite and non-negative, takes the
+        place of row counts in the cuts (see :func:`~hgbt.data.thresholds.find_thresholds`). The row subsample stays
         uniform and seeded (:meth:`sample_rows`); the weights of the drawn
         rows are then used. The categories of categorical features are those
         of all rows of ``X``.

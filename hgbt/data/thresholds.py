@@ -1,11 +1,12 @@
-"""Bin thresholds of one column or of many: distinct-value midpoints, or
-(weighted) quantiles of a sample; dense columns in parallel blocks, sparse
-columns from their stored values and zero count."""
+"""Bin thresholds of one column or of many: separators between the distinct
+values, or greedy cuts by (weighted) row counts when a sample has more of
+them than bins; dense columns in parallel blocks, sparse columns from their
+stored values and zero count."""
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._binning import sorted_column_thresholds
+from ._binning import sorted_column_thresholds, sorted_thresholds
 from ..core._types import X_DTYPE
 
 # Bytes of sample columns copied and sorted together by one thread (a few
@@ -57,59 +58,6 @@ def _separators(a, b):
     return np.where(fits, out, wide)
 
 
-def _quantiles(sorted_values, n_quantiles):
-    """Interior quantiles k / n_quantiles (k = 1 .. n_quantiles - 1) of sorted data.
-
-    Averaged inverted CDF: the order statistic at rank ceil(n q), or the
-    midpoint of the two around it when n q is an integer; each as a
-    threshold: the separator (:func:`_separators`) above the order statistic
-    (bins as the value itself would make them; the maximum stays itself), or
-    between the two. A quantile between the largest finite value and +inf so
-    separates them instead of becoming inf.
-    """
-    n = sorted_values.size
-    # n q = n k / n_quantiles in exact integer arithmetic.
-    k = np.arange(1, n_quantiles)
-    rank, remainder = np.divmod(n * k, n_quantiles)
-    lower = sorted_values[np.maximum(rank - 1, 0)]
-    upper = sorted_values[np.minimum(rank, n - 1)]
-    between = (remainder == 0) & (lower != upper)
-    out = upper.copy()
-    out[between] = _separators(lower[between], upper[between])
-    value = ~between
-    following = np.searchsorted(sorted_values, upper[value], side="right")
-    above = following < n
-    at = np.flatnonzero(value)[above]
-    out[at] = _separators(upper[at], sorted_values[following[above]])
-    return out
-
-
-def _weighted_quantiles(distinct, cum_weight, n_quantiles):
-    """Interior weighted quantiles k / n_quantiles of aggregated sorted data.
-
-    ``distinct`` are the sorted distinct values and ``cum_weight[j]`` the
-    total (positive) weight of the values ``<= distinct[j]``; ``W`` is
-    ``cum_weight[-1]``. Weighted averaged inverted CDF: quantile ``q = k / B``
-    is ``distinct[j]`` for the first ``j`` with ``cum_weight[j] >= q W``
-    (exactly ``q W``: between it and ``distinct[j + 1]``); as a threshold,
-    either is the separator of ``distinct[j]`` and ``distinct[j + 1]``
-    (:func:`_separators`), the maximum itself. Comparisons are made on the
-    products ``B * cum_weight[j]`` and ``k * W``, exact for integer weights
-    (sums below 2**53 / B), so integer weights give the thresholds of the
-    rows repeated that many times and unit weights those of :func:`_quantiles`.
-    """
-    total = cum_weight[-1]
-    scaled = n_quantiles * cum_weight  # non-decreasing, scaled[-1] >= k * total
-    targets = np.arange(1, n_quantiles) * total
-    j = np.searchsorted(scaled, targets, side="left")
-    j = np.minimum(j, distinct.size - 1)  # only reachable on overflow to inf
-    out = distinct[j]
-    below_max = j < distinct.size - 1
-    jr = j[below_max]
-    out[below_max] = _separators(distinct[jr], distinct[jr + 1])
-    return out
-
-
 def _check_weight(sample_weight, n_samples):
     """Float64 1-d array of finite, non-negative weights (or None)."""
     if sample_weight is None:
@@ -128,12 +76,19 @@ def _check_weight(sample_weight, n_samples):
 def find_thresholds(column, max_bins, sample_weight=None):
     """Thresholds of one feature from its (possibly subsampled) values.
 
-    At most ``max_bins`` distinct values map one-to-one to bins (midpoints
-    between them); otherwise the thresholds are quantiles, de-duplicated.
+    At most ``max_bins`` distinct values map one-to-one to bins (a threshold
+    between each two, :func:`_separators`). With more, one scan over the
+    sorted distinct values cuts (at the separator) around every value that
+    holds at least ``1 / max_bins`` of the rows, so that it has a bin of its
+    own, and wherever the rows since the last cut reach the rows left over
+    the bins left. Bins of continuous data so hold equal counts, as
+    quantiles would; unlike quantiles, the bins a frequent value or a run of
+    ties would swallow go to the other values, so a heavy tail keeps its
+    own bins (LightGBM's binning has the same aim).
 
     With ``sample_weight``, rows of zero weight are ignored (for the count of
-    distinct values and for the quantiles) and the quantiles are weighted
-    (see :func:`_weighted_quantiles`): integer weights give exactly the
+    distinct values and for the cuts) and weights take the place of row
+    counts, summed in row order: integer weights give exactly the
     thresholds of the rows repeated that many times, unit weights exactly the
     unweighted thresholds (bit for bit, as for any constant weight). If every
     non-NaN value has zero weight, the thresholds fall back to the unweighted
@@ -177,17 +132,7 @@ def _distinct(sorted_values):
 
 def _sorted_thresholds(values, max_bins):
     """:func:`find_thresholds` of sorted, NaN-free values without weights."""
-    if values.size == 0:
-        return np.empty(0, dtype=X_DTYPE)
-    distinct = _distinct(values)
-    if distinct.size <= 1:
-        return np.empty(0, dtype=X_DTYPE)
-    if distinct.size <= max_bins:
-        return _midpoints(distinct)
-    # Quantiles inside a point mass at the maximum (e.g. many +inf) would
-    # merge it with smaller values: cap them at the separator below it.
-    top = _separators(distinct[-2:-1], distinct[-1:])[0]
-    return np.unique(np.minimum(_quantiles(values, max_bins), top))
+    return sorted_thresholds(np.ascontiguousarray(values, dtype=X_DTYPE), None, max_bins)
 
 
 def _find_weighted_thresholds(column, max_bins, sample_weight):
@@ -200,22 +145,14 @@ def _find_weighted_thresholds(column, max_bins, sample_weight):
     weight = sample_weight[keep]
     if weight.min() == weight.max():
         # Equal weights: the weighted rule is exactly the unweighted one on
-        # the kept rows (computed on counts, free of cumsum rounding), so unit
+        # the kept rows (on counts, free of rounding in the sums), so unit
         # weights give bit-identical thresholds.
         return _find_thresholds(values, max_bins, None)
-    order = np.argsort(values)  # the one sort of the feature
-    values = values[order]
-    starts = np.r_[True, values[1:] != values[:-1]]
-    distinct = values[starts]
-    if distinct.size <= 1:
-        return np.empty(0, dtype=X_DTYPE)
-    if distinct.size <= max_bins:
-        return _midpoints(distinct)
-    # Cumulative weight up to the last row of each distinct value.
-    ends = np.r_[starts[1:], True]
-    cum_weight = np.cumsum(weight[order])[ends]
-    top = _separators(distinct[-2:-1], distinct[-1:])[0]
-    return np.unique(np.minimum(_weighted_quantiles(distinct, cum_weight, max_bins), top))
+    # Each distinct value's weight summed in row order (bincount adds row by
+    # row), so the sums do not hang on how a sort orders ties; the kernel
+    # then sees one row per distinct value.
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return sorted_thresholds(distinct, np.bincount(inverse, weights=weight), max_bins)
 
 
 def _unweighted(sample_weight):
@@ -295,7 +232,7 @@ def column_thresholds(values, n_zeros, max_bins):
 
     Equal to the dense thresholds of the same column. With few distinct
     values (the usual sparse column) only the stored values are sorted;
-    otherwise the sorted column is built for the quantiles.
+    otherwise the sorted column is built for the greedy cuts.
     """
     values = np.sort(values[~np.isnan(values)])
     distinct = _distinct(values)
@@ -313,7 +250,7 @@ def sparse_thresholds(X_csc, j, max_bins, sample_weight, n_kept=None):
 
     ``sample_weight`` must be None or constant over its positive entries
     (rows of weight 0 are left out); other weights need the dense column,
-    since weighted quantiles add weights row by row. ``n_kept``, the number
+    since weighted cuts add weights row by row. ``n_kept``, the number
     of positive weights, can be passed to spare a pass over the weights.
     """
     start, stop = X_csc.indptr[j], X_csc.indptr[j + 1]

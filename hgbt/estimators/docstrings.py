@@ -48,6 +48,10 @@ COMMON_PARAMETERS_DOC = """\
         ``max_leaf_nodes='auto'`` tries (``l2_regularization_``).
     max_bins : int, default=255
         Maximum value bins per feature (2 to 255); missing values get one more.
+        A feature with more distinct values is cut greedily by row counts:
+        a value holding at least ``1 / max_bins`` of the rows gets a bin of
+        its own, the other rows share the remaining bins equally, so ties
+        do not waste bins a heavy tail needs.
     enable_bundle : bool, default=True
         Exclusive feature bundling: features that are rarely non-zero on the
         same rows (one-hot, counts, flags) share one binned column, so wide

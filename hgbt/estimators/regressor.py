@@ -22,7 +22,7 @@ from ..persistence import register_estimator
 class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     __doc__ = f"""Histogram-based gradient-boosted trees for regression.
 
-    Features are binned once into at most ``max_bins`` quantile bins (plus one
+    Features are binned once into at most ``max_bins`` equal-count bins (plus one
     for missing values); trees are grown on per-node gradient histograms with
     the subtraction trick. Missing values go to whichever side of each split
     gave the larger gain during training.
