@@ -214,8 +214,8 @@ def main(argv=None):
     baseline, reused = None, []
     if args.baseline:
         old = json.loads(Path(args.baseline).read_text())
-        label = f"{next(iter(old['configs']))} ({Path(args.baseline).stem})"
-        baseline = (label, old["tables"])
+        first = next(iter(old["configs"]))
+        baseline = (f"{first} ({Path(args.baseline).stem})", first, old["tables"])
         reused = [p for p in old["args"]["libs"].split(",") if p and p not in peers]
     configs = dict(c.split("=", 1) for c in args.config) or {"defaults": "{}"}
     configs = {k: json.loads(v) for k, v in configs.items()}
@@ -231,9 +231,9 @@ def main(argv=None):
                 X, y = X[ok].reset_index(drop=True), np.unique(y[ok], return_inverse=True)[1]
         entry = {"rows": len(y), "task": task, "losses": {}, "seconds": {}}
         if baseline is not None:
-            losses, seconds = baseline[1][name]["losses"], baseline[1][name]["seconds"]
-            entry["losses"][baseline[0]] = np.asarray(next(iter(losses.values())))
-            entry["seconds"][baseline[0]] = next(iter(seconds.values()))
+            losses, seconds = baseline[2][name]["losses"], baseline[2][name]["seconds"]
+            entry["losses"][baseline[0]] = np.asarray(losses[baseline[1]])
+            entry["seconds"][baseline[0]] = seconds[baseline[1]]
             for lib in reused:
                 if lib in losses:
                     entry["losses"][lib] = np.asarray(losses[lib])

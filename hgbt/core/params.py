@@ -198,8 +198,9 @@ PARAMS = (
        "Levels of the quantized gradients.", "boosting", BOTH, "num_grad_quant_bins"),
     _p("grow_policy", "lossguide", [StrOptions({"lossguide", "depthwise"})],
        "Best-first by gain, or level by level.", "tree", BOTH, None, "grow_policy"),
-    _p("early_stopping", "auto", [StrOptions({"auto"}), "boolean"],
-       "Stop when the watched score stops improving; 'auto': from 100 rows.",
+    _p("early_stopping", "auto", [StrOptions({"auto", "cv"}), "boolean"],
+       "Stop when the watched score stops improving; 'auto': from 100 rows; 'cv': "
+       "rounds cross-validated, then all rows.",
        "early_stopping", BOTH, None, None, "early_stopping"),
     _p("scoring", "loss", [str, callable, None],
        "The metric early stopping watches.", "early_stopping", BOTH, "metric",

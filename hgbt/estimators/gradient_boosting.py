@@ -35,6 +35,7 @@ from ..engine.losses import get_loss
 from ..engine.numeric_range import check_fit_range
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ..tree.grower import TreeSettings
+from .cv_rounds import check_cv_fit, choose_rounds
 from .explain import ExplainMixin
 from .fit_inputs import (FitInputs, check_init_score, eval_init_scores, interaction_groups,
                          same_rows)
@@ -312,9 +313,19 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 # scikit-learn's callbacks are torn down however the fit ends
                 fit = managed(type(self)._fit) if uses_sklearn_callbacks(self) else \
                     type(self)._fit
+                if self.early_stopping == "cv":  # the folds' rounds, then all rows
+                    check_cv_fit(self, self.warm_start and self._is_fitted(), X_val,
+                                 isinstance(X, Dataset))
+                    self._cv_choice = choose_rounds(self, X, y, sample_weight, init_score,
+                                                    self._new_seed())
                 fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
                     eval_names, eval_sample_weight, callbacks,
                     (init_score, init_score_val, eval_init_score))
+                if self.early_stopping == "cv":
+                    choice = vars(self).pop("_cv_choice")
+                    self.best_iteration_, self.cv_results_ = self.n_iter_, choice.results()
+                    self.best_score_ = float(choice.mean[choice.n_rounds])
+                    self.tree_size_scores_ = [dict(trial) for trial in choice.trials]
             except BaseException:
                 # never a mix of the old and the new model: one assignment
                 # puts every attribute back (a warm start's lists were copied)
@@ -595,6 +606,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         return out.astype(np.int8)
 
     def _early_stopping_enabled(self, y, has_val):
+        if self.early_stopping == "cv":  # the rounds are chosen: the fit runs them all
+            return False
         if self.early_stopping == "auto":
             if has_val:
                 return True
@@ -709,6 +722,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         (empty for a fixed ``max_leaf_nodes``). A warm start continues the
         size its model holds."""
         leaves, l2 = self.max_leaf_nodes, self.l2_regularization
+        if hasattr(self, "_cv_choice"):  # early_stopping='cv': the size the folds chose
+            return dict(self._cv_choice.tree_size), ()
         if leaves != "auto":
             return {"max_leaf_nodes": leaves, "l2_regularization":
                     AUTO_TREE_SIZES[0]["l2_regularization"] if l2 == "auto" else l2}, ()
@@ -728,8 +743,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         with ``select``, ``max_leaf_nodes='auto'`` compares its tree sizes."""
         mapper = self.booster_.bin_mapper
         tree_size, sizes = self._tree_sizes(warm)
+        choice = getattr(self, "_cv_choice", None)
         return BoostSettings(
-            max_iter=self.max_iter, seed=self._seed, n_threads=n_threads,
+            max_iter=self.max_iter if choice is None else choice.n_rounds,
+            seed=self._seed, n_threads=n_threads,
             learning_rate=self.learning_rate, colsample_bytree=self.colsample_bytree,
             colsample_bynode=self.colsample_bynode,
             data_sample_strategy=self.data_sample_strategy, subsample=self.subsample,

@@ -1,0 +1,136 @@
+"""``early_stopping='cv'``: the number of rounds chosen by K-fold
+cross-validation on the training rows, then one fit of all rows.
+
+A hold-out of a few hundred rows scores too noisily to stop on (issue 37,
+item 12): the fit stops at a dip of the noise and never trains on the rows
+held out. Here each of ``N_FOLDS`` folds is held out in turn while a clone
+of the estimator, without early stopping, fits the other rows and scores
+the held-out ones after every round; the round with the best mean score
+over the folds (``tol``: the least improvement that counts, as early
+stopping's) is the one kept, and the estimator then fits every row for that
+many rounds. With ``max_leaf_nodes='auto'`` the second tree size is
+cross-validated too when the first's best round is within
+``n_iter_no_change`` of ``max_iter`` (as the hold-out compares them only
+when the first size did not stop), and the size with the better mean score
+is kept. Costs ``N_FOLDS`` fits of ``max_iter`` rounds (per size) before
+the final one: for small tables, where a fit takes milliseconds.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.utils import _safe_indexing
+
+from ..core.params import AUTO_TREE_SIZES
+from .monitoring import metric_name
+
+N_FOLDS = 5
+
+
+@dataclass(frozen=True)
+class CVChoice:
+    """What the folds chose: the rounds and the tree size of the final fit,
+    the mean and standard deviation over the folds of the watched metric
+    after each round (entry ``i`` after ``i`` rounds) for the size kept, and
+    the sizes compared (``tree_size_scores_``'s entries)."""
+
+    n_rounds: int
+    tree_size: dict
+    metric: str
+    mean: np.ndarray
+    std: np.ndarray
+    trials: tuple
+
+    def results(self) -> dict:
+        """``cv_results_``: as :func:`hgbt.cv` returns them."""
+        return {f"{self.metric}-mean": self.mean, f"{self.metric}-std": self.std,
+                "best_iteration": self.n_rounds}
+
+
+def check_cv_fit(estimator, warm, X_val, given):
+    """ValueError where ``early_stopping='cv'`` has no meaning."""
+    if given:
+        raise ValueError("early_stopping='cv' cross-validates the rows of an array or "
+                         "DataFrame; for a Dataset use hgbt.cv and train with its "
+                         "best_iteration.")
+    if X_val is not None:
+        raise ValueError("early_stopping='cv' chooses the rounds on folds of the training "
+                         "rows; X_val would not be used: pass early_stopping=True to stop "
+                         "on X_val.")
+    if warm:
+        raise ValueError("early_stopping='cv' cannot continue a fitted model "
+                         "(warm_start=True): the folds would start from nothing.")
+    if estimator.truncate_at_best:
+        raise ValueError("truncate_at_best has no meaning with early_stopping='cv': the "
+                         "final fit already stops at the best round of the folds.")
+
+
+def _sizes(estimator):
+    """The tree sizes to cross-validate, in the order 'auto' tries them."""
+    leaves, l2 = estimator.max_leaf_nodes, estimator.l2_regularization
+    if leaves != "auto":
+        return [{"max_leaf_nodes": leaves, "l2_regularization":
+                 AUTO_TREE_SIZES[0]["l2_regularization"] if l2 == "auto" else l2}]
+    return [dict(size) if l2 == "auto" else {**size, "l2_regularization": l2}
+            for size in AUTO_TREE_SIZES]
+
+
+def _fold_curves(estimator, size, folds, X, y, sample_weight, init_score):
+    """The watched metric on each held-out fold after every round."""
+    metric = metric_name(estimator.scoring)
+    curves = []
+    for train, held_out in folds:
+        model = clone(estimator).set_params(early_stopping=False, verbose=0, **size)
+
+        def rows(a, idx):
+            return None if a is None else _safe_indexing(a, idx)
+
+        model.fit(rows(X, train), y[train], rows(sample_weight, train),
+                  eval_set=[(rows(X, held_out), y[held_out])], eval_names=["cv"],
+                  eval_sample_weight=[rows(sample_weight, held_out)],
+                  init_score=rows(init_score, train),
+                  eval_init_score=None if init_score is None else [rows(init_score,
+                                                                        held_out)])
+        scores = model.evals_result_.get("cv", {}).get(metric)
+        if scores is None:
+            raise ValueError("early_stopping='cv' has no score to average: a callable "
+                             "loss has no loss value; set scoring= (e.g. "
+                             "'neg_mean_squared_error').")
+        curves.append(np.asarray(scores, dtype=np.float64))
+    return metric, np.vstack(curves)
+
+
+def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
+    """Cross-validate ``estimator``'s rounds (and its 'auto' tree sizes) on
+    the rows ``X, y`` (NumPy, pandas or sparse; ``y`` an array).
+
+    Returns
+    -------
+    CVChoice
+    """
+    y = np.asarray(y)
+    weight = None if sample_weight is None else np.asarray(sample_weight)
+    splitter = (StratifiedKFold if is_classifier(estimator) else KFold)(
+        n_splits=N_FOLDS, shuffle=True, random_state=seed)
+    folds = list(splitter.split(np.zeros((y.shape[0], 1)), y))
+    lower_is_better = metric_name(estimator.scoring) == "loss"
+    best = None
+    trials = []
+    for size in _sizes(estimator):
+        metric, curves = _fold_curves(estimator, size, folds, X, y, weight, init_score)
+        mean = curves.mean(axis=0)
+        oriented = -mean if lower_is_better else mean  # higher is better
+        # entry 0 scores the start (no tree): the first round that no later
+        # round beats by more than tol
+        peak = np.max(oriented[1:])
+        rounds = 1 + int(np.flatnonzero(oriented[1:] >= peak - estimator.tol)[0])
+        trials.append({**size, "n_iter": rounds, "score": float(oriented[rounds])})
+        choice = CVChoice(rounds, size, metric, mean, curves.std(axis=0), ())
+        if best is None or oriented[rounds] > best[0] + estimator.tol:
+            best = (float(oriented[rounds]), choice)
+        if rounds < estimator.max_iter - estimator.n_iter_no_change:
+            break  # stopped well before max_iter: larger trees are not tried
+    chosen = best[1]
+    return CVChoice(chosen.n_rounds, chosen.tree_size, chosen.metric, chosen.mean,
+                    chosen.std, tuple(trials) if len(trials) > 1 else ())

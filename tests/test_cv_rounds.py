@@ -1,0 +1,123 @@
+"""early_stopping='cv': rounds chosen by K-fold cross-validation, then all rows.
+
+Checked against a plain reference: clones fitted on the same folds without
+early stopping, their held-out curves averaged by NumPy, the round read off
+by hand, and a fit of every row for that many rounds.
+"""
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+
+from hgbt import Dataset, HistGBDTClassifier, HistGBDTRegressor
+from hgbt.data.dataset import new_seed
+from hgbt.estimators.cv_rounds import N_FOLDS
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.8 * rng.normal(size=n)
+    return X, y
+
+
+def _reference(est, X, y, w, size, metric="loss"):
+    """The folds' mean curve and its best round, by hand."""
+    folds = (StratifiedKFold if isinstance(est, HistGBDTClassifier) else KFold)(
+        N_FOLDS, shuffle=True, random_state=new_seed(est.random_state))
+    curves = []
+    for train, held in folds.split(X, y):
+        m = clone(est).set_params(early_stopping=False, **size).fit(
+            X[train], y[train], None if w is None else w[train],
+            eval_set=[(X[held], y[held])],
+            eval_sample_weight=[None if w is None else w[held]])
+        curves.append(m.evals_result_["valid_0"][metric])
+    mean = np.mean(curves, axis=0)
+    oriented = -mean if metric == "loss" else mean
+    rounds = 1 + int(np.argmax(oriented[1:] >= oriented[1:].max() - est.tol))
+    return mean, rounds
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_cv_rounds_equal_the_reference_and_a_fit_of_all_rows(kind, weighted):
+    X, y = _data()
+    if kind == "classifier":
+        y = (y > 0.3).astype(int)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(y)) if weighted else None
+    cls = HistGBDTClassifier if kind == "classifier" else HistGBDTRegressor
+    est = cls(early_stopping="cv", max_leaf_nodes=15, random_state=0)
+    model = clone(est).fit(X, y, sample_weight=w)
+    size = {"max_leaf_nodes": 15, "l2_regularization": 1.0}
+    mean, rounds = _reference(est, X, y, w, size)
+    np.testing.assert_array_equal(model.cv_results_["loss-mean"], mean)
+    assert model.n_iter_ == model.best_iteration_ == model.cv_results_["best_iteration"] == rounds
+    assert 1 <= rounds < est.max_iter  # the data's noise stops it
+    assert model.best_score_ == mean[rounds]
+    plain = cls(early_stopping=False, max_iter=rounds, random_state=0, **size).fit(
+        X, y, sample_weight=w)
+    raw = model.decision_function(X) if kind == "classifier" else model.predict(X)
+    raw_plain = plain.decision_function(X) if kind == "classifier" else plain.predict(X)
+    assert raw.tobytes() == raw_plain.tobytes()
+    assert model.get_params() == est.get_params()  # the parameters stay the user's
+
+
+def test_cv_rounds_compare_tree_sizes_when_the_first_runs_long():
+    # few rounds at a small learning rate: the first size's best round is the
+    # last, so 'auto' cross-validates the second size too and keeps the better
+    X, y = _data(1500, seed=3)
+    est = HistGBDTRegressor(early_stopping="cv", max_iter=12, learning_rate=0.05,
+                            random_state=0)
+    model = clone(est).fit(X, y)
+    scores = model.tree_size_scores_
+    assert [s["max_leaf_nodes"] for s in scores] == [31, 63]
+    for trial in scores:
+        size = {k: trial[k] for k in ("max_leaf_nodes", "l2_regularization")}
+        mean, rounds = _reference(est, X, y, None, size)
+        assert trial["n_iter"] == rounds and trial["score"] == -mean[rounds]
+    kept = max(scores, key=lambda s: s["score"])
+    if scores[1]["score"] <= scores[0]["score"] + est.tol:
+        kept = scores[0]
+    assert model.max_leaf_nodes_ == kept["max_leaf_nodes"]
+    assert model.n_iter_ == kept["n_iter"]
+
+
+def test_cv_rounds_with_a_scorer_and_dataframes():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(500)
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    frame["c"] = pd.Categorical(np.where(X[:, 2] > 0, "hi", "lo"))
+    est = HistGBDTRegressor(early_stopping="cv", scoring="r2", random_state=0)
+    model = clone(est).fit(frame, y)
+    assert set(model.cv_results_) == {"r2-mean", "r2-std", "best_iteration"}
+    r2 = model.cv_results_["r2-mean"]
+    assert r2[model.n_iter_] >= r2[1:].max() - est.tol
+    assert model.predict(frame).shape == (500,)
+
+
+def test_cv_rounds_in_a_grid_search():
+    X, y = _data(400)
+    search = GridSearchCV(HistGBDTRegressor(early_stopping="cv", random_state=0),
+                          {"learning_rate": [0.1, 0.3]}, cv=3).fit(X, y)
+    assert search.best_estimator_.cv_results_["best_iteration"] >= 1
+
+
+@pytest.mark.parametrize("case, message", [
+    ("dataset", "for a Dataset use hgbt.cv"),
+    ("x_val", "X_val would not be used"),
+    ("warm", "cannot continue a fitted model"),
+    ("truncate", "truncate_at_best has no meaning"),
+])
+def test_cv_rounds_refuses_what_it_cannot_mean(case, message):
+    X, y = _data(300)
+    est = HistGBDTRegressor(early_stopping="cv", max_iter=5, random_state=0)
+    with pytest.raises(ValueError, match=message):
+        if case == "dataset":
+            est.fit(Dataset(X, y))
+        elif case == "x_val":
+            est.fit(X, y, X_val=X[:50], y_val=y[:50])
+        elif case == "warm":
+            est.set_params(warm_start=True).fit(X, y)
+            est.set_params(max_iter=8).fit(X, y)
+        else:
+            est.set_params(truncate_at_best=True).fit(X, y)
