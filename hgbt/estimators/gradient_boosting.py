@@ -36,6 +36,7 @@ from ..engine.numeric_range import check_fit_range
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ..tree.grower import TreeSettings
 from .cv_rounds import check_cv_fit, choose_rounds
+from .docstrings import FIT_DOC
 from .explain import ExplainMixin
 from .fit_inputs import (FitInputs, check_init_score, eval_init_scores, interaction_groups,
                          same_rows)
@@ -237,75 +238,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             callbacks: list | None = None, init_score: ArrayLike | None = None,
             init_score_val: ArrayLike | None = None,
             eval_init_score: list[ArrayLike | None] | None = None) -> Estimator:
-        """Fit the gradient-boosted trees.
-
-        On any error, and on ``KeyboardInterrupt`` (Ctrl-C), the estimator
-        is left exactly as it was before the call (a warm start's earlier
-        rounds included); a fit stopped by a callback (``"stop"``) ends
-        cleanly as a model of the rounds finished.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or Dataset
-            Training data. NaN marks a missing value; ±inf are allowed. An
-            :class:`hgbt.Dataset` (with its label and weights, no ``y``)
-            is binned by its first fit and reused by later ones; its
-            binning parameters must be the estimator's.
-        y : array-like of shape (n_samples,)
-            Targets (regression: finite numbers; classification: labels).
-            Gradients are float32, so regression targets must satisfy
-            ``|y| <= 2**126`` (~8.5e37), and their spread ``max(y) - min(y)``
-            must be 0 or at least ``2**-100`` (~7.9e-31); otherwise, and when
-            the gradients overflow during the fit (e.g. a diverging
-            ``learning_rate``), a ValueError names the limit: divide or
-            multiply ``y`` by a constant.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights (zeros allowed), at most ``2**126``
-            and not all below ``2**-100`` (float32 gradients).
-        X_val, y_val : array-like, default=None
-            Validation set for early stopping, used instead of holding out
-            ``validation_fraction`` of the training data; named
-            'validation' in ``evals_result_``. ``X_val`` may be a validation
-            Dataset (``reference=`` the training Dataset; no ``y_val``).
-        sample_weight_val : array-like of shape (n_val,), default=None
-            Weights of the validation rows.
-        eval_set : list of (X, y) pairs or validation Datasets, default=None
-            More validation sets, scored after every round into
-            ``evals_result_`` (each metric of ``eval_metric`` and the loss).
-            Early stopping watches the first of them when there is no
-            ``X_val`` (no hold-out is made then), or the one
-            ``early_stopping_set`` names. A set of the training rows
-            themselves (LightGBM's and XGBoost's ``eval_set=[(X_train,
-            y_train), (X_val, y_val)]``) is scored but never watched: a
-            warning names the set watched instead.
-        eval_names : list of str, default=None
-            Names of the ``eval_set`` sets ('valid_0', 'valid_1', ... by
-            default; not 'train' or 'validation').
-        eval_sample_weight : list of array-like or None, default=None
-            Row weights of each ``eval_set`` set (None entries: unweighted).
-        callbacks : list, default=None
-            Objects called before and after every round
-            (:mod:`hgbt.callbacks`); one returning ``"stop"`` ends the fit.
-        init_score : array-like of shape (n_samples,) or (n_samples, n_classes), default=None
-            A raw score (``decision_function`` scale: log-odds, or the log of
-            a log-link loss's prediction) each row starts from, e.g. another
-            model's or the log of an exposure; LightGBM's ``init_score``,
-            XGBoost's ``base_margin``. The trees learn what it leaves; the
-            baseline is then 0 and predictions do not include it: add it to
-            the raw score (``booster_.predict(X, raw_score=True)``) yourself.
-            A hold-out for early stopping takes its rows' scores along.
-        init_score_val : array-like, default=None
-            The start scores of ``X_val``'s rows (required with
-            ``init_score``).
-        eval_init_score : list of array-like, default=None
-            The start scores of each ``eval_set`` set (required with
-            ``init_score``).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
+        # the docstring, with every argument, is docstrings.FIT_DOC (set below)
         self._validate_params()
         with running_fit():
             saved = dict(vars(self))
@@ -332,6 +265,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 self.__dict__ = saved
                 raise
         return self
+
+    fit.__doc__ = FIT_DOC
 
     def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
              eval_names, eval_sample_weight, callbacks, init_scores=(None, None, None)):
