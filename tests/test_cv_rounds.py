@@ -107,6 +107,7 @@ def test_cv_rounds_in_a_grid_search():
     ("x_val", "X_val would not be used"),
     ("warm", "cannot continue a fitted model"),
     ("truncate", "truncate_at_best has no meaning"),
+    ("set", "early_stopping_set='train' has no meaning"),
 ])
 def test_cv_rounds_refuses_what_it_cannot_mean(case, message):
     X, y = _data(300)
@@ -119,5 +120,7 @@ def test_cv_rounds_refuses_what_it_cannot_mean(case, message):
         elif case == "warm":
             est.set_params(warm_start=True).fit(X, y)
             est.set_params(max_iter=8).fit(X, y)
-        else:
+        elif case == "truncate":
             est.set_params(truncate_at_best=True).fit(X, y)
+        else:
+            est.set_params(early_stopping_set="train").fit(X, y)

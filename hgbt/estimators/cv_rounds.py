@@ -49,7 +49,8 @@ class CVChoice:
 
 
 def check_cv_fit(estimator, warm, X_val, given):
-    """ValueError where ``early_stopping='cv'`` has no meaning."""
+    """ValueError where ``early_stopping='cv'`` has no meaning (a Dataset, ``X_val``,
+    a warm start, ``early_stopping_set``, ``truncate_at_best``)."""
     if given:
         raise ValueError("early_stopping='cv' cross-validates the rows of an array or "
                          "DataFrame; for a Dataset use hgbt.cv and train with its "
@@ -61,6 +62,10 @@ def check_cv_fit(estimator, warm, X_val, given):
     if warm:
         raise ValueError("early_stopping='cv' cannot continue a fitted model "
                          "(warm_start=True): the folds would start from nothing.")
+    if estimator.early_stopping_set is not None:
+        raise ValueError("early_stopping='cv' watches the held-out folds: "
+                         f"early_stopping_set={estimator.early_stopping_set!r} has no "
+                         "meaning with it; leave it None.")
     if estimator.truncate_at_best:
         raise ValueError("truncate_at_best has no meaning with early_stopping='cv': the "
                          "final fit already stops at the best round of the folds.")

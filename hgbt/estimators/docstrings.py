@@ -94,8 +94,8 @@ COMMON_PARAMETERS_DOC = """\
         ``scoring``, and with ``max_leaf_nodes='auto'`` the better tree
         size), then every row is fitted for that many rounds
         (``cv_results_``): steadier than a hold-out of a few hundred rows,
-        for 6 fits' time; arrays and DataFrames only, no ``X_val`` or warm
-        start.
+        for 6 fits' time; arrays and DataFrames only, no ``X_val``,
+        ``early_stopping_set`` or warm start.
     scoring : str, callable or None, default='loss'
         Score used for early stopping and ``best_iteration_``: 'loss' (the
         loss; the smaller the better), or a scikit-learn scorer name or
