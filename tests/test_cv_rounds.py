@@ -34,7 +34,7 @@ def _reference(est, X, y, w, size, metric="loss"):
         curves.append(m.evals_result_["valid_0"][metric])
     mean = np.mean(curves, axis=0)
     oriented = -mean if metric == "loss" else mean
-    rounds = 1 + int(np.argmax(oriented[1:] >= oriented[1:].max() - est.tol))
+    rounds = 1 + int(np.argmax(oriented[1:]))
     return mean, rounds
 
 
@@ -124,3 +124,35 @@ def test_cv_rounds_refuses_what_it_cannot_mean(case, message):
             est.set_params(truncate_at_best=True).fit(X, y)
         else:
             est.set_params(early_stopping_set="train").fit(X, y)
+
+
+def test_cv_rounds_take_any_array_like_and_any_target_scale():
+    # a list, or an object with __array__ only, gives the array's model; a
+    # target of scale 1e-29 keeps its rounds (the round is the best mean
+    # score itself, not one within tol of it)
+    X, y = _data(300)
+
+    class ArrayOnly:
+        def __init__(self, a):
+            self.a = a
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+
+    est = HistGBDTRegressor(early_stopping="cv", max_iter=20, random_state=0)
+    ref = clone(est).fit(X, y).predict(X)
+    for X_like in (X.tolist(), ArrayOnly(X)):
+        assert clone(est).fit(X_like, y).predict(X).tobytes() == ref.tobytes()
+    tiny = clone(est).fit(X, y * 1e-29)
+    assert tiny.n_iter_ > 1 and tiny.score(X, y * 1e-29) > 0.5
+
+
+def test_cv_rounds_where_no_tree_can_split():
+    # constant features: no round grows a tree in any fold; one round is
+    # asked of the final fit, which stops there as well
+    X = np.ones((200, 3))
+    y = np.random.default_rng(0).normal(size=200)
+    model = HistGBDTRegressor(early_stopping="cv", random_state=0).fit(X, y)
+    assert model.cv_results_["best_iteration"] == 1
+    assert model.best_score_ == model.cv_results_["loss-mean"][0]
+    np.testing.assert_allclose(model.predict(X), np.mean(y))

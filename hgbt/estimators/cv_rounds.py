@@ -5,10 +5,9 @@ A hold-out of a few hundred rows scores too noisily to stop on (issue 37,
 item 12): the fit stops at a dip of the noise and never trains on the rows
 held out. Here each of ``N_FOLDS`` folds is held out in turn while a clone
 of the estimator, without early stopping, fits the other rows and scores
-the held-out ones after every round; the round with the best mean score
-over the folds (``tol``: the least improvement that counts, as early
-stopping's) is the one kept, and the estimator then fits every row for that
-many rounds. With ``max_leaf_nodes='auto'`` the second tree size is
+the held-out ones after every round; the first round with the best mean
+score over the folds is the one kept, and the estimator then fits every row
+for that many rounds. With ``max_leaf_nodes='auto'`` the second tree size is
 cross-validated too when the first's best round is within
 ``n_iter_no_change`` of ``max_iter`` (as the hold-out compares them only
 when the first size did not stop), and the size with the better mean score
@@ -42,6 +41,11 @@ class CVChoice:
     std: np.ndarray
     trials: tuple
 
+    @property
+    def best_score(self) -> float:
+        """The mean score of the rounds kept (of the start, if no tree grew)."""
+        return float(self.mean[min(self.n_rounds, self.mean.size - 1)])
+
     def results(self) -> dict:
         """``cv_results_``: as :func:`hgbt.cv` returns them."""
         return {f"{self.metric}-mean": self.mean, f"{self.metric}-std": self.std,
@@ -69,6 +73,30 @@ def check_cv_fit(estimator, warm, X_val, given):
     if estimator.truncate_at_best:
         raise ValueError("truncate_at_best has no meaning with early_stopping='cv': the "
                          "final fit already stops at the best round of the folds.")
+
+
+def indexable(X):
+    """``X`` as rows the folds can take (``_safe_indexing``): arrays, sparse
+    matrices and data frames as they are (COO as CSR, the fit's own
+    canonical form), any other array-like (a list, an object with
+    ``__array__``) as the NumPy array the fit would make of it; None where
+    rows cannot be taken (the fit's checks then say what is wrong)."""
+    import scipy.sparse as sp
+    from ..data.frames import normalize_frame
+    if sp.issparse(X):
+        return X.tocsr() if X.format not in ("csr", "csc") else X
+    if hasattr(X, "columns"):  # a data frame: polars' lazy ones collected
+        X = normalize_frame(X)
+    elif not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except Exception:
+            return None
+    try:
+        _safe_indexing(X, [0])
+    except Exception:
+        return None
+    return X if len(getattr(X, "shape", ())) == 2 else None
 
 
 def _sizes(estimator):
@@ -103,7 +131,10 @@ def _fold_curves(estimator, size, folds, X, y, sample_weight, init_score):
                              "loss has no loss value; set scoring= (e.g. "
                              "'neg_mean_squared_error').")
         curves.append(np.asarray(scores, dtype=np.float64))
-    return metric, np.vstack(curves)
+    # a fold whose fit ended early (no tree could split) keeps its model,
+    # and so its score, for the rounds it did not grow
+    length = max(c.size for c in curves)
+    return metric, np.vstack([np.pad(c, (0, length - c.size), mode="edge") for c in curves])
 
 
 def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
@@ -114,7 +145,10 @@ def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
     -------
     CVChoice
     """
-    y = np.asarray(y)
+    X, y = indexable(X), np.asarray(y)
+    if X is None:
+        raise ValueError("early_stopping='cv' needs X as an array, a sparse matrix or a "
+                         "data frame, whose rows the folds can take.")
     weight = None if sample_weight is None else np.asarray(sample_weight)
     splitter = (StratifiedKFold if is_classifier(estimator) else KFold)(
         n_splits=N_FOLDS, shuffle=True, random_state=seed)
@@ -126,14 +160,15 @@ def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
         metric, curves = _fold_curves(estimator, size, folds, X, y, weight, init_score)
         mean = curves.mean(axis=0)
         oriented = -mean if lower_is_better else mean  # higher is better
-        # entry 0 scores the start (no tree): the first round that no later
-        # round beats by more than tol
-        peak = np.max(oriented[1:])
-        rounds = 1 + int(np.flatnonzero(oriented[1:] >= peak - estimator.tol)[0])
-        trials.append({**size, "n_iter": rounds, "score": float(oriented[rounds])})
+        # entry 0 scores the start (no tree); the first round of the best
+        # mean (tol, an absolute amount, only decides between tree sizes:
+        # targets of any scale keep their rounds); no round grown: one
+        rounds = 1 + int(np.argmax(oriented[1:])) if oriented.size > 1 else 1
+        score = float(oriented[min(rounds, oriented.size - 1)])
+        trials.append({**size, "n_iter": rounds, "score": score})
         choice = CVChoice(rounds, size, metric, mean, curves.std(axis=0), ())
-        if best is None or oriented[rounds] > best[0] + estimator.tol:
-            best = (float(oriented[rounds]), choice)
+        if best is None or score > best[0] + estimator.tol:
+            best = (score, choice)
         if rounds < estimator.max_iter - estimator.n_iter_no_change:
             break  # stopped well before max_iter: larger trees are not tried
     chosen = best[1]

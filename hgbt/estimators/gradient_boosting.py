@@ -257,7 +257,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 if self.early_stopping == "cv":
                     choice = vars(self).pop("_cv_choice")
                     self.best_iteration_, self.cv_results_ = self.n_iter_, choice.results()
-                    self.best_score_ = float(choice.mean[choice.n_rounds])
+                    self.best_score_ = choice.best_score
                     self.tree_size_scores_ = [dict(trial) for trial in choice.trials]
             except BaseException:
                 # never a mix of the old and the new model: one assignment
