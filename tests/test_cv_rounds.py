@@ -156,3 +156,19 @@ def test_cv_rounds_where_no_tree_can_split():
     assert model.cv_results_["best_iteration"] == 1
     assert model.best_score_ == model.cv_results_["loss-mean"][0]
     np.testing.assert_allclose(model.predict(X), np.mean(y))
+
+
+@pytest.mark.parametrize("container", ["coo", "polars", "pyarrow"])
+def test_cv_rounds_take_every_container_the_fit_takes(container):
+    sp = pytest.importorskip("scipy.sparse")
+    X, y = _data(300)
+    est = HistGBDTRegressor(early_stopping="cv", max_iter=20, random_state=0)
+    ref = clone(est).fit(X, y).predict(X)
+    if container == "coo":
+        X_in = sp.coo_matrix(X)
+    elif container == "polars":
+        X_in = pytest.importorskip("polars").DataFrame(X, schema=list("abcde"))
+    else:
+        pa = pytest.importorskip("pyarrow")
+        X_in = pa.table({name: X[:, i] for i, name in enumerate("abcde")})
+    assert clone(est).fit(X_in, y).predict(X_in).tobytes() == ref.tobytes()
