@@ -335,6 +335,10 @@ CONFIGS = [
                                      "learning_rate": 0.5, "n_iter_no_change": 3,
                                      "scoring": "roc_auc"},
       classifier=True, fit="xval", check="stopped"),
+    C("early_stopping_cv", "reg", {"early_stopping": "cv", "max_iter": 200,
+                                   "learning_rate": 0.5, "n_iter_no_change": 3,
+                                   "max_leaf_nodes": "auto", "l2_regularization": "auto"},
+      T12, check="stopped", about="rounds from 5 folds, then all rows (issue 37)"),
     C("warm_start", "reg_nan", {"warm_start": True}, T12, fit="warm"),
     C("warm_start_bundled", "zeros", {"warm_start": True}, fit="warm"),
 ]

@@ -297,8 +297,8 @@ def test_auto_tree_size_fits_once_when_the_fit_stops_early():
 ])
 def test_auto_tree_size_without_a_validation_score_is_the_first_size(params):
     X, y = sized_problem(1)
-    auto = HistGBDTRegressor(**SIZED, **params).fit(X, y)
-    first = HistGBDTRegressor(**SIZED, **params, **AUTO_TREE_SIZES[0]).fit(X, y)
+    auto = HistGBDTRegressor(**{**SIZED, **params}).fit(X, y)
+    first = HistGBDTRegressor(**{**SIZED, **params}, **AUTO_TREE_SIZES[0]).fit(X, y)
     assert auto.n_iter_ == 6 and auto.tree_size_scores_ == []
     _same_model(auto, first)
 

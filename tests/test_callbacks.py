@@ -347,7 +347,7 @@ def test_a_resumed_comparison_stopped_by_a_callback_waits_for_the_next_warm_star
 
 def test_a_warm_start_of_a_fit_that_compared_nothing_keeps_its_trees():
     X, y = sized_problem(1)
-    model = HistGBDTRegressor(**dict(SIZED, max_iter=3), early_stopping=False,
+    model = HistGBDTRegressor(**dict(SIZED, max_iter=3, early_stopping=False),
                               warm_start=True).fit(X, y)
     first = [t[0].nodes.tobytes() for t in rounds(model)]
     model.set_params(max_iter=8, early_stopping=True).fit(X, y, X_val=X[:300],

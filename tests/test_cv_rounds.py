@@ -27,12 +27,14 @@ def _reference(est, X, y, w, size, metric="loss"):
         N_FOLDS, shuffle=True, random_state=new_seed(est.random_state))
     curves = []
     for train, held in folds.split(X, y):
-        m = clone(est).set_params(early_stopping=False, **size).fit(
+        m = clone(est).set_params(early_stopping=True, n_iter_no_change=4 * est.n_iter_no_change,
+                                  **size).fit(
             X[train], y[train], None if w is None else w[train],
             eval_set=[(X[held], y[held])],
             eval_sample_weight=[None if w is None else w[held]])
         curves.append(m.evals_result_["valid_0"][metric])
-    mean = np.mean(curves, axis=0)
+    length = max(len(c) for c in curves)  # a stopped fold keeps its last score
+    mean = np.mean([c + [c[-1]] * (length - len(c)) for c in curves], axis=0)
     oriented = -mean if metric == "loss" else mean
     rounds = 1 + int(np.argmax(oriented[1:]))
     return mean, rounds
@@ -172,3 +174,50 @@ def test_cv_rounds_take_every_container_the_fit_takes(container):
         pa = pytest.importorskip("pyarrow")
         X_in = pa.table({name: X[:, i] for i, name in enumerate("abcde")})
     assert clone(est).fit(X_in, y).predict(X_in).tobytes() == ref.tobytes()
+
+
+def test_auto_checkpoint_of_the_final_fit_resumes_to_the_chosen_rounds(tmp_path):
+    # 'auto' cross-validates these 2,000 rows; the final fit stops after 11
+    # rounds (a callback), and its checkpoint, warm started, finishes the rounds chosen:
+    # the uninterrupted model, bit for bit
+    from hgbt import load_model
+    from hgbt.callbacks import Checkpoint
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 6))
+    y = X[:, 0] * 3 + np.sin(X[:, 1]) + rng.normal(size=2000)
+    params = dict(max_iter=200, subsample=0.8, random_state=0)
+
+    class Dies:
+        def after_round(self, iteration, history, estimator):
+            return "stop" if iteration == 10 else None
+
+    HistGBDTRegressor(**params).fit(X, y, callbacks=[Checkpoint(tmp_path / "m.json",
+                                                                every=5), Dies()])
+    saved = load_model(tmp_path / "m.json")
+    whole = HistGBDTRegressor(**params).fit(X, y)
+    assert saved.n_iter_ == 11 < whole.n_iter_ == saved.cv_results_["best_iteration"]
+    resumed = saved.set_params(warm_start=True).fit(X, y)
+    assert resumed.n_iter_ == whole.n_iter_
+    assert resumed.predict(X).tobytes() == whole.predict(X).tobytes()
+    # a warm start of the finished model adds the rounds asked for
+    more = whole.set_params(warm_start=True, max_iter=whole.n_iter_ + 4).fit(X, y)
+    assert more.n_iter_ == resumed.n_iter_ + 4
+
+
+def test_cv_results_are_saved_and_checked(tmp_path):
+    import json
+
+    from hgbt import load_model
+    X, y = _data(400)
+    model = HistGBDTRegressor(random_state=0).fit(X, y)  # 'auto': cross-validated
+    model.save_model(tmp_path / "m.json")
+    loaded = load_model(tmp_path / "m.json")
+    for key, value in model.cv_results_.items():
+        np.testing.assert_array_equal(loaded.cv_results_[key], value)
+    document = json.loads((tmp_path / "m.json").read_text())
+    entry = document["fitted"]["attributes"]["cv_results_"]
+    entry["items"] = [item for item in entry["items"] if item[0] != "best_iteration"]
+    document.pop("checksum", None)
+    (tmp_path / "bad.json").write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="cv_results_"):
+        load_model(tmp_path / "bad.json")

@@ -253,6 +253,7 @@ def test_to_local_and_pickle(client):
     (dict(subsample=0.5), "Row sampling"),
     (dict(warm_start=True), "warm_start"),
     (dict(early_stopping=True), "X_val"),
+    (dict(early_stopping="cv"), "early_stopping='cv' is not supported"),
 ])
 def test_unsupported_settings_raise(client, params, message):
     X, y = regression_data(500)

@@ -1,9 +1,12 @@
 """The boosting loop: early stopping, warm start, staged prediction, sampling, losses."""
+import io
+
 import numpy as np
 import pytest
 from sklearn.metrics import r2_score
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
+from hgbt.callbacks import ProgressBar
 from hgbt.datasets import make_regression_task
 from fitted import all_trees, tree_at
 
@@ -362,25 +365,49 @@ def test_small_input_fast_path_equals_the_validated_path():
 @pytest.mark.parametrize("n_rows", [99, 100])
 @pytest.mark.parametrize("classifier", [False, True])
 def test_auto_early_stopping_from_100_rows(n_rows, classifier):
-    # 'auto' holds out validation_fraction from 100 rows (scikit-learn: above
-    # 10,000); below, every round is fitted and nothing is scored.
+    # 'auto' cross-validates the rounds from 100 rows (scikit-learn: no early
+    # stopping up to 10,000); below, every round is fitted and nothing is
+    # scored. A callback (here a progress bar) does not change the model.
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n_rows, 3))
     y = X[:, 0] + rng.normal(scale=0.5, size=n_rows)
+    y = np.digitize(y, [-0.5, 0.5]) if classifier else y
     cls = HistGBDTClassifier if classifier else HistGBDTRegressor
-    model = cls(random_state=0).fit(X, np.digitize(y, [-0.5, 0.5]) if classifier else y)
+    model = cls(random_state=0).fit(X, y)
     on = n_rows >= 100
-    assert (model.validation_score_.size > 0) == on
+    assert hasattr(model, "cv_results_") == on
     assert (model.n_iter_ < model.max_iter) == on
+    assert model.validation_score_.size == 0
+    watched = cls(random_state=0).fit(X, y, callbacks=[ProgressBar(file=io.StringIO(),
+                                                                   use_tqdm=False)])
+    assert watched.n_iter_ == model.n_iter_
+    assert all(a.nodes.tobytes() == b.nodes.tobytes()
+               for a, b in zip(all_trees(watched), all_trees(model)))
+
+
+def test_auto_early_stopping_holds_out_from_10000_rows():
+    # from AUTO_CV_MAX_ROWS a tenth of the rows is a steady enough hold-out
+    from hgbt.estimators.cv_rounds import AUTO_CV_MAX_ROWS
+    rng = np.random.default_rng(0)
+    for n_rows in (AUTO_CV_MAX_ROWS - 1, AUTO_CV_MAX_ROWS):
+        X = rng.normal(size=(n_rows, 3))
+        y = X[:, 0] + rng.normal(scale=0.5, size=n_rows)
+        model = HistGBDTRegressor(max_iter=30, random_state=0).fit(X, y)
+        held_out = n_rows >= AUTO_CV_MAX_ROWS
+        assert hasattr(model, "cv_results_") != held_out
+        assert (model.validation_score_.size > 0) == held_out
 
 
 def test_auto_early_stopping_off_where_no_stratified_hold_out():
     # 120 rows of 15 classes (12 held out) and a class of one row: 'auto' fits
     # every round instead of failing in the split; True still reports it
+    # (with validation_fraction's hold-out as the early stopping 'auto' makes
+    # from 10,000 rows: a class too rare for the 5 folds also goes there)
     rng = np.random.default_rng(0)
     for y in (np.repeat(np.arange(15), 8), np.r_[np.zeros(150), 1]):
         X = rng.normal(size=(y.shape[0], 2))
         model = HistGBDTClassifier(max_iter=5, random_state=0).fit(X, y)
-        assert model.n_iter_ == 5 and model.validation_score_.size == 0
+        assert model.validation_score_.size == 0
+        assert model.n_iter_ == 5 or hasattr(model, "cv_results_")
         with pytest.raises(ValueError, match="class"):
             HistGBDTClassifier(max_iter=5, early_stopping=True, random_state=0).fit(X, y)

@@ -109,8 +109,9 @@ def test_progress_bar_without_tqdm_falls_back(data, monkeypatch):
 
 def _runs_to_max_iter(data, **params):
     X, y = data
+    # the hold-out compares the tree sizes ('auto' would cross-validate these rows)
     return HistGBDTRegressor(max_iter=3, n_iter_no_change=50, random_state=0,
-                             **params).fit(X, y)
+                             early_stopping=True, **params).fit(X, y)
 
 
 def test_the_printers_say_when_a_second_tree_size_is_fitted_and_which_is_kept(data,
@@ -130,7 +131,8 @@ def test_the_printers_say_when_a_second_tree_size_is_fitted_and_which_is_kept(da
         f"{first:.6g} with 31 leaves, {second:.6g} with 63 leaves).")
     out = io.StringIO()
     X, y = data
-    HistGBDTRegressor(max_iter=3, n_iter_no_change=50, random_state=0).fit(
+    HistGBDTRegressor(max_iter=3, n_iter_no_change=50, random_state=0,
+                      early_stopping=True).fit(
         X, y, callbacks=[ProgressBar(file=out, use_tqdm=False, width=6)])
     text = out.getvalue()
     # the bar of each size, each closed by its line

@@ -194,7 +194,7 @@ def test_minus_one_means_every_usable_cpu(monkeypatch):
     # -1 is governed as None is, and gives the same model
     monkeypatch.setattr(hgbt.engine.boosting, "ThreadGovernor", _Cycling)
     _Cycling.counts = []
-    settings = dict(max_iter=3, max_leaf_nodes=31, random_state=0)
+    settings = dict(max_iter=3, max_leaf_nodes=31, random_state=0, early_stopping=False)
     a = HistGBDTRegressor(n_threads=-1, **settings).fit(X, y)
     assert len(_Cycling.counts) == 3
     b = HistGBDTRegressor(n_threads=1, **settings).fit(X, y)

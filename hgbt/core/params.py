@@ -199,8 +199,8 @@ PARAMS = (
     _p("grow_policy", "lossguide", [StrOptions({"lossguide", "depthwise"})],
        "Best-first by gain, or level by level.", "tree", BOTH, None, "grow_policy"),
     _p("early_stopping", "auto", [StrOptions({"auto", "cv"}), "boolean"],
-       "Stop when the watched score stops improving; 'auto': from 100 rows; 'cv': "
-       "rounds cross-validated, then all rows.",
+       "Stop when the watched score stops improving; 'auto': from 100 rows ('cv' "
+       "below 10,000); 'cv': rounds cross-validated, then all rows.",
        "early_stopping", BOTH, None, None, "early_stopping"),
     _p("scoring", "loss", [str, callable, None],
        "The metric early stopping watches.", "early_stopping", BOTH, "metric",

@@ -100,6 +100,11 @@ class _DaskMixin:
         if self.warm_start:
             raise ValueError("warm_start is not supported by the Dask estimators; "
                              "to_local() gives a local model that can continue.")
+        if self.early_stopping == "cv":
+            raise ValueError("early_stopping='cv' is not supported by the Dask estimators "
+                             "(its folds are local fits): pass X_val and y_val with "
+                             "early_stopping=True, or fit locally.")
+        # 'auto' on a cluster: X_val's early stopping, never cross-validated rounds
         early_stopping = (has_val if self.early_stopping == "auto"
                           else bool(self.early_stopping))
         if has_val and not early_stopping:

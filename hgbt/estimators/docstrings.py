@@ -85,8 +85,12 @@ COMMON_PARAMETERS_DOC = """\
         Stop when the watched score (``scoring`` on ``early_stopping_set``)
         has not improved by more than ``tol`` for ``n_iter_no_change``
         rounds. 'auto' turns it on from 100 rows (scikit-learn's: above
-        10,000; not for a classifier with a class too rare for a stratified
-        hold-out), or when ``X_val`` is given to ``fit``. On an
+        10,000), or when ``X_val`` is given to ``fit``: below 10,000 rows it
+        is 'cv' (below) where nothing else is watched (no ``X_val``,
+        ``eval_set`` or ``early_stopping_set``, no warm start or
+        ``truncate_at_best``, every class in the 5 folds), else a hold-out
+        of ``validation_fraction`` (not for a classifier with a class too
+        rare for a stratified hold-out). On an
         :class:`hgbt.Dataset`, 'auto' turns it on when a validation set is
         given (``X_val`` or ``eval_set``), whatever the row count: a hold-out
         would bin the Dataset again. 'cv': the rounds are chosen by 5-fold
@@ -94,8 +98,11 @@ COMMON_PARAMETERS_DOC = """\
         ``scoring``, and with ``max_leaf_nodes='auto'`` the better tree
         size), then every row is fitted for that many rounds
         (``cv_results_``): steadier than a hold-out of a few hundred rows,
-        for 6 fits' time; arrays and DataFrames only, no ``X_val``,
-        ``early_stopping_set`` or warm start.
+        for 8-10 times a hold-out fit's time on small tables; each fold's
+        fit stops ``4 * n_iter_no_change`` rounds after its best; callbacks
+        follow the final fit. Not with a Dataset (``hgbt.cv``), ``X_val``,
+        ``early_stopping_set`` or a warm start (but a checkpoint of the
+        final fit, warm started, finishes its rounds).
     scoring : str, callable or None, default='loss'
         Score used for early stopping and ``best_iteration_``: 'loss' (the
         loss; the smaller the better), or a scikit-learn scorer name or

@@ -35,7 +35,7 @@ from ..engine.losses import get_loss
 from ..engine.numeric_range import check_fit_range
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ..tree.grower import TreeSettings
-from .cv_rounds import check_cv_fit, choose_rounds
+from .cv_rounds import CVChoice, auto_cv, check_cv_fit, choose_rounds
 from .docstrings import FIT_DOC
 from .explain import ExplainMixin
 from .fit_inputs import (FitInputs, check_init_score, eval_init_scores, interaction_groups,
@@ -50,7 +50,8 @@ from ..data.sparse import ACCEPTED_FORMATS, as_csr, check_sparse_format
 # early_stopping='auto' turns on from this many rows (scikit-learn's: above
 # 10,000): on 20 real tables (506-10,000 rows, and cut to 250 and 125) the
 # defaults with a hold-out were within noise of the best library on 15-16 of
-# 20, the same settings fitting every round on 0-9 (benchmarks/accuracy_study.md).
+# 20, the same settings fitting every round on 0-9 (benchmarks/accuracy_study.md);
+# below cv_rounds.AUTO_CV_MAX_ROWS rows it cross-validates the rounds instead.
 AUTO_EARLY_STOPPING_ROWS = 100
 
 #: LightGBM's and XGBoost's ``predict`` options, and hgbt's spelling of each
@@ -246,15 +247,25 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 # scikit-learn's callbacks are torn down however the fit ends
                 fit = managed(type(self)._fit) if uses_sklearn_callbacks(self) else \
                     type(self)._fit
-                if self.early_stopping == "cv":  # the folds' rounds, then all rows
-                    check_cv_fit(self, self.warm_start and self._is_fitted(), X_val,
-                                 isinstance(X, Dataset))
+                warm = self.warm_start and self._is_fitted()
+                resumed = CVChoice.resumed(self) if warm and self.early_stopping in (
+                    "auto", "cv") else None
+                cv = resumed is not None or self.early_stopping == "cv" or (
+                    self.early_stopping == "auto" and auto_cv(
+                        self, X, y, X_val, eval_set, warm, AUTO_EARLY_STOPPING_ROWS))
+                if resumed is not None:  # a checkpoint of a cross-validated fit
+                    self._cv_choice = resumed
+                elif cv:  # the folds' rounds, then all rows
+                    check_cv_fit(self, warm, X_val, isinstance(X, Dataset))
                     self._cv_choice = choose_rounds(self, X, y, sample_weight, init_score,
                                                     self._new_seed())
+                    # before the rounds: a checkpoint of them says where they end
+                    self.cv_results_ = self._cv_choice.results()
+                    self.tree_size_scores_ = [dict(t) for t in self._cv_choice.trials]
                 fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
                     eval_names, eval_sample_weight, callbacks,
                     (init_score, init_score_val, eval_init_score))
-                if self.early_stopping == "cv":
+                if cv:
                     choice = vars(self).pop("_cv_choice")
                     self.best_iteration_, self.cv_results_ = self.n_iter_, choice.results()
                     self.best_score_ = choice.best_score
@@ -384,7 +395,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         callbacks = list(callbacks or ())
         if uses_sklearn_callbacks(self):
             # the fit is scikit-learn's task, each round a subtask
-            rounds = self.max_iter - (self.n_iter_ if warm else 0)
+            rounds = (self._cv_choice.n_rounds if hasattr(self, "_cv_choice")
+                      else self.max_iter) - (self.n_iter_ if warm else 0)
             if self.max_leaf_nodes == "auto" and self._may_compare_sizes(warm,
                                                                          early_stopping):
                 rounds += self.max_iter  # a fit with other trees may follow
@@ -541,8 +553,11 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         return out.astype(np.int8)
 
     def _early_stopping_enabled(self, y, has_val):
-        if self.early_stopping == "cv":  # the rounds are chosen: the fit runs them all
+        if hasattr(self, "_cv_choice"):  # the rounds are chosen: the fit runs them all
             return False
+        if (self.early_stopping == "auto" and self.warm_start and self._is_fitted()
+                and hasattr(self, "cv_results_")):
+            return False  # more rounds of a cross-validated model: the ones asked for
         if self.early_stopping == "auto":
             if has_val:
                 return True

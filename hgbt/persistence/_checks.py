@@ -100,6 +100,22 @@ def _check_trials(value, state, where):
         fail(where, f"expected a list of dicts of {sorted(keys)}")
 
 
+def _check_cv_results(value, state, where):
+    # cv_results_ (early_stopping='cv' or 'auto' on few rows): the folds'
+    # mean and spread per round, and the rounds the fit runs (a warm start
+    # of a checkpoint finishes them)
+    if not isinstance(value, dict) or len(value) != 3 or "best_iteration" not in value:
+        fail(where, "expected {'<metric>-mean', '<metric>-std', 'best_iteration'}")
+    means = [k for k in value if isinstance(k, str) and k.endswith("-mean")]
+    if len(means) != 1 or f"{means[0][:-5]}-std" not in value:
+        fail(where, "expected {'<metric>-mean', '<metric>-std', 'best_iteration'}")
+    curves = [value[means[0]], value[f"{means[0][:-5]}-std"]]
+    if not all(isinstance(c, np.ndarray) and c.dtype == np.float64 and c.ndim == 1
+               and c.size >= 1 and c.size == curves[0].size for c in curves):
+        fail(where, "expected two 1-D float64 arrays of one length")
+    _as_count(value["best_iteration"], f"{where}.best_iteration", 1)
+
+
 def _check_optional_count(low):
     def check(value, state, where):
         if value is not None:
@@ -177,6 +193,7 @@ FITTED_ATTRIBUTES = {
     "max_leaf_nodes_": _check_optional_count(2),
     "l2_regularization_": _check_l2,
     "tree_size_scores_": _check_trials,
+    "cv_results_": _check_cv_results,
     "_tree_size_comparing": _check_flag,
     "_interaction_groups_": _check_groups,
     "_monotonic_cst_": _check_monotonic,
