@@ -35,7 +35,7 @@ N_FOLDS = 5
 # early_stopping='auto' cross-validates the rounds of a fit from
 # AUTO_EARLY_STOPPING_ROWS rows up to this many; above, a tenth of the rows
 # (1,000 or more) is a steady enough hold-out. Measured on 40 small real
-# tables (benchmarks/accuracy_study.md): better than the hold-out on 21,
+# tables (benchmarks/accuracy_study.md): better than the hold-out on 20,
 # worse on none.
 AUTO_CV_MAX_ROWS = 10_000
 # a fold's fit stops this many times n_iter_no_change rounds after its best
