@@ -62,11 +62,12 @@ def quantile_thresholds(values, max_bins):
 
 
 def quantile_dense_thresholds(X, rows, max_bins=255, n_threads=1):
-    padded, counts = BUILT(X, rows, max_bins, n_threads)
+    """``dense_thresholds``' arrays, by the quantile rule (one column at a time)."""
+    padded = np.zeros((X.shape[1], max(max_bins - 1, 1)))
+    counts = np.zeros(X.shape[1], dtype=np.int32)
     for f in range(X.shape[1]):
         col = np.asarray(X[:, f] if rows is None else X[rows, f], dtype=np.float64)
         t = quantile_thresholds(np.sort(col[~np.isnan(col)]), max_bins)
-        padded[f, :] = 0
         padded[f, :t.size] = t
         counts[f] = t.size
     return padded, counts

@@ -391,9 +391,6 @@ def test_invalid_max_bins_and_feature_mismatch():
 
 # --- sample weights -------------------------------------------------------
 
-from fractions import Fraction  # noqa: E402
-
-
 def _separator(a, b):
     """Separating threshold of a < b, scalar Python floats (the rule itself is
     checked against its definition by test_separators_survive_float32)."""
@@ -444,10 +441,6 @@ def reference_thresholds(col, max_bins, w=None):
     return np.array(out)
 
 
-def reference_weighted_thresholds(col, w, max_bins):
-    return reference_thresholds(col, max_bins, w)
-
-
 def _n_distinct_weighted(col, w):
     return np.unique(col[~np.isnan(col) & (w > 0)]).size
 
@@ -482,7 +475,7 @@ def test_integer_weights_equal_repeated_rows(seed, max_bins, path):
         got = find_thresholds(col, max_bins, w)
         repeated = find_thresholds(np.repeat(col, w), max_bins)
     np.testing.assert_array_equal(got, repeated)
-    np.testing.assert_array_equal(got, reference_weighted_thresholds(col, w, max_bins))
+    np.testing.assert_array_equal(got, reference_thresholds(col, max_bins, w))
     assert got.size <= max_bins - 1 and np.all(np.diff(got) > 0)
     if path == "greedy":
         # -inf gets its own bin when it weighs at least W / max_bins; no
@@ -515,7 +508,7 @@ def test_weighted_cuts_by_hand(case):
     for c, ww in ((col, w), (col[perm], w[perm]), (col[::-1], w[::-1])):
         np.testing.assert_array_equal(find_thresholds(c, 4, ww), expected)
         np.testing.assert_array_equal(find_thresholds(np.repeat(c, ww), 4), expected)
-        np.testing.assert_array_equal(reference_weighted_thresholds(c, ww, 4), expected)
+        np.testing.assert_array_equal(reference_thresholds(c, 4, ww), expected)
         # non-unit weights, same cumulative shape: scaled by 3
         np.testing.assert_array_equal(find_thresholds(c, 4, 3.0 * ww), expected)
 
@@ -545,7 +538,7 @@ def test_integer_weights_equal_repeated_rows_bin_mapper(seed):
         np.testing.assert_array_equal(mw.bin_thresholds_[f], mr.bin_thresholds_[f])
         np.testing.assert_array_equal(
             mw.bin_thresholds_[f],
-            reference_weighted_thresholds(X[:, f].astype(np.float64), w, 32))
+            reference_thresholds(X[:, f].astype(np.float64), 32, w))
     np.testing.assert_array_equal(mw.n_bins_non_missing_, mr.n_bins_non_missing_)
     np.testing.assert_array_equal(np.repeat(mw.transform(X), w, axis=0),
                                   mr.transform(np.repeat(X, w, axis=0)))
@@ -571,7 +564,7 @@ def test_near_unit_and_scaled_weights(seed):
                                       find_thresholds(col, B, wi))
     wf = rng.uniform(0.1, 3.0, col.size)
     np.testing.assert_array_equal(find_thresholds(col, B, wf),
-                                  reference_weighted_thresholds(col, wf, B))
+                                  reference_thresholds(col, B, wf))
 
 
 @pytest.mark.parametrize("max_bins", [2, 16, 255])
@@ -655,7 +648,7 @@ def test_only_zero_weight_values_fall_back_to_unweighted():
     assert mapper.bin_thresholds_[3].size == 0
     for f in (1, 2):
         np.testing.assert_array_equal(
-            mapper.bin_thresholds_[f], reference_weighted_thresholds(X[:, f], w, 16))
+            mapper.bin_thresholds_[f], reference_thresholds(X[:, f], 16, w))
     # every weight zero: all features unweighted
     z = BinMapper(max_bins=16, subsample=None).fit(X, sample_weight=np.zeros(n))
     u = BinMapper(max_bins=16, subsample=None).fit(X)
@@ -761,7 +754,7 @@ def test_weighted_fit_uses_the_uniform_seeded_subsample():
         np.testing.assert_array_equal(mapper.bin_thresholds_[f],
                                       find_thresholds(X[rows, f], 64, w[rows]))
         np.testing.assert_array_equal(mapper.bin_thresholds_[f],
-                                      reference_weighted_thresholds(X[rows, f], w[rows], 64))
+                                      reference_thresholds(X[rows, f], 64, w[rows]))
     # fit_sample on the gathered rows and their weights gives the same result
     other = BinMapper(max_bins=64).fit_sample(X[rows], w[rows])
     for ta, tb in zip(mapper.bin_thresholds_, other.bin_thresholds_):

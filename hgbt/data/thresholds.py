@@ -14,11 +14,6 @@ from ..core._types import X_DTYPE
 # extra memory stays small next to X).
 SORT_BLOCK_BYTES = 4 << 20
 
-def _midpoints(distinct):
-    """Thresholds between consecutive distinct values (sorted, no NaN): the
-    separators of :func:`_separators`."""
-    return _separators(distinct[:-1], distinct[1:])
-
 
 def _separators(a, b):
     """Elementwise threshold ``t`` separating ``a < b`` (``a <= t < b``) that
@@ -124,12 +119,6 @@ def _find_thresholds(column, max_bins, sample_weight):
     return _sorted_thresholds(values.astype(X_DTYPE, copy=False), max_bins)
 
 
-def _distinct(sorted_values):
-    if sorted_values.size == 0:
-        return sorted_values
-    return sorted_values[np.r_[True, sorted_values[1:] != sorted_values[:-1]]]
-
-
 def _sorted_thresholds(values, max_bins):
     """:func:`find_thresholds` of sorted, NaN-free values without weights."""
     return sorted_thresholds(np.ascontiguousarray(values, dtype=X_DTYPE), None, max_bins)
@@ -220,29 +209,24 @@ def dense_thresholds(X, rows=None, max_bins=255, n_threads=1):
     return thresholds, counts
 
 
-def _with_zeros(sorted_values, n_zeros):
-    """``sorted_values`` with ``n_zeros`` zeros inserted in order."""
-    at = np.searchsorted(sorted_values, 0.0)
-    return np.concatenate([sorted_values[:at], np.zeros(n_zeros, dtype=X_DTYPE),
-                           sorted_values[at:]])
-
-
 def column_thresholds(values, n_zeros, max_bins):
     """Thresholds of a column given by its stored ``values`` and implicit zeros.
 
-    Equal to the dense thresholds of the same column. With few distinct
-    values (the usual sparse column) only the stored values are sorted;
-    otherwise the sorted column is built for the greedy cuts.
+    Equal to the dense thresholds of the same column: the kernel reads the
+    distinct stored values with their row counts, the implicit zeros being
+    one more count of 0.0, so only the stored values are sorted and the
+    zeros are never written out (counts are exact, as the dense column's).
     """
-    values = np.sort(values[~np.isnan(values)])
-    distinct = _distinct(values)
-    if n_zeros and not np.any(distinct == 0.0):
-        distinct = _with_zeros(distinct, 1)
-    if distinct.size <= 1:
-        return np.empty(0, dtype=X_DTYPE)
-    if distinct.size <= max_bins:
-        return _midpoints(distinct)
-    return _sorted_thresholds(_with_zeros(values, n_zeros), max_bins)
+    distinct, counts = np.unique(values[~np.isnan(values)], return_counts=True)
+    if n_zeros:
+        at = int(np.searchsorted(distinct, 0.0))
+        if at < distinct.size and distinct[at] == 0.0:
+            counts[at] += n_zeros
+        else:
+            distinct = np.insert(distinct, at, 0.0)
+            counts = np.insert(counts, at, n_zeros)
+    return sorted_thresholds(np.ascontiguousarray(distinct, dtype=X_DTYPE),
+                             counts.astype(np.float64), max_bins)
 
 
 def sparse_thresholds(X_csc, j, max_bins, sample_weight, n_kept=None):

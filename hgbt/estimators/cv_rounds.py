@@ -85,36 +85,38 @@ class CVChoice:
 
 
 def auto_cv(estimator, X, y, X_val, eval_set, warm, min_rows):
-    """Whether ``early_stopping='auto'`` cross-validates this fit's rounds:
-    ``min_rows`` to ``AUTO_CV_MAX_ROWS`` rows (any container but a Dataset)
-    with a matching 1-d ``y``, nothing else to watch (no ``X_val``,
-    ``eval_set`` or ``early_stopping_set``), a hold-out to replace
-    (``validation_fraction``), a score to average, every class in each fold,
-    no warm start and no ``truncate_at_best``. Callbacks do not decide: a
-    progress bar or a checkpoint must not change the model."""
+    """The rows (:func:`indexable`) when ``early_stopping='auto'``
+    cross-validates this fit's rounds, else None: ``min_rows`` to
+    ``AUTO_CV_MAX_ROWS`` rows (any container but a Dataset) with a matching
+    1-d ``y``, nothing else to watch (no ``X_val``, ``eval_set`` or
+    ``early_stopping_set``), a hold-out to replace (``validation_fraction``),
+    a score to average, every class in each fold, no warm start and no
+    ``truncate_at_best``. Callbacks do not decide: a progress bar or a
+    checkpoint must not change the model."""
     from ..data.dataset import Dataset
     if (isinstance(X, Dataset) or X_val is not None or eval_set or warm or y is None
             or estimator.early_stopping_set is not None
             or estimator.validation_fraction is None or estimator.truncate_at_best
             or (callable(getattr(estimator, "loss", None)) and estimator.scoring == "loss")):
-        return False
+        return None
     X = indexable(X)
     if X is None:
-        return False
+        return None
     try:
         y = np.asarray(y)
     except Exception:  # the fit's checks say what is wrong
-        return False
+        return None
     n = X.shape[0]
     if y.ndim != 1 or y.shape[0] != n or not min_rows <= n < AUTO_CV_MAX_ROWS:
-        return False
+        return None
     if is_classifier(estimator):
         try:
             counts = np.unique(y, return_counts=True)[1]
         except TypeError:  # mixed label types: the fit's checks say so
-            return False
-        return counts.size >= 2 and counts.min() >= N_FOLDS
-    return True
+            return None
+        if counts.size < 2 or counts.min() < N_FOLDS:
+            return None
+    return X
 
 
 def check_cv_fit(estimator, warm, X_val, given):
@@ -162,6 +164,28 @@ def indexable(X):
     except Exception:
         return None
     return X if len(getattr(X, "shape", ())) == 2 else None
+
+
+def plan_rounds(estimator, X, y, sample_weight, init_score, X_val, eval_set, warm,
+                min_rows, new_seed):
+    """``(choice, fresh)``: the :class:`CVChoice` a fit runs (None: a hold-out,
+    or no early stopping), and whether its folds were fitted now (else the
+    rest of a checkpoint's rounds). ``new_seed()`` seeds the folds."""
+    from ..data.dataset import Dataset
+    if warm and estimator.early_stopping in ("auto", "cv"):
+        resumed = CVChoice.resumed(estimator)
+        if resumed is not None:
+            return resumed, False
+    rows = (auto_cv(estimator, X, y, X_val, eval_set, warm, min_rows)
+            if estimator.early_stopping == "auto" else None)
+    if rows is None and estimator.early_stopping != "cv":
+        return None, False
+    check_cv_fit(estimator, warm, X_val, isinstance(X, Dataset))
+    rows = indexable(X) if rows is None else rows
+    if rows is None:
+        raise ValueError("early_stopping='cv' needs X as an array, a sparse matrix or a "
+                         "data frame, whose rows the folds can take.")
+    return choose_rounds(estimator, rows, y, sample_weight, init_score, new_seed()), True
 
 
 def _sizes(estimator):
@@ -221,16 +245,13 @@ def _fold_curves(estimator, size, folds, X, y, sample_weight, init_score):
 
 def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
     """Cross-validate ``estimator``'s rounds (and its 'auto' tree sizes) on
-    the rows ``X, y`` (NumPy, pandas or sparse; ``y`` an array).
+    the rows ``X`` (as :func:`indexable` gives them), ``y``.
 
     Returns
     -------
     CVChoice
     """
-    X, y = indexable(X), np.asarray(y)
-    if X is None:
-        raise ValueError("early_stopping='cv' needs X as an array, a sparse matrix or a "
-                         "data frame, whose rows the folds can take.")
+    y = np.asarray(y)
     weight = None if sample_weight is None else np.asarray(sample_weight)
     if init_score is not None:  # checked on every row, before the folds cut it
         k = np.unique(y).size if is_classifier(estimator) else 1

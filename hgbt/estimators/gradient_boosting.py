@@ -35,7 +35,7 @@ from ..engine.losses import get_loss
 from ..engine.numeric_range import check_fit_range
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ..tree.grower import TreeSettings
-from .cv_rounds import CVChoice, auto_cv, check_cv_fit, choose_rounds
+from .cv_rounds import plan_rounds
 from .docstrings import FIT_DOC
 from .explain import ExplainMixin
 from .fit_inputs import (FitInputs, check_init_score, eval_init_scores, interaction_groups,
@@ -247,28 +247,22 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 # scikit-learn's callbacks are torn down however the fit ends
                 fit = managed(type(self)._fit) if uses_sklearn_callbacks(self) else \
                     type(self)._fit
-                warm = self.warm_start and self._is_fitted()
-                resumed = CVChoice.resumed(self) if warm and self.early_stopping in (
-                    "auto", "cv") else None
-                cv = resumed is not None or self.early_stopping == "cv" or (
-                    self.early_stopping == "auto" and auto_cv(
-                        self, X, y, X_val, eval_set, warm, AUTO_EARLY_STOPPING_ROWS))
-                if resumed is not None:  # a checkpoint of a cross-validated fit
-                    self._cv_choice = resumed
-                elif cv:  # the folds' rounds, then all rows
-                    check_cv_fit(self, warm, X_val, isinstance(X, Dataset))
-                    self._cv_choice = choose_rounds(self, X, y, sample_weight, init_score,
-                                                    self._new_seed())
-                    # before the rounds: a checkpoint of them says where they end
-                    self.cv_results_ = self._cv_choice.results()
-                    self.tree_size_scores_ = [dict(t) for t in self._cv_choice.trials]
+                # cross-validated rounds (or a checkpoint's rest of them), then all rows
+                choice, fresh = plan_rounds(
+                    self, X, y, sample_weight, init_score, X_val, eval_set,
+                    self.warm_start and self._is_fitted(), AUTO_EARLY_STOPPING_ROWS,
+                    self._new_seed)
+                if choice is not None:
+                    self._cv_choice = choice
+                if fresh:  # before the rounds: a checkpoint of them says where they end
+                    self.cv_results_ = choice.results()
+                    self.tree_size_scores_ = [dict(t) for t in choice.trials]
                 fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
                     eval_names, eval_sample_weight, callbacks,
                     (init_score, init_score_val, eval_init_score))
-                if cv:
-                    choice = vars(self).pop("_cv_choice")
-                    self.best_iteration_, self.cv_results_ = self.n_iter_, choice.results()
-                    self.best_score_ = choice.best_score
+                if choice is not None:  # the fit's history knows nothing of the folds
+                    del self._cv_choice
+                    self.best_iteration_, self.best_score_ = self.n_iter_, choice.best_score
                     self.tree_size_scores_ = [dict(trial) for trial in choice.trials]
             except BaseException:
                 # never a mix of the old and the new model: one assignment
