@@ -14,6 +14,7 @@ from hgbt.engine.boosting import FitRecord, TrainingData, TreeSource, boost
 from hgbt.engine.callbacks import CallbackRunner, EarlyStopping
 from hgbt.engine.evaluation import Evaluator, LossMetric
 from hgbt.engine.history import EvalHistory
+from hgbt.engine.round_plan import RoundTrees
 from hgbt.engine.row_state import LocalData, RowState, ValidationRows
 from hgbt.core.params import AUTO_TREE_SIZES
 from hgbt.engine.sampling import RowSampler
@@ -95,8 +96,9 @@ class FakeData:
         self.calls.append("sample_rows")
         return None
 
-    def grow_round(self, grow_one, n_trees):
-        return [grow_one(self.source, k) for k in range(n_trees)]
+    def grow_round(self, settings, plan):
+        return RoundTrees(settings).grow(
+            self, plan, lambda grow_one, n: [grow_one(self.source, k) for k in range(n)])
 
     def refit_leaves(self, source, k, leaf_ids):
         return None

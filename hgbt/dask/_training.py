@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.exact import grid_exponent
 from ..engine.boosting import boost
+from ..engine.round_plan import RoundTrees
 from ..tree._grower import TreeKernel
 
 #: exceptions a shard raises about the user's data: re-raised as they are
@@ -119,6 +120,7 @@ class DistributedTrainingData:
         self.n_threads = n_threads
         self._commands = []
         self._kernel = None
+        self._round_trees = None
         self._grids = None
         self._tree_start = (0, 0)
         self.histogram_bytes = 0
@@ -157,9 +159,12 @@ class DistributedTrainingData:
                                       "estimators")
         return None
 
-    def grow_round(self, grow_one, n_trees):
+    def grow_round(self, settings, plan):
         # the shards hold the node state of one tree at a time
-        return [grow_one(self, k) for k in range(n_trees)]
+        if self._round_trees is None or self._round_trees.settings is not settings:
+            self._round_trees = RoundTrees(settings)
+        return self._round_trees.grow(
+            self, plan, lambda grow_one, n: [grow_one(self, k) for k in range(n)])
 
     def refit_leaves(self, source, k, leaf_ids):
         return None  # the supported losses keep their Newton leaf values

@@ -10,16 +10,17 @@ the loop needs from the estimator comes in a :class:`BoostSettings`.
 """
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Optional, Protocol, runtime_checkable
+from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..core.exact import GradientOverflowError
 from ..core.load import ThreadGovernor
-from ..tree.grower import TreeGrower, TreeSettings
+from ..tree.grower import TreeSettings
 from .callbacks import CallbackRunner
 from .history import EvalHistory
 from .numeric_range import diverged_message
+from .round_plan import RoundPlan
 from .sampling import RowSampler, round_feature_samplers
 
 #: ``EvalHistory.stop_reason`` of rounds that ran to ``max_iter``
@@ -110,9 +111,10 @@ class TrainingData(Protocol):
         """The rows the round's trees grow on (``sampler`` draws them; GOSS
         re-weights their gradients), or None for every row."""
 
-    def grow_round(self, grow_one: Callable[[TreeSource, int], Any], n_trees: int) -> list:
-        """``[grow_one(source, k) for k in range(n_trees)]``, each call on a
-        tree source no other running call holds (trees may grow side by side)."""
+    def grow_round(self, settings: "BoostSettings", plan: RoundPlan) -> list:
+        """The round's trees (:class:`~hgbt.engine.round_plan.RoundPlan`),
+        each added to the training rows' raw predictions; trees may grow side
+        by side, each on a tree source no other holds."""
 
     def refit_leaves(self, source: TreeSource, k: int,
                      leaf_ids: np.ndarray) -> Optional[list]:
@@ -337,7 +339,6 @@ def _rounds(settings, grower_settings, data, record, evaluator, callbacks):
     row_sampler = RowSampler(settings.data_sample_strategy, settings.subsample,
                              settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
                              np.random.default_rng(settings.seed))
-    growers = {}  # one per tree source, for every tree of the fit
     governor = ThreadGovernor(settings.n_threads) if settings.adapt_threads else None
     for iteration in range(len(record.trees), settings.max_iter):
         stop = callbacks.before_round(iteration, evals)
@@ -360,16 +361,9 @@ def _rounds(settings, grower_settings, data, record, evaluator, callbacks):
                                           settings.colsample_bynode, rng, settings.seed,
                                           iteration, n_trees)
 
-        def grow_one(source, k):
-            if id(source) not in growers:
-                growers[id(source)] = TreeGrower(
-                    source, settings.bin_thresholds, settings.n_bins_non_missing,
-                    grower_settings, n_threads=source.n_threads)
-            return _grow_tree(settings, data, growers[id(source)], k, rows, samplers[k],
-                              iteration)
-
+        plan = RoundPlan(iteration, _tree_size(grower_settings), rows, samplers)
         try:
-            trees = data.grow_round(grow_one, n_trees)
+            trees = data.grow_round(settings, plan)
         except GradientOverflowError as exc:
             raise ValueError(diverged_message(iteration)) from exc
         if rows is None and settings.whole_trees and all(
@@ -391,29 +385,3 @@ def _rounds(settings, grower_settings, data, record, evaluator, callbacks):
             evals.stop_reason = stop
             return callbacks.interrupted
     return False
-
-
-def _grow_tree(settings, data, grower, k, rows, feature_sampler, iteration):
-    """Grow tree ``k`` of the round, settle its leaf values, add it to the
-    training rows' raw predictions."""
-    source = grower.data
-    quantize = None
-    if settings.quantized_bins is not None:
-        quantize = (settings.quantized_bins, int(np.random.SeedSequence(
-            [settings.seed, iteration, k]).generate_state(1, np.uint64)[0]))
-    source.start_tree(k, rows, quantize=quantize)
-    tree = grower.grow(feature_sampler)
-    leaves = grower.leaf_ids()
-    values = tree.nodes["value"]
-    refits = data.refit_leaves(source, k, leaves)
-    if refits is not None:
-        # Non-smooth losses: the Newton step is replaced by the leaf's
-        # loss-optimal constant (weighted median / quantile of residuals).
-        for leaf, update in zip(leaves, refits):
-            values[leaf] = settings.learning_rate * grower.clip_leaf_value(leaf, update)
-    elif quantize is not None:
-        # Splits were chosen on quantized sums; leaf values use the float ones.
-        for leaf, sum_g, sum_h in zip(leaves, *source.leaf_sums(leaves)):
-            values[leaf] = grower.renewed_value(leaf, sum_g, sum_h)
-    data.finish_tree(source, k, leaves, values[leaves], tree)
-    return tree

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core._types import SIZE_DTYPE
 from ..tree.training_data import LocalTrainingData
+from .round_plan import RoundTrees
 from .tree_team import TreeTeam
 
 
@@ -169,6 +170,7 @@ class LocalData:
             return source
 
         self._team = TreeTeam(make_source, n_threads, self.n_trees)
+        self._round_trees = None  # made by the first round
 
     def __enter__(self):
         return self
@@ -202,8 +204,10 @@ class LocalData:
             self._refit_weight[sampler.reweighted_rows] *= sampler.other_weight
         return rows
 
-    def grow_round(self, grow_one, n_trees):
-        return self._team.grow(grow_one, n_trees)
+    def grow_round(self, settings, plan):
+        if self._round_trees is None or self._round_trees.settings is not settings:
+            self._round_trees = RoundTrees(settings)
+        return self._round_trees.grow(self, plan, self._team.grow)
 
     def refit_leaves(self, source, k, leaf_ids):
         if not self.state.loss.needs_leaf_refit:
