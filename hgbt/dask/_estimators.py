@@ -8,6 +8,7 @@ lazily, block by block.
 from __future__ import annotations
 
 import inspect
+import secrets
 import typing
 from collections.abc import Callable
 from numbers import Real
@@ -243,6 +244,11 @@ class _DaskMixin:
         score_rows = training_score_rows(n_total, self._seed)
         local_rows = ([None] * len(placement) if score_rows is None else
                       [local for local, _ in _rows_on_shards(score_rows, placement, sizes)])
+        # the shards' ring: each listens, then connects to the next in rank order
+        addresses = shards.call("open_ring")
+        token = secrets.randbits(63)
+        shards.call("join_ring", per_actor=[(rank, addresses, token, self.timeout)
+                                            for rank in range(len(addresses))])
         statistics = shards.call("start", per_actor=[
             (inputs, booster.bin_mapper, self.n_threads, local) for local in local_rows])
         loss = self._make_loss(None)
@@ -253,8 +259,7 @@ class _DaskMixin:
 
         def run(settings, record, runner):
             telemetry.update(boost_on_shards(
-                settings, shards, n_total,
-                booster.bin_mapper.missing_bin + 1, loss.n_trees_per_iteration,
+                settings, shards, n_total, loss.n_trees_per_iteration,
                 booster.baseline, has_val, record, monitor.evaluator(self), runner))
 
         self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val,
@@ -368,11 +373,16 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
     Attributes
     ----------
     telemetry_ : dict
-        Of the boosting rounds: ``histogram_bytes_per_tree`` and
-        ``histograms_per_tree`` (node histograms received), ``compute_seconds``
-        (the slowest worker's time in each call, summed) and
-        ``communication_seconds`` (the rest of the wall time of the calls),
-        ``calls`` (set-up calls included) and ``n_workers``.
+        Of the boosting rounds: per worker (a list each) and tree, the bytes
+        it sent to and received from the other workers
+        (``bytes_sent_per_tree``, ``bytes_received_per_tree``; averaged over
+        the trees of a multiclass round); ``histograms_per_tree`` (node
+        histograms all-reduced); summed over the rounds, the slowest
+        worker's seconds outside the exchanges (``compute_seconds``) and in
+        them (``communication_seconds``: transfers and waiting for the
+        others), and the driver's wait beyond the slowest worker
+        (``driver_seconds``: Dask's round trips); ``calls`` to the workers
+        during the rounds, and ``n_workers``.
     """
 
     _local_class = HistGBDTRegressor

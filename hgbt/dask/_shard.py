@@ -1,10 +1,13 @@
 """The worker side of a distributed fit: one :class:`Shard` actor per Dask worker.
 
 A shard holds the training (and validation) partitions that live on its
-worker, in global row order. Rows never leave it: the driver asks for node
-histograms, binning-sample rows, exact sums and maxima, and sends back
-split decisions and trees. Every method returns its result together with
-the seconds it computed, for the fit's telemetry.
+worker, in global row order. Rows never leave it. The shards of a fit form
+a ring (:mod:`hgbt.dask._ring`); each grows every tree of a round on its
+rows with the local fit's code (:class:`~hgbt.engine.row_state.LocalData`),
+summing node histograms with the other shards over the ring, so all grow
+the same trees and the driver only receives them, once per round. Every
+method returns its result together with the seconds it took, for the fit's
+telemetry.
 """
 import time
 
@@ -16,9 +19,10 @@ from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
 from ..data.bundling import FeatureLayout
 from ..engine.numeric_range import check_fit_range
-from ..engine.row_state import RowState, ValidationRows
-from ..tree.training_data import LocalTrainingData, max_abs
+from ..core.collective import SINGLE_PROCESS
+from ..engine.row_state import LocalData, RowState, ValidationRows
 from ._collections import DASK_CATEGORIES
+from ._ring import join_ring, listen
 
 
 def _timed(method):
@@ -65,6 +69,9 @@ class Shard:
         self._train = _rows_of(train_parts)
         self._val = _rows_of(val_parts)
         self.data = None
+        self.ring = SINGLE_PROCESS
+        self._server = None
+        self._settings = None  # the fit's BoostSettings, sent once
 
     # ------------------------------------------------------------ set-up
     @_timed
@@ -118,6 +125,23 @@ class Shard:
         return X[local_rows], inputs.class_weighted(w, inputs.encode_y(y[local_rows]))
 
     @_timed
+    def open_ring(self):
+        """Listen for the previous shard of the ring; return ``(host, port)``."""
+        from distributed import get_worker
+        from distributed.comm import get_address_host
+
+        host = get_address_host(get_worker().address)
+        self._server, port = listen(host)
+        return host, port
+
+    @_timed
+    def join_ring(self, rank, addresses, token, timeout):
+        """Connect to the next shard and accept the previous (``rank`` of
+        ``len(addresses)``, ``token`` the fit's)."""
+        server, self._server = self._server, None
+        self.ring = join_ring(rank, addresses, server, token, timeout)
+
+    @_timed
     def start(self, inputs, bin_mapper, n_threads, score_rows=None):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
@@ -136,10 +160,11 @@ class Shard:
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         self.state = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
                              False, [validation], score_rows)
+        # every shard lays its columns out the same way: plain, each feature its own
         binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
                                      bin_mapper.zero_bins())
-        self.data = LocalTrainingData(binned, bin_mapper.missing_bin + 1, self.n_threads)
-        self.data.use_gradients(self.state.gradients, self.state.hessians)
+        self.data = LocalData(self.state, None, binned, bin_mapper.missing_bin + 1,
+                              self.n_threads, collective=self.ring)
         self._train = self._val = None  # the float rows are no longer needed
         return loss.baseline_statistics(y)
 
@@ -147,39 +172,50 @@ class Shard:
     def _run(self, commands):
         """Apply the driver's queued ``(name, args)`` commands, in order."""
         for name, args in commands:
-            if name == "start_tree":
-                self.data.start_tree(*args)
-            elif name == "split":
-                self.data.split(*args)
-            elif name == "finish_tree":
-                self.state.add_leaf_values(self.data, *args)
-            elif name == "finish_round":
-                self.state.add_validation(*args, self.n_threads)
-            elif name == "set_baseline":
+            if name == "set_baseline":
+                self._baseline, = args
                 self.state.set_baseline(*args)
             elif name == "restart":
-                self.state.restart(*args)
+                self.state.restart(self._baseline)
             else:
                 raise ValueError(f"unknown shard command {name!r}")
 
-    @_timed
-    def compute_gradients(self, commands):
-        """Run ``commands``, then the round's gradients and hessians; return
-        their largest ``|value|`` per tree.
-
-        A constant hessian (unweighted squared error) reports None.
-        """
-        self._run(commands)
-        self.state.compute_gradients(self.n_threads)
-        constant = self.state.loss.constant_hessian  # not the buffer's shape: 1 row is 1 wide
-        return ([max_abs(g) for g in self.state.gradients],
-                [None if constant else max_abs(h) for h in self.state.hessians])
+    def _closing_ring_on_error(self, call, *args):
+        # a shard that fails closes its ring, so that the others fail at
+        # once instead of waiting for it until the timeout
+        try:
+            return call(*args)
+        except BaseException:
+            close = getattr(self.ring, "close", None)
+            if close is not None:
+                close()
+            raise
 
     @_timed
-    def histogram(self, commands, node_id):
-        """Run ``commands``, then return the histograms of ``node_id``'s rows."""
+    def grow_round(self, commands, settings, plan):
+        """Run ``commands``, then one boosting round on every shard's rows:
+        gradients, the round's trees (``plan``; ``settings`` the fit's
+        BoostSettings, or None for the last ones sent), leaf updates of the
+        training and validation rows. Returns the trees (rank 0 only), the
+        loss statistics of the rows here and the ring's traffic."""
+        return self._closing_ring_on_error(self._grow_round, commands, settings, plan)
+
+    def _grow_round(self, commands, settings, plan):
         self._run(commands)
-        return self.data.node_histogram(node_id)
+        if settings is not None:
+            self._settings = settings
+        ring = self.ring
+        before = (ring.bytes_sent, ring.bytes_received, ring.seconds,
+                  getattr(ring, "n_histograms", 0))
+        self.data.compute_gradients()
+        trees = self.data.grow_round(self._settings, plan)
+        self.data.finish_round(trees)
+        traffic = {"bytes_sent": ring.bytes_sent - before[0],
+                   "bytes_received": ring.bytes_received - before[1],
+                   "communication_seconds": ring.seconds - before[2],
+                   "histograms": getattr(ring, "n_histograms", 0) - before[3]}
+        return (trees if ring.rank == 0 else None,
+                self.state.loss_statistics(self.n_threads), traffic)
 
     @_timed
     def loss_statistics(self, commands):

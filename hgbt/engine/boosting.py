@@ -116,15 +116,6 @@ class TrainingData(Protocol):
         each added to the training rows' raw predictions; trees may grow side
         by side, each on a tree source no other holds."""
 
-    def refit_leaves(self, source: TreeSource, k: int,
-                     leaf_ids: np.ndarray) -> Optional[list]:
-        """Loss-optimal raw updates of tree ``k``'s leaves from their rows (not
-        yet shrunk), or None when the loss keeps the Newton leaf values."""
-
-    def finish_tree(self, source: TreeSource, k: int, leaf_ids: np.ndarray,
-                    leaf_values: np.ndarray, tree: Any) -> None:
-        """Add tree ``k`` to the raw predictions of every training row."""
-
     def finish_round(self, trees: list) -> None:
         """Add the round's trees to the raw predictions of the validation rows."""
 

@@ -56,7 +56,15 @@ class RoundTrees:
     def grow(self, data, plan, grow_side_by_side):
         """The round's trees: ``grow_side_by_side(grow_one, n_trees)`` calls
         ``grow_one(source, k)`` for each tree ``k`` (the data's
-        ``TreeTeam.grow`` or a plain loop)."""
+        ``TreeTeam.grow`` or a plain loop).
+
+        ``data`` holds the rows in this process: besides ``n_trees`` it has
+        ``refit_leaves(source, k, leaf_ids)`` (loss-optimal raw updates of
+        tree ``k``'s leaves from their rows, not yet shrunk, or None when the
+        loss keeps the Newton values) and ``finish_tree(source, k, leaf_ids,
+        leaf_values, tree)`` (tree ``k`` added to the training rows' raw
+        predictions), as :class:`~hgbt.engine.row_state.LocalData`.
+        """
         settings = self.settings
         size = tuple(plan.tree_size.items())
 

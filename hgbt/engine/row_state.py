@@ -13,6 +13,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ..core._types import SIZE_DTYPE
+from ..core.collective import SINGLE_PROCESS
 from ..tree.training_data import LocalTrainingData
 from .round_plan import RoundTrees
 from .tree_team import TreeTeam
@@ -69,6 +70,8 @@ class RowState:
         self.raw = raw
         self.validation = list(validation)
         self.gradients, self.hessians = loss.allocate_buffers(y.shape[0], full_hessian)
+        # hessians of shape (n_trees, 1): one value for every row
+        self.constant_hessian = loss.constant_hessian and not full_hessian
         # the scored rows' targets and weights, fixed for the fit
         self._score_y = y if score_rows is None else y[score_rows]
         self._score_weight = (sample_weight if score_rows is None or sample_weight is None
@@ -148,12 +151,19 @@ class LocalData:
     n_threads : int
     baseline : ndarray of shape (n_trees_per_iteration,) or None, default=None
         The raw prediction :meth:`restart` goes back to.
+    collective : Collective, default=SINGLE_PROCESS
+        The processes holding the other training rows (a Dask worker's
+        shard): the trees grow on all of them (see
+        :class:`~hgbt.tree.training_data.LocalTrainingData`), one after
+        another so that every process makes the same collective calls in
+        the same order. ``X`` may then be None (a plain layout).
     """
 
-    def __init__(self, state, X, binned, n_bins, n_threads, baseline=None):
+    def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,
+                 collective=SINGLE_PROCESS):
         self.state = state
         self._baseline = baseline
-        self.n_rows, self.n_features = X.shape
+        self.n_rows, self.n_features = state.y.shape[0], binned.n_features
         self.n_trees = state.raw.shape[0]
         self.n_validation_sets = len(state.validation)
         self.has_validation = bool(state.validation)
@@ -165,11 +175,12 @@ class LocalData:
         self._refit_weight = state.sample_weight
 
         def make_source(threads):
-            source = LocalTrainingData(binned, n_bins, threads)
-            source.use_gradients(state.gradients, state.hessians)
+            source = LocalTrainingData(binned, n_bins, threads, collective)
+            source.use_gradients(state.gradients, state.hessians, state.constant_hessian)
             return source
 
-        self._team = TreeTeam(make_source, n_threads, self.n_trees)
+        self._team = TreeTeam(make_source, n_threads,
+                              self.n_trees if collective.size == 1 else 1)
         self._round_trees = None  # made by the first round
 
     def __enter__(self):

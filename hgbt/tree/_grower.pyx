@@ -29,7 +29,7 @@ from ._rules cimport (may_split, queued_before, child_of, bound_children,
 from ._splitting cimport (find_split, live_features, newton_value, split_params,
                           layout_params, SplitSettings)
 
-from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, MAX_TREE_DEPTH, SPLIT_INFO_DTYPE
+from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, MAX_TREE_DEPTH
 from ..core.params import resolved_default
 
 # Node masks fetched from the sampler at a time (per-node column sampling).
@@ -188,10 +188,9 @@ cdef class TreeKernel:
     cdef int _batch_size, _batch_next
     cdef object _error
     cdef bint _failed
-    # a remote source (hgbt.dask): histograms and partitions by callback
-    cdef object _remote
-    cdef object _split_record
-    cdef bint _is_remote
+    # other processes holding rows of the same tree (hgbt.core.collective):
+    # each built histogram is all-reduced with theirs
+    cdef object _collective
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -272,7 +271,7 @@ cdef class TreeKernel:
         return _reserve_ints(&self._groups, &self._groups_capacity, self._groups_used + n)
 
     def grow(self, SplitSettings settings, Growth growth, dict buffers=None, *,
-             SIZE_C n_root=0, tree_mask=None, node_masks=None, remote=None,
+             SIZE_C n_root=0, tree_mask=None, node_masks=None, collective=None,
              int n_threads=1):
         """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
 
@@ -296,15 +295,13 @@ cdef class TreeKernel:
         Returns the nodes (GROWN_NODE_DTYPE) in ``TreeGrower``'s order, each
         node's rows at ``rows[start:stop]``.
 
-        ``remote``: rows held elsewhere (``hgbt.dask``), instead of
-        ``buffers``: ``remote.node_histogram(node_id)`` gives a node's
-        histograms, ``remote.split(node_id, left_id, right_id, feature_idx,
-        bin_idx, missing_go_to_left, cat_bitset)`` splits its rows (called
-        with the GIL, in the local loop's order); ``start``/``stop`` are 0.
+        ``collective``: a :class:`hgbt.core.collective.Collective` of
+        processes that hold the other rows of the tree (``hgbt.dask``
+        workers): every histogram built from rows here is replaced by the sum
+        over the processes (``allreduce_histogram``, with the GIL) before it
+        is used, so each process grows the tree of all the rows. None, or one
+        of size 1: the rows are all here.
         """
-        if remote is not None:
-            return self._grow_remote(settings, growth, remote, tree_mask, node_masks,
-                                     n_threads)
         buffers = {} if buffers is None else buffers
         layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),
                                 buffers.get("buffer"))
@@ -334,7 +331,10 @@ cdef class TreeKernel:
         n_samples = rows_view.shape[0]
         n_dense = X.shape[1]
         n_columns = layout.n_columns
-        if (settings.n_features != n_features or n_root == 0 or n_root > n_samples
+        spread = collective is not None and collective.size > 1
+        # a process of a spread fit may hold none of the rows (its histograms: 0)
+        if (settings.n_features != n_features or (n_root == 0 and not spread)
+                or n_root > n_samples
                 or X.shape[0] != n_samples or buffer_view.shape[0] < n_samples
                 or settings.missing_bin + 1 > 256
                 or self._bins != <Py_ssize_t>max(n_columns, 1) * (settings.missing_bin + 1)
@@ -420,27 +420,12 @@ cdef class TreeKernel:
                 buf.column_bounds = &bounds_view[0]
                 buf.n_chunks = bounds_view.shape[0] - 1
                 buf.scratch = &scratch_view[0]
-        return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads, n_root)
-
-    def _grow_remote(self, SplitSettings settings, Growth growth, remote, tree_mask,
-                     node_masks, int n_threads):
-        cdef tree_buffers buf
-        if (settings.n_features != self._n_features or settings.missing_bin + 1 > 256
-                or settings.layout.feature_column != NULL
-                or self._bins != <Py_ssize_t>max(self._n_features, 1)
-                * (settings.missing_bin + 1)):
-            raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        memset(&buf, 0, sizeof(tree_buffers))
-        buf.n_columns = self._n_features
-        buf.n_bins = settings.missing_bin + 1
-        self._remote = remote
-        self._is_remote = True
-        self._split_record = np.zeros((), dtype=SPLIT_INFO_DTYPE)
+        self._collective = collective if spread else None
         try:
-            return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads, 0)
+            return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads,
+                             n_root)
         finally:
-            self._remote = self._split_record = None
-            self._is_remote = False
+            self._collective = None
 
     cdef _run(self, const tree_buffers* buf, SplitSettings settings, Growth growth, tree_mask,
               node_masks, int n_threads, SIZE_C n_root):
@@ -582,11 +567,7 @@ cdef class TreeKernel:
                     bundle_table(buf.bundle_codes + <Py_ssize_t>buf.bundle_index[f] * 256,
                                   goes_left[buf.default_bin[f]], goes_left, table)
                     memcpy(goes_left, table, 256)
-            if self._is_remote:
-                n_left = 0
-                if not self._remote_split(node_id, node.left, &node.split):
-                    return -2
-            elif column < buf.n_dense:
+            if column < buf.n_dense:
                 n_left = partition(buf.rows + node.start, buf.buffer,
                                    node.stop - node.start,
                                    buf.X + <Py_ssize_t>column * buf.n_samples, False,
@@ -744,49 +725,26 @@ cdef class TreeKernel:
                 return False
         return True
 
-    cdef void _remote_histogram(self, int node_id, hist_struct* out) noexcept nogil:
-        # A remote node's histograms, copied into its slot (with the GIL).
-        cdef const hist_struct[:, ::1] view
-        with gil:
-            try:
-                histogram = np.ascontiguousarray(self._remote.node_histogram(node_id),
-                                                 dtype=HISTOGRAM_DTYPE)
-                if histogram.ndim != 2 or histogram.size != self._bins:
-                    raise ValueError("node_histogram gave histograms of shape "
-                                     f"{histogram.shape}.")
-                view = histogram
-                memcpy(out, &view[0, 0], self._bins * sizeof(hist_struct))
-            except BaseException as exc:
-                self._error = exc
-                self._failed = True
-
-    cdef bint _remote_split(self, int node_id, int left_id,
-                            const split_info_struct* split) noexcept nogil:
-        # Split a remote node's rows (with the GIL); False on an error.
-        cdef split_info_struct[::1] record
-        with gil:
-            try:
-                record = self._split_record.reshape(1)
-                record[0] = split[0]
-                r = self._split_record
-                self._remote.split(node_id, left_id, left_id + 1, int(r["feature_idx"]),
-                                   int(r["bin_idx"]), bool(r["missing_go_to_left"]),
-                                   r["cat_bitset"].copy() if r["is_categorical"] else None)
-            except BaseException as exc:
-                self._error = exc
-                self._failed = True
-                return False
-        return True
-
     cdef void _build(self, const tree_buffers* buf, int node_id, hist_struct* out,
                      int n_threads) noexcept nogil:
-        # The node's histograms from its rows (LocalTrainingData.node_histogram).
+        # The node's histograms from its rows (LocalTrainingData.node_histogram),
+        # summed with the other processes' when the rows are spread.
+        self._build_here(buf, node_id, out, n_threads)
+        if self._collective is not None and not self._failed:
+            with gil:
+                try:
+                    self._collective.allreduce_histogram(
+                        np.asarray(<hist_struct[:self._bins]> out).view(HISTOGRAM_DTYPE))
+                except BaseException as exc:
+                    self._error = exc
+                    self._failed = True
+
+    cdef void _build_here(self, const tree_buffers* buf, int node_id, hist_struct* out,
+                          int n_threads) noexcept nogil:
+        # The node's histograms from the rows in this process.
         cdef const grown_node_struct* node = &self._nodes[node_id]
         cdef SIZE_C n = node.stop - node.start
         cdef bint all_rows = n == buf.n_samples
-        if self._is_remote:
-            self._remote_histogram(node_id, out)
-            return
         if n == 0:
             memset(out, 0, self._bins * sizeof(hist_struct))
         elif buf.n_dense == 0:

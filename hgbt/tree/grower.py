@@ -86,10 +86,10 @@ class TreeGrower:
 
     Parameters
     ----------
-    data : LocalTrainingData or DistributedTrainingData
+    data : LocalTrainingData
         Where the tree grows: ``data.grow_tree(split_settings, growth, ...)``
-        runs the kernel on the data's rows (local buffers, or remote shards
-        through the kernel's callbacks).
+        runs the kernel on the data's rows (on a Dask worker, its shard's,
+        node histograms summed with the other shards': ``data.collective``).
     bin_thresholds : list of ndarray
         Per feature, the raw value of each bin's upper edge.
     n_bins_non_missing : ndarray of uint32

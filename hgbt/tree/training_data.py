@@ -1,8 +1,9 @@
 """The training rows a tree grows on: histograms, partitions, leaf updates.
 
 A tree grows in one kernel call on the rows' buffers (:meth:`LocalTrainingData.grow_tree`,
-``hgbt.tree._grower``); a distributed source (``hgbt.dask``) runs the same kernel
-with its histograms and partitions done on the workers. The per-node methods
+``hgbt.tree._grower``). On a Dask worker the rows are a shard of the fit's, and
+the kernel sums each node's histograms with the other shards' (``collective``,
+:mod:`hgbt.core.collective`), so every shard grows the tree of all rows. The per-node methods
 (``node_histogram``, ``sibling_histogram``, ``split``, ``release``) build the
 same histograms and partitions one call at a time: the reference loop of the
 tests drives them.
@@ -21,6 +22,7 @@ from ._partition import partition_rows, partition_rows_by_table, partition_rows_
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
 from ..core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
+from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum_int
 from ..core.exact import GradientOverflowError, grid_exponent
 from ..data.bundling import FeatureLayout
 
@@ -43,9 +45,14 @@ class LocalTrainingData:
     n_bins : int
         Bins per feature histogram, the missing bin included.
     n_threads : int
+    collective : Collective, default=SINGLE_PROCESS
+        The processes holding the tree's other rows (``hgbt.dask``): each
+        node's histograms are summed over them (``TreeKernel.grow``), and the
+        gradient grids come from all their rows. A local fit's rows are all here.
     """
 
-    def __init__(self, binned, n_bins, n_threads, _row_major=None):
+    def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
+                 _row_major=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -53,6 +60,8 @@ class LocalTrainingData:
         self.layout = layout
         self.X_binned = layout.X_dense
         self.n_bins = n_bins
+        self.collective = collective
+        self._n_rows_everywhere = None  # training rows in all processes, on first use
         # n_threads may be lowered between trees (core/load.py); per-thread
         # buffers are sized for the most
         self.n_threads = self.max_threads = n_threads
@@ -82,22 +91,27 @@ class LocalTrainingData:
         """A source over the same binned rows for another tree grown at the
         same time: its own node state, shared read-only data (the gradient
         buffers included)."""
-        fork = LocalTrainingData(self.layout, self.n_bins, n_threads,
+        fork = LocalTrainingData(self.layout, self.n_bins, n_threads, self.collective,
                                  _row_major=self._row_major)
         if self._tree_gradients is not None:
-            fork.use_gradients(self._tree_gradients, self._tree_hessians)
+            fork.use_gradients(self._tree_gradients, self._tree_hessians,
+                               self._constant_hessian)
         return fork
 
-    def use_gradients(self, gradients, hessians):
+    def use_gradients(self, gradients, hessians, constant_hessian=None):
         """The fit's gradient and hessian buffers, read by :meth:`start_tree`.
 
         Shape (n_trees_per_iteration, n_samples) (1-D: one tree's), float32;
         ``hessians`` of shape (n_trees, 1) is a constant hessian for every
-        row. The buffers are refilled in place each round, so this is called
-        once per fit.
+        row (``constant_hessian``; None: when there is more than one row). The
+        buffers are refilled in place each round, so this is called once per fit.
         """
         self._tree_gradients = np.atleast_2d(gradients)
         self._tree_hessians = np.atleast_2d(hessians)
+        if constant_hessian is None:
+            constant_hessian = (self._tree_hessians.shape[1] == 1
+                                and self._tree_gradients.shape[1] != 1)
+        self._constant_hessian = constant_hessian
 
     @property
     def n_features(self):
@@ -124,7 +138,9 @@ class LocalTrainingData:
         if quantize is not None:
             self._quantize(gradients, hessians, *quantize)
         else:
-            if grid is None:
+            if grid is None and self.collective.size > 1:
+                grid = self._grid_everywhere(gradients, hessians)
+            elif grid is None:
                 grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
             for values, exponent in zip((gradients, hessians), grid):
                 if exponent is not None:
@@ -138,6 +154,19 @@ class LocalTrainingData:
         else:
             self._rows[:rows.shape[0]] = rows
             self._ranges = [(0, rows.shape[0])]
+
+    def _grid_everywhere(self, gradients, hessians):
+        # the grids of the rows of every process: from the largest |value|
+        # anywhere and the row count of all (the local rule on all the rows)
+        if self._n_rows_everywhere is None:
+            self._n_rows_everywhere = allreduce_sum_int(self.collective,
+                                                        self._all_rows.shape[0])
+        n_rows = self._n_rows_everywhere
+        constant = self._constant_hessian
+        maxima = allreduce_max(self.collective,
+                               [max_abs(gradients), 0.0 if constant else max_abs(hessians)])
+        return (grid_exponent(maxima[0], n_rows),
+                None if constant else grid_exponent(maxima[1], n_rows))
 
     def _quantize(self, gradients, hessians, n_levels, seed):
         n = self._all_rows.shape[0]
@@ -282,7 +311,7 @@ class LocalTrainingData:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
         nodes = self._kernel.grow(settings, growth, buffers, n_root=self._ranges[0][1],
                                   tree_mask=tree_mask, node_masks=node_masks,
-                                  n_threads=self.n_threads)
+                                  collective=self.collective, n_threads=self.n_threads)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 

@@ -1,0 +1,81 @@
+"""The collective operations a fit spread over processes needs, behind one interface.
+
+A tree grows wherever its rows are. When the rows are split over several
+processes (the workers of ``hgbt.dask``), each process builds the histograms
+of its own rows and the processes add them up among themselves: histograms
+add, so a node's sum over all rows is the sum of the per-process ones. The
+tree kernel calls :meth:`Collective.allreduce_histogram` right after it built
+a node's histograms; everything else a round agrees on (the gradient grid,
+row counts) goes through :meth:`Collective.allgather`. Gradients lie on an
+exact grid (:mod:`hgbt.core.exact`), so the sums do not depend on the order in
+which the processes add them, and every process grows the tree a single
+process would.
+
+A local fit uses :data:`SINGLE_PROCESS`: nothing to exchange, and the kernel
+skips the call.
+"""
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Collective(Protocol):
+    """A group of ``size`` processes, this one ``rank`` among them.
+
+    Every process must make the same calls in the same order.
+
+    Attributes
+    ----------
+    rank, size : int
+    bytes_sent, bytes_received : int
+        Traffic of this process so far.
+    seconds : float
+        Time this process spent in collective calls (waiting included).
+    """
+
+    rank: int
+    size: int
+    bytes_sent: int
+    bytes_received: int
+    seconds: float
+
+    def allreduce_histogram(self, histogram: np.ndarray) -> None:
+        """Replace ``histogram`` (C-contiguous, ``HISTOGRAM_DTYPE``, the same
+        shape everywhere) by the sum of every process's, in place."""
+
+    def allgather(self, value: Any) -> list:
+        """Every process's (picklable) ``value``, in rank order."""
+
+
+class SingleProcess:
+    """The collective of a fit in one process: every operation is the identity."""
+
+    rank = 0
+    size = 1
+    bytes_sent = bytes_received = 0
+    seconds = 0.0
+
+    def allreduce_histogram(self, histogram):
+        pass
+
+    def allgather(self, value):
+        return [value]
+
+
+#: the collective of a local fit
+SINGLE_PROCESS = SingleProcess()
+
+
+def allreduce_max(collective, values):
+    """Elementwise maximum of ``values`` (1-D floats) over the processes;
+    NaN wins, as in ``np.max``."""
+    values = np.asarray(values, dtype=np.float64)
+    if collective.size == 1:
+        return values
+    return np.max(np.stack(collective.allgather(values)), axis=0)
+
+
+def allreduce_sum_int(collective, value):
+    """The sum of an integer over the processes."""
+    return int(value) if collective.size == 1 else int(sum(collective.allgather(int(value))))

@@ -1,0 +1,239 @@
+"""Worker-to-worker collectives over TCP: a ring of the Dask workers of a fit.
+
+Each worker listens on a port of its host (:func:`listen`), the driver hands
+every worker the list of addresses in rank order, and each connects to the
+next and accepts the previous (:func:`join_ring`). Histograms are all-reduced
+around the ring (a reduce-scatter, then an all-gather: each worker sends and
+receives ``2 (size - 1) / size`` of a histogram per node, whatever the number
+of workers), so the driver is never on the per-node path.
+
+Plain sockets from the standard library carry the bytes; Dask's own comms
+were measured against them (``benchmarks/RESULTS.md``, "Worker-to-worker
+collectives"). A peer that dies closes its sockets: the others fail at their
+next exchange with :class:`ConnectionError`, and every wait is bounded by
+the fit's ``timeout``.
+"""
+import pickle
+import selectors
+import socket
+import struct
+import time
+
+import numpy as np
+
+from ..core.collective import SINGLE_PROCESS
+
+_HELLO = struct.Struct("<QQ")  # the fit's token, the sender's rank
+_LENGTH = struct.Struct("<Q")
+
+
+class RingError(ConnectionError):
+    """A peer of the ring was lost, sent something unexpected, or did not
+    answer within the timeout."""
+
+
+def listen(host=""):
+    """A listening socket on ``host`` (all interfaces: ``""``) and a free port."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((host, 0))
+    server.listen(8)
+    return server, server.getsockname()[1]
+
+
+def join_ring(rank, addresses, server, token, timeout):
+    """This process's :class:`RingCollective` (``SINGLE_PROCESS`` alone).
+
+    ``addresses``: ``(host, port)`` of every rank's ``server``; ``token``
+    tells this fit's peers from anything else that connects. Closes ``server``.
+    """
+    size = len(addresses)
+    try:
+        if size == 1:
+            return SINGLE_PROCESS
+        deadline = time.monotonic() + timeout
+        to_next = _connect(addresses[(rank + 1) % size], deadline)
+        to_next.sendall(_HELLO.pack(token, rank))
+        from_prev = _accept(server, token, (rank - 1) % size, deadline)
+        return RingCollective(rank, size, to_next, from_prev, timeout)
+    finally:
+        server.close()
+
+
+def _connect(address, deadline):
+    while True:  # the peer may not be listening yet
+        try:
+            sock = socket.create_connection(tuple(address),
+                                            timeout=max(0.1, deadline - time.monotonic()))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                raise RingError(f"could not reach the next worker at {address}: "
+                                f"{exc}") from exc
+            time.sleep(0.05)
+
+
+def _accept(server, token, expected_rank, deadline):
+    while True:
+        server.settimeout(max(0.0, deadline - time.monotonic()))
+        try:
+            sock, _ = server.accept()
+        except OSError as exc:  # socket.timeout is an OSError
+            raise RingError(f"the previous worker (rank {expected_rank}) did not "
+                            "connect in time") from exc
+        sock.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            hello = _recv_exact(sock, _HELLO.size)
+            if _HELLO.unpack(hello) == (token, expected_rank):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return sock
+        except OSError:
+            pass
+        sock.close()  # not this fit's peer: wait for the right one
+
+
+def _recv_exact(sock, n):
+    out = bytearray(n)
+    view, got = memoryview(out), 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if k == 0:
+            raise ConnectionError("closed")
+        got += k
+    return bytes(out)
+
+
+class RingCollective:
+    """The :class:`~hgbt.core.collective.Collective` of ``size`` processes in a
+    TCP ring: this one (``rank``) sends to the next and receives from the
+    previous.
+
+    Sends and receives of one step overlap (non-blocking sockets and a
+    selector), so a histogram larger than the sockets' buffers cannot
+    deadlock the ring. After any error the sockets are closed, so that the
+    peers fail too instead of waiting.
+    """
+
+    def __init__(self, rank, size, to_next, from_prev, timeout):
+        self.rank, self.size, self.timeout = rank, size, timeout
+        self.bytes_sent = self.bytes_received = 0
+        self.seconds = 0.0
+        self.n_histograms = 0  # all-reduced so far
+        self._next, self._prev = to_next, from_prev
+        for sock in (to_next, from_prev):
+            sock.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._waiting = {}  # socket -> the event a wait watches for
+        self._scratch = None
+        self.closed = False
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self._selector.close()
+            for sock in (self._next, self._prev):
+                sock.close()
+
+    def _exchange(self, out, into):
+        """Send the bytes ``out`` to the next rank while receiving ``into``
+        (a writable byte view, its size known to both) from the previous."""
+        if self.closed:
+            raise RingError("the ring was closed after an earlier error")
+        n_out, n_in = len(out), len(into)
+        sent = got = 0
+        deadline = time.monotonic() + self.timeout
+        try:
+            while sent < n_out or got < n_in:
+                progressed = False
+                if sent < n_out:
+                    try:
+                        sent += self._next.send(out[sent:])
+                        progressed = True
+                    except BlockingIOError:
+                        pass
+                if got < n_in:
+                    try:
+                        k = self._prev.recv_into(into[got:])
+                    except BlockingIOError:
+                        k = -1
+                    if k == 0:
+                        raise RingError(f"the previous worker of rank {self.rank} "
+                                        "closed its connection (lost, or failed)")
+                    if k > 0:
+                        got += k
+                        progressed = True
+                if progressed or (sent == n_out and got == n_in):
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise RingError(f"no exchange with the neighbouring workers of rank "
+                                    f"{self.rank} within timeout={self.timeout} s")
+                self._wait_for({self._next: sent < n_out, self._prev: got < n_in},
+                               min(remaining, 1.0))
+        except RingError:
+            self.close()
+            raise
+        except OSError as exc:  # a reset or broken connection: the peer died
+            self.close()
+            raise RingError(f"a neighbouring worker of rank {self.rank} was lost "
+                            f"({type(exc).__name__}: {exc})") from exc
+        except BaseException:
+            self.close()
+            raise
+        self.bytes_sent += n_out
+        self.bytes_received += n_in
+
+    def _wait_for(self, pending, seconds):
+        # watch only what is still pending: a socket watched for writing
+        # after its last byte went out would wake the wait at once
+        for sock, wanted in pending.items():
+            event = selectors.EVENT_WRITE if sock is self._next else selectors.EVENT_READ
+            if wanted and sock not in self._waiting:
+                self._selector.register(sock, event)
+                self._waiting[sock] = event
+            elif not wanted and sock in self._waiting:
+                self._selector.unregister(sock)
+                del self._waiting[sock]
+        self._selector.select(seconds)
+
+    def allreduce_histogram(self, histogram):
+        start = time.perf_counter()
+        flat = histogram.reshape(-1)
+        p, rank = self.size, self.rank
+        bounds = [flat.shape[0] * i // p for i in range(p + 1)]
+        longest = -(-flat.shape[0] // p)
+        if (self._scratch is None or self._scratch.shape[0] < longest
+                or self._scratch.dtype != flat.dtype):
+            self._scratch = np.empty(longest, dtype=flat.dtype)
+
+        def chunk(i):
+            return flat[bounds[i % p]:bounds[i % p + 1]]
+
+        # reduce-scatter: after p - 1 steps this rank holds the sum of chunk rank + 1
+        for s in range(p - 1):
+            send, dest = chunk(rank - s), chunk(rank - s - 1)
+            buf = self._scratch[:dest.shape[0]]
+            self._exchange(memoryview(send.view(np.uint8)), memoryview(buf.view(np.uint8)))
+            for name in flat.dtype.names:
+                dest[name] += buf[name]  # exact: gradients lie on a grid
+        # all-gather of the summed chunks, received in place
+        for s in range(p - 1):
+            send, dest = chunk(rank - s + 1), chunk(rank - s)
+            self._exchange(memoryview(send.view(np.uint8)), memoryview(dest.view(np.uint8)))
+        self.n_histograms += 1
+        self.seconds += time.perf_counter() - start
+
+    def allgather(self, value):
+        start = time.perf_counter()
+        p = self.size
+        items = [None] * p
+        items[self.rank] = current = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        length = bytearray(_LENGTH.size)
+        for s in range(p - 1):
+            self._exchange(memoryview(_LENGTH.pack(len(current))), memoryview(length))
+            received = bytearray(_LENGTH.unpack(length)[0])
+            self._exchange(memoryview(current), memoryview(received))
+            items[(self.rank - s - 1) % p] = current = bytes(received)
+        self.seconds += time.perf_counter() - start
+        return [pickle.loads(item) for item in items]

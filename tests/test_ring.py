@@ -1,0 +1,190 @@
+"""The collective layer (hgbt/core/collective.py) and the workers' TCP ring
+(hgbt/dask/_ring.py): all-reduce and all-gather against NumPy sums, trees
+grown on shards over a ring against the tree of all rows, and failures that
+end in a clear error instead of a hang. Processes are threads here, each with
+its own sockets, as the Dask workers are (tests/test_dask.py runs real ones)."""
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hgbt.core._types import HISTOGRAM_DTYPE
+from hgbt.core.collective import SINGLE_PROCESS, Collective, allreduce_max, allreduce_sum_int
+from hgbt.dask._ring import RingError, join_ring, listen
+from hgbt.data.binning import BinMapper
+from hgbt.tree.grower import TreeGrower, TreeSettings
+from hgbt.tree.training_data import LocalTrainingData
+
+
+def ring_of(size, timeout=10.0):
+    servers = [listen("127.0.0.1") for _ in range(size)]
+    addresses = [("127.0.0.1", port) for _, port in servers]
+    return run_all(size, lambda rank: join_ring(rank, addresses, servers[rank][0], 7,
+                                                timeout))
+
+
+def run_all(size, task):
+    """``[task(rank) for rank in range(size)]``, each in its own thread, errors kept."""
+    out = [None] * size
+
+    def run(rank):
+        try:
+            out[rank] = task(rank)
+        except BaseException as exc:  # returned, for the test to look at
+            out[rank] = exc
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out
+
+
+def random_histograms(size, shape, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(size):
+        h = np.zeros(shape, dtype=HISTOGRAM_DTYPE)
+        h["sum_gradients"] = rng.integers(-2**20, 2**20, shape) / 2**10  # on a grid
+        h["sum_hessians"] = rng.integers(0, 2**20, shape) / 2**12
+        h["count"] = rng.integers(0, 1000, shape)
+        out.append(h)
+    return out
+
+
+def test_single_process_is_the_identity():
+    assert isinstance(SINGLE_PROCESS, Collective)
+    h = random_histograms(1, (3, 4), 0)[0]
+    before = h.copy()
+    SINGLE_PROCESS.allreduce_histogram(h)
+    assert h.tobytes() == before.tobytes()
+    assert SINGLE_PROCESS.allgather("x") == ["x"]
+    assert allreduce_sum_int(SINGLE_PROCESS, 5) == 5
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5])
+@pytest.mark.parametrize("shape", [(28, 256), (1, 3), (2, 1)])  # (1, 3), (2, 1): empty chunks
+def test_ring_allreduce_is_the_sum_on_every_rank(size, shape):
+    rings = ring_of(size)
+    assert all(isinstance(r, Collective) for r in rings)
+    parts = random_histograms(size, shape, size)
+    total = np.zeros(shape, dtype=HISTOGRAM_DTYPE)
+    for name in HISTOGRAM_DTYPE.names:
+        total[name] = sum(p[name] for p in parts)
+
+    def reduce(rank):
+        out = []
+        for _ in range(3):  # repeated calls reuse the scratch buffer
+            h = parts[rank].copy()
+            rings[rank].allreduce_histogram(h)
+            out.append(h)
+        sent = rings[rank].bytes_sent
+        gathered = rings[rank].allgather({"rank": rank, "big": np.arange(rank * 1000)})
+        return out, sent, gathered, allreduce_max(rings[rank], [rank, -rank]), \
+            allreduce_sum_int(rings[rank], rank)
+
+    results = run_all(size, reduce)
+    # each rank sends 2 (p - 1) / p of a histogram, up to the chunks' rounding
+    per_histogram = 2 * (size - 1) / size * total.nbytes
+    for rank, (out, sent, gathered, maximum, total_int) in enumerate(results):
+        assert abs(sent / 3 - per_histogram) <= 2 * size * HISTOGRAM_DTYPE.itemsize
+        for h in out:
+            assert h.tobytes() == total.tobytes()
+        assert [g["rank"] for g in gathered] == list(range(size))
+        assert all(g["big"].shape == (r * 1000,) for r, g in enumerate(gathered))
+        np.testing.assert_array_equal(maximum, [size - 1, 0])
+        assert total_int == size * (size - 1) // 2
+    assert all(ring.n_histograms == 3 for ring in rings)
+
+
+def test_a_ring_grows_the_tree_of_all_rows():
+    # Three shards of uneven size (one empty) grow, over a ring, the tree a
+    # single process grows on all rows, bit for bit
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = rng.standard_normal((n, 5))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 0]) - 2 * np.nan_to_num(X[:, 1]) ** 2 + 0.1 * rng.standard_normal(n)
+    mapper = BinMapper(max_bins=63, random_state=0).fit(X)
+    X_binned = mapper.transform(X)
+    g = (-y).astype(np.float32)
+    h = np.ones(1, dtype=np.float32)
+    settings = TreeSettings(max_leaf_nodes=15, min_samples_leaf=5, learning_rate=1.0)
+
+    def grow(rows, collective):
+        data = LocalTrainingData(np.asfortranarray(X_binned[rows]), mapper.missing_bin + 1,
+                                 1, collective)
+        data.use_gradients(g[rows].copy(), h, constant_hessian=True)
+        data.start_tree(0)
+        grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                            settings, n_threads=1)
+        return grower.grow().nodes
+
+    whole = grow(np.arange(n), SINGLE_PROCESS)
+    assert whole.shape[0] == 2 * 15 - 1
+    shards = [np.arange(0, 1700), np.arange(1700, 1700), np.arange(1700, n)]
+    rings = ring_of(3)
+    trees = run_all(3, lambda rank: grow(shards[rank], rings[rank]))
+    for tree in trees:
+        assert not isinstance(tree, BaseException), tree
+        for field in ("feature_idx", "bin_threshold", "missing_go_to_left", "value",
+                      "count", "gain"):
+            np.testing.assert_array_equal(tree[field], whole[field])
+
+
+def test_a_lost_peer_fails_the_others_at_once():
+    rings = ring_of(3, timeout=30.0)
+
+    def reduce(rank):
+        if rank == 1:
+            rings[rank].close()  # as a worker that died: its sockets close
+            return None
+        start = time.perf_counter()
+        with pytest.raises(RingError, match="closed|lost"):
+            for _ in range(10):
+                rings[rank].allreduce_histogram(random_histograms(1, (28, 256), rank)[0])
+        return time.perf_counter() - start
+
+    seconds = run_all(3, reduce)
+    assert all(s is None or (not isinstance(s, BaseException) and s < 5) for s in seconds), \
+        seconds
+    # a closed ring refuses further calls, and says why
+    with pytest.raises(RingError, match="closed"):
+        rings[0].allgather(1)
+
+
+def test_a_silent_peer_ends_in_a_timeout():
+    rings = ring_of(2, timeout=0.5)
+
+    def reduce(rank):
+        if rank == 1:
+            time.sleep(1.5)  # alive but never answering in time
+            return None
+        with pytest.raises(RingError, match="timeout=0.5"):
+            rings[rank].allgather("hello")
+        return True
+
+    assert run_all(2, reduce)[0] is True
+    for ring in rings:
+        ring.close()
+
+
+def test_strangers_are_turned_away_and_a_missing_peer_is_reported():
+    servers = [listen("127.0.0.1") for _ in range(2)]
+    addresses = [("127.0.0.1", port) for _, port in servers]
+    # something else connects first to rank 1, and says nothing useful
+    stranger = socket.create_connection(addresses[1])
+    stranger.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    rings = run_all(2, lambda rank: join_ring(rank, addresses, servers[rank][0], 99, 10.0))
+    stranger.close()
+    assert run_all(2, lambda rank: rings[rank].allgather(rank)) == [[0, 1], [0, 1]]
+    # a peer that never comes
+    server, port = listen("127.0.0.1")
+    lonely, _ = listen("127.0.0.1")
+    with pytest.raises(RingError, match="did not connect in time"):
+        join_ring(0, [("127.0.0.1", port), ("127.0.0.1", lonely.getsockname()[1])],
+                  server, 1, 0.5)
+    lonely.close()
