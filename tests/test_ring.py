@@ -100,9 +100,35 @@ def test_ring_allreduce_is_the_sum_on_every_rank(size, shape):
     assert all(ring.n_histograms == 3 for ring in rings)
 
 
+@pytest.mark.parametrize("size", [2, 3, 4])
+@pytest.mark.parametrize("n_columns", [7, 2])  # 2 < 3, 4: some ranks own no column
+def test_reduce_scatter_sums_each_ranks_block(size, n_columns):
+    rings = ring_of(size)
+    parts = random_histograms(size, (n_columns, 16), n_columns)
+    total = np.zeros((n_columns, 16), dtype=HISTOGRAM_DTYPE)
+    for name in HISTOGRAM_DTYPE.names:
+        total[name] = sum(p[name] for p in parts)
+
+    def scatter(rank):
+        h = parts[rank].copy()
+        block = rings[rank].reduce_scatter_histogram(h)
+        return h, block, rings[rank].allgather_bytes(bytes([rank]) * 5)
+
+    blocks = []
+    for rank, (h, (start, stop), gathered) in enumerate(run_all(size, scatter)):
+        assert h[start:stop].tobytes() == total[start:stop].tobytes()
+        blocks.append((start, stop))
+        assert gathered == [bytes([r]) * 5 for r in range(size)]
+    # contiguous blocks, ascending with the rank, covering every column once
+    assert blocks[0][0] == 0 and blocks[-1][1] == n_columns
+    assert all(a[1] == b[0] for a, b in zip(blocks[:-1], blocks[1:]))
+    assert SINGLE_PROCESS.reduce_scatter_histogram(parts[0]) == (0, n_columns)
+
+
 def test_a_ring_grows_the_tree_of_all_rows():
     # Three shards of uneven size (one empty) grow, over a ring, the tree a
-    # single process grows on all rows, bit for bit
+    # single process grows on all rows, bit for bit (each searching its block
+    # of the 5 features below the root, the best split elected)
     rng = np.random.default_rng(0)
     n = 3000
     X = rng.standard_normal((n, 5))

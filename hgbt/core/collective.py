@@ -5,7 +5,10 @@ processes (the workers of ``hgbt.dask``), each process builds the histograms
 of its own rows and the processes add them up among themselves: histograms
 add, so a node's sum over all rows is the sum of the per-process ones. The
 tree kernel calls :meth:`Collective.allreduce_histogram` right after it built
-a node's histograms; everything else a round agrees on (the gradient grid,
+the root's histograms, and :meth:`Collective.reduce_scatter_histogram` after
+any other node's: each process then holds the sums of its block of features
+only, searches those, and the processes elect the best split
+(:meth:`Collective.allgather_bytes` of each one's best); everything else a round agrees on (the gradient grid,
 row counts) goes through :meth:`Collective.allgather`. Gradients lie on an
 exact grid (:mod:`hgbt.core.exact`), so the sums do not depend on the order in
 which the processes add them, and every process grows the tree a single
@@ -44,8 +47,20 @@ class Collective(Protocol):
         """Replace ``histogram`` (C-contiguous, ``HISTOGRAM_DTYPE``, the same
         shape everywhere) by the sum of every process's, in place."""
 
+    def reduce_scatter_histogram(self, histogram: np.ndarray) -> tuple:
+        """Sum this process's block of ``histogram``'s rows (columns) over
+        every process's, in place; return the block ``(start, stop)``.
+
+        The blocks are contiguous, ascending with the rank, and the same for
+        every call with the same number of rows; the rows outside this
+        process's block are left as they were.
+        """
+
     def allgather(self, value: Any) -> list:
         """Every process's (picklable) ``value``, in rank order."""
+
+    def allgather_bytes(self, data: bytes) -> list:
+        """Every process's ``data`` (the same length everywhere), in rank order."""
 
 
 class SingleProcess:
@@ -59,8 +74,14 @@ class SingleProcess:
     def allreduce_histogram(self, histogram):
         pass
 
+    def reduce_scatter_histogram(self, histogram):
+        return 0, histogram.shape[0]
+
     def allgather(self, value):
         return [value]
+
+    def allgather_bytes(self, data):
+        return [bytes(data)]
 
 
 #: the collective of a local fit

@@ -25,6 +25,10 @@ from ..core.collective import SINGLE_PROCESS
 
 _HELLO = struct.Struct("<QQ")  # the fit's token, the sender's rank
 _LENGTH = struct.Struct("<Q")
+# Socket buffers asked for (the kernel caps them): with its default 16 kB send
+# buffer a 72 kB chunk went out in several sends with a wait between each
+# (157 µs per all-reduce of a 28 × 256 histogram between two processes)
+_BUFFER_BYTES = 4 << 20
 
 
 class RingError(ConnectionError):
@@ -36,6 +40,7 @@ def listen(host=""):
     """A listening socket on ``host`` (all interfaces: ``""``) and a free port."""
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    _large_buffers(server)  # accepted sockets inherit them
     server.bind((host, 0))
     server.listen(8)
     return server, server.getsockname()[1]
@@ -60,14 +65,25 @@ def join_ring(rank, addresses, server, token, timeout):
         server.close()
 
 
+def _large_buffers(sock):
+    for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, option, _BUFFER_BYTES)
+        except OSError:  # a platform that refuses: its defaults still work
+            pass
+
+
 def _connect(address, deadline):
     while True:  # the peer may not be listening yet
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock = socket.create_connection(tuple(address),
-                                            timeout=max(0.1, deadline - time.monotonic()))
+            _large_buffers(sock)  # before connecting: the window scale is agreed then
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            sock.connect(tuple(address))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return sock
         except OSError as exc:
+            sock.close()
             if time.monotonic() > deadline:
                 raise RingError(f"could not reach the next worker at {address}: "
                                 f"{exc}") from exc
@@ -223,6 +239,42 @@ class RingCollective:
             self._exchange(memoryview(send.view(np.uint8)), memoryview(dest.view(np.uint8)))
         self.n_histograms += 1
         self.seconds += time.perf_counter() - start
+
+    def reduce_scatter_histogram(self, histogram):
+        start = time.perf_counter()
+        p, rank = self.size, self.rank
+        n = histogram.shape[0]
+        bounds = [n * i // p for i in range(p + 1)]
+        longest = max(b - a for a, b in zip(bounds[:-1], bounds[1:])) * histogram.shape[1]
+        if (self._scratch is None or self._scratch.shape[0] < longest
+                or self._scratch.dtype != histogram.dtype):
+            self._scratch = np.empty(longest, dtype=histogram.dtype)
+
+        def block(i):
+            return histogram[bounds[i % p]:bounds[i % p + 1]].reshape(-1)
+
+        # after p - 1 steps this rank holds the sum of block ``rank``
+        for s in range(p - 1):
+            send, dest = block(rank - s - 1), block(rank - s - 2)
+            buf = self._scratch[:dest.shape[0]]
+            self._exchange(memoryview(send.view(np.uint8)), memoryview(buf.view(np.uint8)))
+            for name in histogram.dtype.names:
+                dest[name] += buf[name]  # exact: gradients lie on a grid
+        self.n_histograms += 1
+        self.seconds += time.perf_counter() - start
+        return bounds[rank], bounds[rank + 1]
+
+    def allgather_bytes(self, data):
+        start = time.perf_counter()
+        p = self.size
+        items = [None] * p
+        items[self.rank] = current = bytes(data)
+        for s in range(p - 1):
+            received = bytearray(len(current))
+            self._exchange(memoryview(current), memoryview(received))
+            items[(self.rank - s - 1) % p] = current = bytes(received)
+        self.seconds += time.perf_counter() - start
+        return items
 
     def allgather(self, value):
         start = time.perf_counter()

@@ -201,6 +201,7 @@ class Shard:
         return self._closing_ring_on_error(self._grow_round, commands, settings, plan)
 
     def _grow_round(self, commands, settings, plan):
+        start = time.perf_counter()
         self._run(commands)
         if settings is not None:
             self._settings = settings
@@ -214,6 +215,8 @@ class Shard:
                    "bytes_received": ring.bytes_received - before[1],
                    "communication_seconds": ring.seconds - before[2],
                    "histograms": getattr(ring, "n_histograms", 0) - before[3]}
+        traffic["compute_seconds"] = (time.perf_counter() - start
+                                      - traffic["communication_seconds"])
         return (trees if ring.rank == 0 else None,
                 self.state.loss_statistics(self.n_threads), traffic)
 

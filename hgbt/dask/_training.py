@@ -161,11 +161,13 @@ class DistributedTrainingData:
             t["bytes_sent_per_tree"][i].extend([traffic["bytes_sent"] / n] * n)
             t["bytes_received_per_tree"][i].extend([traffic["bytes_received"] / n] * n)
         t["histograms_per_tree"].extend([results[0][2]["histograms"] / n] * n)
-        ring = max(traffic["communication_seconds"] for _, _, traffic in results)
-        slowest = self.shards.last_compute
-        t["communication_seconds"] += ring
-        t["compute_seconds"] += max(0.0, slowest - ring)
-        t["driver_seconds"] += max(0.0, self.shards.wall_seconds - wall_before - slowest)
+        # each the slowest worker's: the one computing longest, the one
+        # waiting longest in the ring (for it, usually)
+        t["compute_seconds"] += max(traffic["compute_seconds"] for _, _, traffic in results)
+        t["communication_seconds"] += max(traffic["communication_seconds"]
+                                          for _, _, traffic in results)
+        t["driver_seconds"] += max(0.0, self.shards.wall_seconds - wall_before
+                                   - self.shards.last_compute)
         return trees
 
     def finish_round(self, trees):

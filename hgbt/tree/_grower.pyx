@@ -189,8 +189,13 @@ cdef class TreeKernel:
     cdef object _error
     cdef bint _failed
     # other processes holding rows of the same tree (hgbt.core.collective):
-    # each built histogram is all-reduced with theirs
+    # the root's histograms are all-reduced with theirs; with _scatter, any
+    # other node's are reduce-scattered, each process searching its block of
+    # features [_block_start, _block_stop) and the best split elected
     cdef object _collective
+    cdef bint _scatter
+    cdef int _block_start, _block_stop
+    cdef unsigned char* _scan_mask
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -198,7 +203,8 @@ cdef class TreeKernel:
         self._per_feature = <split_info_struct*>malloc(
             max(n_features, 1) * sizeof(split_info_struct))
         self._mask = <unsigned char*>malloc(max(n_features, 1))
-        if self._per_feature == NULL or self._mask == NULL:
+        self._scan_mask = <unsigned char*>malloc(max(n_features, 1))
+        if self._per_feature == NULL or self._mask == NULL or self._scan_mask == NULL:
             raise MemoryError()
 
     def __dealloc__(self):
@@ -214,6 +220,7 @@ cdef class TreeKernel:
         free(self._live)
         free(self._per_feature)
         free(self._mask)
+        free(self._scan_mask)
 
     cdef int _take(self) noexcept nogil:
         # A free histogram slot, or -1 when memory ran out.
@@ -421,6 +428,9 @@ cdef class TreeKernel:
                 buf.n_chunks = bounds_view.shape[0] - 1
                 buf.scratch = &scratch_view[0]
         self._collective = collective if spread else None
+        # blocks of features need feature f in column f: the plain layout
+        self._scatter = spread and plain
+        self._block_start, self._block_stop = 0, n_features
         try:
             return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads,
                              n_root)
@@ -603,9 +613,13 @@ cdef class TreeKernel:
                     if large_slot < 0:
                         return -1
                     self._state[large].slot = large_slot
-                    subtract(self._slots[self._state[node_id].slot],
-                             self._slots[small_slot], self._slots[large_slot],
-                             buf.n_columns, buf.n_bins, buf.column_width, grow.n_threads)
+                    # spread by blocks: only this process's block is summed
+                    b = self._block_start * buf.n_bins
+                    subtract(self._slots[self._state[node_id].slot] + b,
+                             self._slots[small_slot] + b, self._slots[large_slot] + b,
+                             self._block_stop - self._block_start if self._scatter
+                             else buf.n_columns, buf.n_bins,
+                             buf.column_width + self._block_start, grow.n_threads)
                     status = self._split(buf, grow, s, &p, large)
                     if status < 0:
                         return status
@@ -730,14 +744,21 @@ cdef class TreeKernel:
         # The node's histograms from its rows (LocalTrainingData.node_histogram),
         # summed with the other processes' when the rows are spread.
         self._build_here(buf, node_id, out, n_threads)
-        if self._collective is not None and not self._failed:
-            with gil:
-                try:
-                    self._collective.allreduce_histogram(
-                        np.asarray(<hist_struct[:self._bins]> out).view(HISTOGRAM_DTYPE))
-                except BaseException as exc:
-                    self._error = exc
-                    self._failed = True
+        if self._collective is None or self._failed:
+            return
+        with gil:
+            try:
+                histogram = np.asarray(<hist_struct[:self._bins]> out).view(HISTOGRAM_DTYPE)
+                if node_id == 0 or not self._scatter:
+                    # the root whole: its totals are read off column 0
+                    self._collective.allreduce_histogram(histogram)
+                else:
+                    self._block_start, self._block_stop = \
+                        self._collective.reduce_scatter_histogram(
+                            histogram.reshape(buf.n_columns, buf.n_bins))
+            except BaseException as exc:
+                self._error = exc
+                self._failed = True
 
     cdef void _build_here(self, const tree_buffers* buf, int node_id, hist_struct* out,
                           int n_threads) noexcept nogil:
@@ -796,9 +817,43 @@ cdef class TreeKernel:
             if n_live < n_in or st.live_count < 0:
                 st.live_start, st.live_count = self._live_used, n_live
                 self._live_used += n_live
+        cdef bint elect = self._scatter and node_id != 0
+        cdef int f
+        if elect:  # this process's block of the node's features
+            for f in range(s.n_features):
+                self._scan_mask[f] = (self._block_start <= f < self._block_stop
+                                      and (mask == NULL or mask[f]))
+            mask = self._scan_mask
         find_split(histograms, buf.n_bins, s.n_features,
                    NULL if st.live_count < 0 else self._live + st.live_start,
                    st.live_count, s.n_bins_non_missing, node.sum_gradients, node.sum_hessians,
                    node.count, mask, s.categorical, s.layout, p, self._per_feature,
                    &node.split, grow.n_threads)
+        if elect and not self._elect(&node.split):
+            return -2
         return node.split.feature_idx >= 0
+
+    cdef bint _elect(self, split_info_struct* split) noexcept nogil:
+        # The best of every process's split (its block's best), as find_split
+        # picks over all features: blocks ascend with the rank, so the first
+        # strictly larger gain in rank order is the lowest feature of a tie.
+        # False on an error.
+        cdef split_info_struct candidate
+        cdef split_info_struct best
+        cdef const unsigned char[::1] view
+        memset(&best, 0, sizeof(split_info_struct))
+        best.feature_idx = -1
+        with gil:
+            try:
+                mine = (<unsigned char*>split)[:sizeof(split_info_struct)]
+                for item in self._collective.allgather_bytes(mine):
+                    view = item
+                    memcpy(&candidate, &view[0], sizeof(split_info_struct))
+                    if candidate.feature_idx >= 0 and candidate.gain > best.gain:
+                        best = candidate
+            except BaseException as exc:
+                self._error = exc
+                self._failed = True
+                return False
+        split[0] = best
+        return True
