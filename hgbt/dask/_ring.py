@@ -120,6 +120,15 @@ def _recv_exact(sock, n):
     return bytes(out)
 
 
+def _add_into(dest, other):
+    """``dest += other``, field by field. Exact on the used bins: gradients lie
+    on a grid. The bins past a column's last are never written by the
+    kernels; whatever they hold may overflow here, and is never read."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        for name in dest.dtype.names:
+            dest[name] += other[name]
+
+
 class RingCollective:
     """The :class:`~hgbt.core.collective.Collective` of ``size`` processes in a
     TCP ring: this one (``rank``) sends to the next and receives from the
@@ -231,8 +240,7 @@ class RingCollective:
             send, dest = chunk(rank - s), chunk(rank - s - 1)
             buf = self._scratch[:dest.shape[0]]
             self._exchange(memoryview(send.view(np.uint8)), memoryview(buf.view(np.uint8)))
-            for name in flat.dtype.names:
-                dest[name] += buf[name]  # exact: gradients lie on a grid
+            _add_into(dest, buf)
         # all-gather of the summed chunks, received in place
         for s in range(p - 1):
             send, dest = chunk(rank - s + 1), chunk(rank - s)
@@ -258,8 +266,7 @@ class RingCollective:
             send, dest = block(rank - s - 1), block(rank - s - 2)
             buf = self._scratch[:dest.shape[0]]
             self._exchange(memoryview(send.view(np.uint8)), memoryview(buf.view(np.uint8)))
-            for name in histogram.dtype.names:
-                dest[name] += buf[name]  # exact: gradients lie on a grid
+            _add_into(dest, buf)
         self.n_histograms += 1
         self.seconds += time.perf_counter() - start
         return bounds[rank], bounds[rank + 1]
