@@ -17,6 +17,7 @@ from cython.parallel cimport prange
 from libc.math cimport ldexp
 from libc.stdint cimport int64_t, uint64_t
 
+from ..core._random cimport uniform
 from ..core._types cimport G_H_DTYPE_C, SIZE_C
 
 # Rows below which the loop stays on one thread.
@@ -31,15 +32,6 @@ cdef inline int64_t _floor(double x) noexcept nogil:
     # > 0: no compare, no branch (the sign of a gradient is random). The sum
     # is a multiple of 2**-32, so a rounding up is 2**-32 more or less likely.
     return <int64_t>(x + FLOOR_OFFSET) - <int64_t>FLOOR_OFFSET
-
-
-cdef inline double _uniform(uint64_t seed, uint64_t row) noexcept nogil:
-    # splitmix64 finaliser of (seed, row): a uniform draw in [0, 1).
-    cdef uint64_t z = seed + (row + 1) * <uint64_t>0x9E3779B97F4A7C15
-    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
-    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
-    z = z ^ (z >> 31)
-    return <double>(z >> 11) * 1.1102230246251565e-16  # 2**-53
 
 
 def quantize_gradients(
@@ -81,13 +73,13 @@ def quantize_gradients(
     if not 0 < h_shift < g_shift < 63:
         raise ValueError("quantize_gradients: invalid lane shifts.")
     for i in prange(n, nogil=True, schedule="static", num_threads=threads):
-        g_q = _floor(<double>gradients[i] * g_up + _uniform(seed, i))
+        g_q = _floor(<double>gradients[i] * g_up + uniform(seed, i))
         if write_g:
             quantized_gradients[i] = <G_H_DTYPE_C>(g_q * g_down)
         if constant_hessian:
             h_q = 0
         else:
-            h_q = _floor(<double>hessians[i] * h_up + _uniform(h_seed, i))
+            h_q = _floor(<double>hessians[i] * h_up + uniform(h_seed, i))
             if write_h:
                 quantized_hessians[i] = <G_H_DTYPE_C>(h_q * h_down)
         packed[i] = g_q * g_lane + h_q * h_lane + 1
