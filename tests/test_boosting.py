@@ -52,7 +52,7 @@ def test_local_and_distributed_sources_conform():
         assert not isinstance(data, TreeSource)
     assert isinstance(LocalTrainingData(X_binned, 256, 1), TreeSource)
     pytest.importorskip("distributed")
-    from hgbt.dask._training import DistributedTrainingData
+    from hgbt.dask._training import DistributedTrainingData, ShardDraw
 
     class NoShards:
         actors = [None, None]
@@ -60,10 +60,12 @@ def test_local_and_distributed_sources_conform():
     # the shards grow the trees: the driver's data is no tree source
     remote = DistributedTrainingData(NoShards(), 10, 4, 1, False)
     assert isinstance(remote, TrainingData) and not isinstance(remote, TreeSource)
-    # distributed-only limits stay refused
-    with pytest.raises(NotImplementedError):
-        remote.sample_rows(RowSampler("bagging", 0.5, 0.2, 0.1, 10,
-                                      np.random.default_rng(0)))
+    # GOSS stays refused; bagging is drawn on the shards, row by global index
+    with pytest.raises(NotImplementedError, match="GOSS"):
+        remote.sample_rows(RowSampler("goss", 1.0, 0.2, 0.1, 10, np.random.default_rng(0)))
+    draw = remote.sample_rows(RowSampler("bagging", 0.5, 0.2, 0.1, 10,
+                                         np.random.default_rng(0)))
+    assert isinstance(draw, ShardDraw) and draw.sampler.subsample == 0.5
 
 
 class FakeData:

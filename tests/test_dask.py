@@ -205,6 +205,18 @@ def test_callbacks_and_truncation_on_a_cluster(client):
             chunked(X, 1000), chunked(y, 1000))
 
 
+@pytest.mark.parametrize("params", [dict(subsample=0.5),
+                                    dict(subsample=0.3, colsample_bynode=0.6)])
+def test_bagging_on_a_cluster_is_the_local_bagging(client, params):
+    # Each shard draws for its rows by their global index: the local model,
+    # uneven partitions and all
+    X, y = regression_data(3000)
+    params = dict(PARAMS, **params)
+    model = DaskHistGBDTRegressor(**params).fit(chunked(X, 700), chunked(y, 700))
+    local = HistGBDTRegressor(**params).fit(X, y)
+    assert_same_model(local, model)
+
+
 def test_a_worker_without_training_rows(client):
     # Training rows all on one worker, validation rows on the other: the second
     # shard has no training rows and adds empty histograms.
@@ -271,7 +283,7 @@ def test_to_local_and_pickle(client):
 
 @pytest.mark.parametrize("params, message", [
     (dict(loss="absolute_error"), "not supported"),
-    (dict(subsample=0.5), "Row sampling"),
+    (dict(data_sample_strategy="goss"), "goss"),
     (dict(warm_start=True), "warm_start"),
     (dict(early_stopping=True), "X_val"),
     (dict(early_stopping="cv"), "early_stopping='cv' is not supported"),
@@ -341,7 +353,7 @@ def test_four_workers_with_partitions_placed_on_each():
                 blocks.append(da.from_delayed(future, shape=part.shape, dtype=part.dtype))
             return da.concatenate(blocks)
 
-        params = dict(PARAMS, categorical_features=[4], max_iter=3)
+        params = dict(PARAMS, categorical_features=[4], max_iter=3, subsample=0.7)
         model = DaskHistGBDTClassifier(**params).fit(placed(X), placed(y))
         t = model.telemetry_
         assert t["n_workers"] == 4

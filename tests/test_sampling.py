@@ -213,12 +213,19 @@ def test_goss_input_checks():
 @pytest.mark.parametrize("n, subsample", [
     (1, 0.5), (10, 0.04), (10, 0.25), (10, 0.35), (1000, 0.5), (1001, 0.3), (7, 0.999),
 ])
-def test_bagging_sample_size(n, subsample):
+def test_bagging_keeps_each_row_with_probability_subsample(n, subsample):
+    # Each row kept by its own draw (as XGBoost and LightGBM): a random
+    # number of rows, binomial(n, subsample)
     sampler = bagging(n, subsample)
     assert sampler.active and not sampler.needs_full_hessian
-    expected = min(n, max(1, round(subsample * n)))
-    for _ in range(3):
-        assert_valid_rows(sampler.sample(None, None), n, expected)
+    sizes = []
+    for _ in range(200):
+        rows = sampler.sample(None, None)
+        assert rows.dtype == np.uint32 and np.all(np.diff(rows.astype(np.int64)) > 0)
+        assert rows.size == 0 or (rows[0] >= 0 and rows[-1] < n)
+        sizes.append(rows.size)
+    sd = np.sqrt(n * subsample * (1 - subsample) / len(sizes))
+    assert abs(np.mean(sizes) - n * subsample) <= 5 * sd + 1e-9
 
 
 def test_bagging_inclusion_frequency_uniform():
@@ -227,10 +234,41 @@ def test_bagging_inclusion_frequency_uniform():
     counts = np.zeros(n)
     for _ in range(n_draws):
         counts[sampler.sample()] += 1
-    assert counts.sum() == 12 * n_draws
     freq = counts / n_draws
     sd = np.sqrt(subsample * (1 - subsample) / n_draws)
     assert np.max(np.abs(freq - subsample)) < 4.5 * sd, freq
+
+
+def test_a_rows_bagging_draw_depends_only_on_the_round_and_its_index():
+    # What lets a Dask shard draw for its rows what the local fit draws:
+    # the draw of row i is the same whichever rows are drawn with it
+    n = 10_000
+    sampler = bagging(n, 0.4)
+    sampler.start_round(np.random.default_rng(0), seed=11, iteration=3)
+    whole = sampler.sample(n_threads=2)
+    ids = np.arange(n, dtype=np.int64)
+    shards = [ids[:1234], ids[1234:1234], ids[1234:7000], ids[7000:]]
+    parts = [shard[sampler.sample(row_ids=shard)] for shard in shards]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+    # another round, another seed: other rows
+    sampler.start_round(np.random.default_rng(0), seed=11, iteration=4)
+    assert not np.array_equal(sampler.sample(), whole)
+    sampler.start_round(np.random.default_rng(0), seed=12, iteration=3)
+    assert not np.array_equal(sampler.sample(), whole)
+    # the draw against a plain reference of the counter-based uniform
+    sampler.start_round(np.random.default_rng(0), seed=11, iteration=3)
+    np.testing.assert_array_equal(
+        whole, np.flatnonzero(_splitmix_uniform(sampler.round_seed, ids) < 0.4))
+
+
+def _splitmix_uniform(seed, rows):
+    """hgbt/core/_random.pxd's uniform(seed, row) in NumPy uint64 arithmetic."""
+    z = np.uint64(seed) + (rows.astype(np.uint64) + np.uint64(1)) * np.uint64(
+        0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 def test_bagging_leaves_gradients_alone():

@@ -87,9 +87,10 @@ class _DaskMixin:
             raise ValueError(f"loss={loss!r} is not supported by the Dask estimators: its "
                              "baseline or leaf values need all rows at once; use one of "
                              f"{SUPPORTED_LOSSES}.")
-        if self.subsample < 1.0 or self.data_sample_strategy != "bagging":
-            raise ValueError("Row sampling (subsample < 1, data_sample_strategy='goss') is "
-                             "not supported by the Dask estimators yet.")
+        if self.data_sample_strategy != "bagging":
+            raise ValueError("data_sample_strategy='goss' is not supported by the Dask "
+                             "estimators yet (its top rows are chosen among all rows at "
+                             "once); use bagging (subsample < 1).")
         if self.max_conflict_rate > 0:
             raise ValueError("max_conflict_rate > 0 is not supported by the Dask "
                              "estimators: workers keep every feature in its own column, "
@@ -249,8 +250,11 @@ class _DaskMixin:
         token = secrets.randbits(63)
         shards.call("join_ring", per_actor=[(rank, addresses, token, self.timeout)
                                             for rank in range(len(addresses))])
+        # each shard's rows by their index among all rows (the bagging draws')
+        row_ids = [global_rows for _, global_rows in _rows_on_shards(None, placement, sizes)]
         statistics = shards.call("start", per_actor=[
-            (inputs, booster.bin_mapper, self.n_threads, local) for local in local_rows])
+            (inputs, booster.bin_mapper, self.n_threads, local, ids)
+            for local, ids in zip(local_rows, row_ids)])
         loss = self._make_loss(None)
         booster.baseline = loss.baseline_from_statistics(merge(statistics))
         monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,

@@ -10,6 +10,7 @@ method returns its result together with the seconds it took, for the fit's
 telemetry.
 """
 import time
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,6 +24,7 @@ from ..core.collective import SINGLE_PROCESS
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ._collections import DASK_CATEGORIES
 from ._ring import join_ring, listen
+from ._training import ShardDraw
 
 
 def _timed(method):
@@ -142,10 +144,11 @@ class Shard:
         self.ring = join_ring(rank, addresses, server, token, timeout)
 
     @_timed
-    def start(self, inputs, bin_mapper, n_threads, score_rows=None):
+    def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
-        on (None: all)."""
+        on (None: all); ``row_ids``: each row's index among all training rows
+        (the bagging draws')."""
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
         y = inputs.encode_y(y)
@@ -164,7 +167,9 @@ class Shard:
         binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
                                      bin_mapper.zero_bins())
         self.data = LocalData(self.state, None, binned, bin_mapper.missing_bin + 1,
-                              self.n_threads, collective=self.ring)
+                              self.n_threads, collective=self.ring,
+                              row_ids=None if row_ids is None
+                              else np.ascontiguousarray(row_ids, dtype=np.int64))
         self._train = self._val = None  # the float rows are no longer needed
         return loss.baseline_statistics(y)
 
@@ -209,6 +214,8 @@ class Shard:
         before = (ring.bytes_sent, ring.bytes_received, ring.seconds,
                   getattr(ring, "n_histograms", 0))
         self.data.compute_gradients()
+        if isinstance(plan.rows, ShardDraw):  # this shard's rows of the round's bag
+            plan = replace(plan, rows=self.data.sample_rows(plan.rows.sampler))
         trees = self.data.grow_round(self._settings, plan)
         self.data.finish_round(trees)
         traffic = {"bytes_sent": ring.bytes_sent - before[0],

@@ -74,6 +74,14 @@ class ShardGroup:
         return [value for value, _ in results]
 
 
+class ShardDraw:
+    """A round's rows, drawn on each shard for its own rows (bagging draws
+    depend only on the round's seed and each row's global index)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+
+
 class DistributedTrainingData:
     """The rows on the shards, as the boosting loop's
     :class:`~hgbt.engine.boosting.TrainingData`.
@@ -143,10 +151,11 @@ class DistributedTrainingData:
         """Computed by the shards at the start of :meth:`grow_round`."""
 
     def sample_rows(self, sampler):
-        if sampler.active:
-            raise NotImplementedError("row sampling is not supported by the Dask "
-                                      "estimators")
-        return None
+        if not sampler.active:
+            return None
+        if sampler.strategy != "bagging":
+            raise NotImplementedError("GOSS is not supported by the Dask estimators")
+        return ShardDraw(sampler)
 
     def grow_round(self, settings, plan):
         sent = None if settings is self._sent_settings else settings

@@ -341,7 +341,7 @@ def _rounds(settings, grower_settings, data, record, evaluator, callbacks):
         # Sampling draws from a generator seeded by (seed, round), so a
         # warm-started fit continues exactly as one long fit would.
         rng = np.random.default_rng([settings.seed, iteration])
-        row_sampler.rng = rng
+        row_sampler.start_round(rng, settings.seed, iteration)
         data.compute_gradients()
         try:
             rows = data.sample_rows(row_sampler)

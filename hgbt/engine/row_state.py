@@ -13,7 +13,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ..core._types import SIZE_DTYPE
-from ..core.collective import SINGLE_PROCESS
+from ..core.collective import SINGLE_PROCESS, allreduce_sum_int
 from ..tree.training_data import LocalTrainingData
 from .round_plan import RoundTrees
 from .tree_team import TreeTeam
@@ -157,11 +157,16 @@ class LocalData:
         :class:`~hgbt.tree.training_data.LocalTrainingData`), one after
         another so that every process makes the same collective calls in
         the same order. ``X`` may then be None (a plain layout).
+    row_ids : ndarray of int64 or None, default=None
+        Each row's index among all the fit's training rows (a Dask shard's),
+        for the bagging draws; None: ``0 .. n_rows - 1``.
     """
 
     def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,
-                 collective=SINGLE_PROCESS):
+                 collective=SINGLE_PROCESS, row_ids=None):
         self.state = state
+        self._collective = collective
+        self.row_ids = row_ids
         self._baseline = baseline
         self.n_rows, self.n_features = state.y.shape[0], binned.n_features
         self.n_trees = state.raw.shape[0]
@@ -205,7 +210,11 @@ class LocalData:
     def sample_rows(self, sampler):
         if not sampler.active:
             return None
-        rows = sampler.sample(self.state.gradients, self.state.hessians)
+        rows = sampler.sample(self.state.gradients, self.state.hessians, self.row_ids,
+                              self.n_threads)
+        if allreduce_sum_int(self._collective, rows.size) == 0:
+            # a bag that drew no row anywhere (few rows): the round takes them all
+            rows = np.arange(self.n_rows, dtype=SIZE_DTYPE)
         self._unsampled = _complement(rows, self.n_rows)
         if self.state.loss.needs_leaf_refit and sampler.needs_full_hessian:
             # Leaf refits weight GOSS's up-weighted rows as the gradients do.

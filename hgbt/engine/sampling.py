@@ -4,9 +4,12 @@ Gradients and hessians follow the layout of :mod:`hgbt.engine.losses`: float32,
 shape ``(n_trees_per_iteration, n_samples)``, C-ordered. One boosting round
 grows its ``n_trees_per_iteration`` trees on the same sampled rows.
 
-Everything here is pure NumPy and deterministic given the
-:class:`numpy.random.Generator` passed in: the same generator state and the
-same inputs give the same rows, masks and re-weighted gradients.
+Everything here is deterministic: GOSS and the feature samplers draw from
+the :class:`numpy.random.Generator` passed in (the same generator state and
+the same inputs give the same rows, masks and re-weighted gradients); bagging
+keeps each row by a counter-based draw from the round's seed and the row's
+index (``_sampling.pyx``), so that a Dask shard draws for its rows what the
+local fit draws for them.
 """
 from numbers import Integral, Real
 
@@ -14,10 +17,14 @@ import numpy as np
 
 from ..core.exact import GradientOverflowError
 
-# Same dtypes as ``hgbt.core._types`` (kept local so this pure-NumPy module imports
-# without the compiled kernels).
+from ._sampling import bernoulli_rows
+
+# Same dtypes as ``hgbt.core._types``.
 G_H_DTYPE = np.float32
 SIZE_DTYPE = np.uint32
+#: the stream of the bagging draws among a round's seeds (quantized gradients
+#: take ``(seed, round, tree)``; a tree index never reaches this)
+BAGGING_STREAM = 0xBA6
 
 __all__ = ["RowSampler", "FeatureSampler", "round_feature_samplers"]
 
@@ -67,13 +74,14 @@ class RowSampler:
     Parameters
     ----------
     strategy : {'bagging', 'goss'}
-        ``'bagging'``: a uniform random subset of the rows, without
-        replacement. ``'goss'``: gradient-based one-side sampling (LightGBM):
+        ``'bagging'``: each row kept with probability ``subsample``, by a
+        counter-based draw from the round's seed and the row's index (as
+        XGBoost and LightGBM, a random number of rows). ``'goss'``: gradient-based one-side sampling (LightGBM):
         the rows with the largest ``sum_k |g_k * h_k|`` are kept, a uniform
         random subset of the other rows is drawn and up-weighted.
     subsample : float in (0, 1]
-        Fraction of rows drawn by ``'bagging'``; ``max(1, round(subsample *
-        n_samples))`` rows. Only validated and used for ``'bagging'``.
+        Probability of each row to be kept by ``'bagging'``. Only validated
+        and used for ``'bagging'``.
     goss_top_rate : float in (0, 1]
         ``'goss'``: ``int(goss_top_rate * n_samples)`` rows with the largest
         scores are always kept. Only validated and used for ``'goss'``.
@@ -94,7 +102,7 @@ class RowSampler:
     n_other : int
         ``'goss'``: number of small-score rows drawn (0 for bagging).
     n_sampled : int
-        Number of rows returned by :meth:`sample`.
+        Number of rows returned by :meth:`sample` (bagging: on average).
     other_weight : float
         ``'goss'``: factor the gradients and hessians of the drawn
         small-score rows are multiplied by, ``(n_samples - n_top) / n_other``
@@ -134,6 +142,7 @@ class RowSampler:
         self.strategy = strategy
         self.n_samples = _check_positive_int(n_samples, "n_samples")
         self.rng = _check_rng(rng)
+        self.round_seed = None  # bagging's, set by start_round
         self.subsample = subsample
         self.goss_top_rate = goss_top_rate
         self.goss_other_rate = goss_other_rate
@@ -172,7 +181,7 @@ class RowSampler:
         (shape ``(K, 1)``) no longer describes the rows: allocate per-row hessians."""
         return self.strategy == "goss"
 
-    def sample(self, gradients=None, hessians=None):
+    def sample(self, gradients=None, hessians=None, row_ids=None, n_threads=1):
         """Draw this round's rows; GOSS also re-weights gradients and hessians.
 
         Parameters
@@ -184,6 +193,12 @@ class RowSampler:
             This round's per-row hessians, same shape as ``gradients``.
             Required for ``'goss'``, which modifies it in place; ignored (may be
             None) for ``'bagging'``.
+        row_ids : ndarray of int64 or None
+            ``'bagging'``: the index of each row to draw for among all the
+            fit's training rows (a Dask shard's rows); None: rows
+            ``0 .. n_samples - 1``.
+        n_threads : int
+            Threads of the bagging draw.
 
         Returns
         -------
@@ -191,15 +206,24 @@ class RowSampler:
             Sorted, unique row indices used by every tree of this round.
         """
         if self.strategy == "bagging":
-            return self._sample_bagging()
+            return self._sample_bagging(row_ids, n_threads)
         return self._sample_goss(gradients, hessians)
 
-    def _sample_bagging(self):
-        n = self.n_samples
-        if self.n_sampled >= n:
+    def start_round(self, rng, seed, iteration):
+        """The round's draws: GOSS's from ``rng`` (the round's generator),
+        bagging's from ``(seed, iteration)`` and each row's index."""
+        self.rng = _check_rng(rng)
+        self.round_seed = int(np.random.SeedSequence(
+            [seed, iteration, BAGGING_STREAM]).generate_state(1, np.uint64)[0])
+
+    def _sample_bagging(self, row_ids, n_threads):
+        n = self.n_samples if row_ids is None else row_ids.shape[0]
+        if self.subsample == 1.0:
             return np.arange(n, dtype=SIZE_DTYPE)
-        mask = _draw_mask(self.rng, n, self.n_sampled)
-        return np.flatnonzero(mask).astype(SIZE_DTYPE)
+        # a sampler used on its own (no start_round): each call a new seed from rng
+        seed = (self.round_seed if self.round_seed is not None
+                else int(self.rng.integers(0, 2**64, dtype=np.uint64)))
+        return bernoulli_rows(seed, self.subsample, n, row_ids, n_threads)
 
     def _check_goss_arrays(self, gradients, hessians):
         for name, arr in (("gradients", gradients), ("hessians", hessians)):

@@ -141,8 +141,10 @@ COMMON_PARAMETERS_DOC = """\
         Continue from the fitted rounds up to ``max_iter`` instead of
         starting again (binning and validation split are kept).
     subsample : float, default=1.0
-        With ``data_sample_strategy='bagging'``, share of rows (drawn
-        without replacement, anew each round) each round's trees are grown on.
+        With ``data_sample_strategy='bagging'``, the probability of each row
+        to be in a round's sample (drawn anew each round, from the seed, the
+        round and the row's index: the same rows on any number of threads or
+        Dask workers).
     data_sample_strategy : {'bagging', 'goss'}, default='bagging'
         'goss' keeps the ``goss_top_rate`` rows with the largest
         ``|gradient × hessian|`` and a random ``goss_other_rate`` of the
