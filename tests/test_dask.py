@@ -338,6 +338,74 @@ def test_a_lost_worker_ends_in_a_clear_error():
         cluster.close()
 
 
+def _die_at(point, after):
+    """On the worker it runs on: make the process exit (or hang: 'hang') at
+    ``point`` once it has been reached ``after`` times."""
+    from hgbt.dask import _ring, _shard
+
+    calls = {"n": 0}
+
+    def reached():
+        calls["n"] += 1
+        return calls["n"] > after
+
+    if point == "binning":  # the shard bins its rows
+        original = _shard.Shard.start.__wrapped__
+
+        def start(self, *args):
+            if reached():
+                os._exit(1)
+            return original(self, *args)
+        _shard.Shard.start = _shard._timed(start)
+    elif point in ("mid-tree", "hang"):  # a node below the root of some tree
+        original = _ring.RingCollective.reduce_scatter_histogram
+
+        def reduce_scatter(self, histogram):
+            if reached():
+                if point == "hang":
+                    time.sleep(3600)
+                os._exit(1)
+            return original(self, histogram)
+        _ring.RingCollective.reduce_scatter_histogram = reduce_scatter
+    elif point == "mid-reduction":  # half of a histogram's bytes sent
+        original = _ring.RingCollective._exchange
+
+        def exchange(self, out, into):
+            if len(out) > 1000 and reached():
+                self._next.setblocking(True)
+                self._next.sendall(out[:len(out) // 2])
+                os._exit(1)
+            return original(self, out, into)
+        _ring.RingCollective._exchange = exchange
+
+
+@pytest.mark.parametrize("point, after", [("binning", 0), ("mid-tree", 40),
+                                          ("mid-reduction", 25), ("hang", 40)])
+def test_a_worker_lost_at_any_point_ends_the_fit_clearly(point, after):
+    # A worker dies (or hangs) at a chosen point: the fit ends with
+    # WorkerLostError, at once when the worker dies (its ring neighbours fail
+    # on their closed connection), within the timeout when it hangs, and
+    # the estimator is left as it was
+    cluster, client = _cluster(2)
+    try:
+        X, y = regression_data(6000)
+        timeout = 6.0 if point == "hang" else 60.0
+        model = DaskHistGBDTRegressor(**{**PARAMS, "max_iter": 50}, timeout=timeout)
+        dX, dy = client.persist([chunked(X, 1500), chunked(y, 1500)])
+        distributed.wait([dX, dy])
+        victim = sorted(client.scheduler_info()["workers"])[1]
+        client.run(_die_at, point, after, workers=[victim])
+        start = time.perf_counter()
+        with pytest.raises(WorkerLostError, match="no model was fitted"):
+            model.fit(dX, dy)
+        # a death is noticed long before the timeout; a hang ends at it
+        assert time.perf_counter() - start < (4 * timeout if point == "hang" else 30)
+        assert not has_rounds(model) and not hasattr(model, "telemetry_")
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_four_workers_with_partitions_placed_on_each():
     cluster, client = _cluster(4)
     try:

@@ -9,6 +9,7 @@ the same trees and the driver only receives them, once per round. Every
 method returns its result together with the seconds it took, for the fit's
 telemetry.
 """
+import functools
 import time
 from dataclasses import replace
 
@@ -28,12 +29,11 @@ from ._training import ShardDraw
 
 
 def _timed(method):
+    @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         start = time.perf_counter()
         result = method(self, *args, **kwargs)
         return result, time.perf_counter() - start
-    wrapper.__name__ = method.__name__
-    wrapper.__doc__ = method.__doc__
     return wrapper
 
 
