@@ -60,12 +60,13 @@ def test_local_and_distributed_sources_conform():
     # the shards grow the trees: the driver's data is no tree source
     remote = DistributedTrainingData(NoShards(), 10, 4, 1, False)
     assert isinstance(remote, TrainingData) and not isinstance(remote, TreeSource)
-    # GOSS stays refused; bagging is drawn on the shards, row by global index
-    with pytest.raises(NotImplementedError, match="GOSS"):
-        remote.sample_rows(RowSampler("goss", 1.0, 0.2, 0.1, 10, np.random.default_rng(0)))
-    draw = remote.sample_rows(RowSampler("bagging", 0.5, 0.2, 0.1, 10,
-                                         np.random.default_rng(0)))
-    assert isinstance(draw, ShardDraw) and draw.sampler.subsample == 0.5
+    # rows are drawn on the shards, each by its global index
+    for strategy in ("bagging", "goss"):
+        draw = remote.sample_rows(RowSampler(strategy, 0.5, 0.2, 0.1, 10,
+                                             np.random.default_rng(0)))
+        assert isinstance(draw, ShardDraw) and draw.sampler.strategy == strategy
+    assert remote.sample_rows(RowSampler("bagging", 1.0, 0.2, 0.1, 10,
+                                         np.random.default_rng(0))) is None
 
 
 class FakeData:

@@ -206,11 +206,21 @@ def test_callbacks_and_truncation_on_a_cluster(client):
 
 
 @pytest.mark.parametrize("params", [dict(subsample=0.5),
-                                    dict(subsample=0.3, colsample_bynode=0.6)])
-def test_bagging_on_a_cluster_is_the_local_bagging(client, params):
-    # Each shard draws for its rows by their global index: the local model,
+                                    dict(subsample=0.3, colsample_bynode=0.6),
+                                    dict(data_sample_strategy="goss"),
+                                    dict(data_sample_strategy="goss", goss_top_rate=0.3,
+                                         goss_other_rate=0.2, loss="poisson"),
+                                    dict(use_quantized_grad=True),
+                                    dict(use_quantized_grad=True, subsample=0.6,
+                                         loss="poisson")])
+def test_row_sampling_on_a_cluster_is_the_local_sampling(client, params):
+    # Each shard draws for its rows by their global index (the bags, the
+    # quantized gradients' rounding), GOSS's top rows selected over the ring,
+    # the quantization grid from every shard's gradients: the local model,
     # uneven partitions and all
     X, y = regression_data(3000)
+    if params.get("loss") == "poisson":
+        y = np.exp(y / 4)
     params = dict(PARAMS, **params)
     model = DaskHistGBDTRegressor(**params).fit(chunked(X, 700), chunked(y, 700))
     local = HistGBDTRegressor(**params).fit(X, y)
@@ -283,7 +293,6 @@ def test_to_local_and_pickle(client):
 
 @pytest.mark.parametrize("params, message", [
     (dict(loss="absolute_error"), "not supported"),
-    (dict(data_sample_strategy="goss"), "goss"),
     (dict(warm_start=True), "warm_start"),
     (dict(early_stopping=True), "X_val"),
     (dict(early_stopping="cv"), "early_stopping='cv' is not supported"),
@@ -421,7 +430,8 @@ def test_four_workers_with_partitions_placed_on_each():
                 blocks.append(da.from_delayed(future, shape=part.shape, dtype=part.dtype))
             return da.concatenate(blocks)
 
-        params = dict(PARAMS, categorical_features=[4], max_iter=3, subsample=0.7)
+        params = dict(PARAMS, categorical_features=[4], max_iter=3, subsample=0.7,
+                      use_quantized_grad=True)
         model = DaskHistGBDTClassifier(**params).fit(placed(X), placed(y))
         t = model.telemetry_
         assert t["n_workers"] == 4

@@ -92,6 +92,26 @@ def test_rounding_depends_on_seed_and_row_not_threads():
     assert not np.array_equal(ref[0], quantize(g, h, 2, 3, seed=12)[0])
 
 
+def test_rounding_by_global_row_index_splits_into_shards():
+    # A Dask shard quantizes its rows by their index among all rows: the
+    # values of the whole, shard by shard; a one-row shard's hessian is
+    # quantized, not taken as a constant
+    g, h = gradients(1000)
+    whole = quantize(g, h, 2, 3, seed=5)
+    ids = np.arange(1000, dtype=np.int64)
+    for rows in (ids[:1], ids[1:400], ids[400:400], ids[400:]):
+        n = rows.shape[0]
+        gq, hq, packed = (np.empty(n, G_H_DTYPE), np.empty(n, G_H_DTYPE),
+                          np.empty(n, np.int64))
+        quantize_gradients(g[rows], h[rows], 2, 3, *LAYOUT[:2], 5, gq, hq, packed, 2,
+                           rows, 0)
+        for part, full in zip((gq, hq, packed), whole):
+            np.testing.assert_array_equal(part, full[rows])
+    with pytest.raises(ValueError, match="row_ids"):
+        quantize_gradients(g, h, 2, 3, *LAYOUT[:2], 5, *[np.empty(1000, t) for t in
+                           (G_H_DTYPE, G_H_DTYPE, np.int64)], 1, ids[:10])
+
+
 def test_constant_hessian_leaves_hessian_lane_empty():
     g, h = gradients(1000, constant_hessian=True)
     layout = packed_lanes(16, True)

@@ -161,6 +161,41 @@ def test_a_ring_grows_the_tree_of_all_rows():
             np.testing.assert_array_equal(tree[field], whole[field])
 
 
+@pytest.mark.parametrize("tied", [False, True])
+def test_goss_on_shards_picks_the_rows_of_goss_on_all_rows(tied):
+    # The top rows are selected over all shards (a radix selection on the
+    # scores' bits, counts summed over the ring), ties by each row's key,
+    # the other rows by each row's draw: the rows and re-weighted gradients
+    # of one process, shard by shard
+    from hgbt.engine.sampling import RowSampler
+
+    n = 3000
+    rng = np.random.default_rng(1)
+    g = rng.standard_normal((2, n)).astype(np.float32)
+    if tied:  # many equal scores: the threshold falls inside a tie
+        g = np.round(g).astype(np.float32)
+    h = np.ones((2, n), dtype=np.float32)
+    sampler = RowSampler("goss", 1.0, 0.2, 0.1, n, np.random.default_rng(0))
+    sampler.start_round(np.random.default_rng(0), seed=5, iteration=2)
+    g_all, h_all = g.copy(), h.copy()
+    whole = sampler.sample(g_all, h_all)
+    ids = np.arange(n, dtype=np.int64)
+    shards = [ids[:1000], ids[1000:1000], ids[1000:2500], ids[2500:]]
+    rings = ring_of(len(shards))
+
+    def draw(rank):
+        rows = shards[rank]
+        gs, hs = g[:, rows].copy(), h[:, rows].copy()
+        picked = sampler.sample(gs, hs, row_ids=rows, collective=rings[rank])
+        return rows[picked], gs, hs
+
+    parts = run_all(len(shards), draw)
+    np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), whole)
+    np.testing.assert_array_equal(np.concatenate([p[1] for p in parts], axis=1), g_all)
+    np.testing.assert_array_equal(np.concatenate([p[2] for p in parts], axis=1), h_all)
+    assert whole.size >= sampler.n_top
+
+
 def test_a_lost_peer_fails_the_others_at_once():
     rings = ring_of(3, timeout=30.0)
 

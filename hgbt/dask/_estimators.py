@@ -87,18 +87,10 @@ class _DaskMixin:
             raise ValueError(f"loss={loss!r} is not supported by the Dask estimators: its "
                              "baseline or leaf values need all rows at once; use one of "
                              f"{SUPPORTED_LOSSES}.")
-        if self.data_sample_strategy != "bagging":
-            raise ValueError("data_sample_strategy='goss' is not supported by the Dask "
-                             "estimators yet (its top rows are chosen among all rows at "
-                             "once); use bagging (subsample < 1).")
         if self.max_conflict_rate > 0:
             raise ValueError("max_conflict_rate > 0 is not supported by the Dask "
                              "estimators: workers keep every feature in its own column, "
                              "so bundling with conflicts could not be reproduced.")
-        if self.use_quantized_grad:
-            raise ValueError("use_quantized_grad=True is not supported by the Dask "
-                             "estimators yet: the rounding is drawn per row of one "
-                             "process.")
         if self.warm_start:
             raise ValueError("warm_start is not supported by the Dask estimators; "
                              "to_local() gives a local model that can continue.")
@@ -253,8 +245,8 @@ class _DaskMixin:
         # each shard's rows by their index among all rows (the bagging draws')
         row_ids = [global_rows for _, global_rows in _rows_on_shards(None, placement, sizes)]
         statistics = shards.call("start", per_actor=[
-            (inputs, booster.bin_mapper, self.n_threads, local, ids)
-            for local, ids in zip(local_rows, row_ids)])
+            (inputs, booster.bin_mapper, self.n_threads, local, ids,
+             self.data_sample_strategy == "goss") for local, ids in zip(local_rows, row_ids)])
         loss = self._make_loss(None)
         booster.baseline = loss.baseline_from_statistics(merge(statistics))
         monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,

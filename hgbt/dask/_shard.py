@@ -144,11 +144,12 @@ class Shard:
         self.ring = join_ring(rank, addresses, server, token, timeout)
 
     @_timed
-    def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None):
+    def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None,
+              full_hessian=False):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
         on (None: all); ``row_ids``: each row's index among all training rows
-        (the bagging draws')."""
+        (the row sampling draws'); ``full_hessian``: per-row hessians (GOSS)."""
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
         y = inputs.encode_y(y)
@@ -162,7 +163,7 @@ class Shard:
         validation = ValidationRows(X_val, y_val, inputs.class_weighted(w_val, y_val),
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         self.state = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
-                             False, [validation], score_rows)
+                             full_hessian, [validation], score_rows)
         # every shard lays its columns out the same way: plain, each feature its own
         binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
                                      bin_mapper.zero_bins())

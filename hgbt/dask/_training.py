@@ -75,8 +75,9 @@ class ShardGroup:
 
 
 class ShardDraw:
-    """A round's rows, drawn on each shard for its own rows (bagging draws
-    depend only on the round's seed and each row's global index)."""
+    """A round's rows, drawn on each shard for its own rows: a row's draw
+    depends only on the round's seed and the row's global index, and GOSS's
+    top rows are selected over all shards through their ring."""
 
     def __init__(self, sampler):
         self.sampler = sampler
@@ -151,11 +152,7 @@ class DistributedTrainingData:
         """Computed by the shards at the start of :meth:`grow_round`."""
 
     def sample_rows(self, sampler):
-        if not sampler.active:
-            return None
-        if sampler.strategy != "bagging":
-            raise NotImplementedError("GOSS is not supported by the Dask estimators")
-        return ShardDraw(sampler)
+        return ShardDraw(sampler) if sampler.active else None
 
     def grow_round(self, settings, plan):
         sent = None if settings is self._sent_settings else settings

@@ -180,7 +180,7 @@ class LocalData:
         self._refit_weight = state.sample_weight
 
         def make_source(threads):
-            source = LocalTrainingData(binned, n_bins, threads, collective)
+            source = LocalTrainingData(binned, n_bins, threads, collective, row_ids)
             source.use_gradients(state.gradients, state.hessians, state.constant_hessian)
             return source
 
@@ -211,7 +211,7 @@ class LocalData:
         if not sampler.active:
             return None
         rows = sampler.sample(self.state.gradients, self.state.hessians, self.row_ids,
-                              self.n_threads)
+                              self.n_threads, self._collective)
         if allreduce_sum_int(self._collective, rows.size) == 0:
             # a bag that drew no row anywhere (few rows): the round takes them all
             rows = np.arange(self.n_rows, dtype=SIZE_DTYPE)

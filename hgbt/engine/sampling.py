@@ -17,14 +17,15 @@ import numpy as np
 
 from ..core.exact import GradientOverflowError
 
-from ._sampling import bernoulli_rows
+from ..core.collective import SINGLE_PROCESS
+from ._sampling import bernoulli_rows, row_keys
 
 # Same dtypes as ``hgbt.core._types``.
 G_H_DTYPE = np.float32
 SIZE_DTYPE = np.uint32
-#: the stream of the bagging draws among a round's seeds (quantized gradients
-#: take ``(seed, round, tree)``; a tree index never reaches this)
-BAGGING_STREAM = 0xBA6
+#: the stream of the row sampling draws among a round's seeds (quantized
+#: gradients take ``(seed, round, tree)``; a tree index never reaches this)
+SAMPLING_STREAM = 0xBA6
 
 __all__ = ["RowSampler", "FeatureSampler", "round_feature_samplers"]
 
@@ -76,9 +77,10 @@ class RowSampler:
     strategy : {'bagging', 'goss'}
         ``'bagging'``: each row kept with probability ``subsample``, by a
         counter-based draw from the round's seed and the row's index (as
-        XGBoost and LightGBM, a random number of rows). ``'goss'``: gradient-based one-side sampling (LightGBM):
-        the rows with the largest ``sum_k |g_k * h_k|`` are kept, a uniform
-        random subset of the other rows is drawn and up-weighted.
+        XGBoost and LightGBM, a random number of rows). ``'goss'``:
+        gradient-based one-side sampling (LightGBM): the rows with the
+        largest ``sum_k |g_k * h_k|`` are kept, each other row is kept by its
+        own draw and up-weighted.
     subsample : float in (0, 1]
         Probability of each row to be kept by ``'bagging'``. Only validated
         and used for ``'bagging'``.
@@ -86,23 +88,25 @@ class RowSampler:
         ``'goss'``: ``int(goss_top_rate * n_samples)`` rows with the largest
         scores are always kept. Only validated and used for ``'goss'``.
     goss_other_rate : float in (0, 1]
-        ``'goss'``: ``int(goss_other_rate * n_samples)`` of the remaining rows
-        are drawn uniformly without replacement. ``goss_top_rate +
+        ``'goss'``: each remaining row is kept with probability ``n_other /
+        (n_samples - n_top)``, ``n_other = int(goss_other_rate * n_samples)``
+        (so ``n_other`` of them on average). ``goss_top_rate +
         goss_other_rate`` must not exceed 1. Only validated and used for
         ``'goss'``.
     n_samples : int
         Number of training rows.
     rng : numpy.random.Generator
-        Source of all random draws; it is advanced by :meth:`sample`.
+        Without :meth:`start_round`, each :meth:`sample` draws new seeds from it.
 
     Attributes
     ----------
     n_top : int
         ``'goss'``: number of rows kept for their large scores (0 for bagging).
     n_other : int
-        ``'goss'``: number of small-score rows drawn (0 for bagging).
+        ``'goss'``: number of small-score rows drawn on average (0 for bagging).
     n_sampled : int
-        Number of rows returned by :meth:`sample` (bagging: on average).
+        Number of rows returned by :meth:`sample` on average (GOSS's top rows:
+        exactly).
     other_weight : float
         ``'goss'``: factor the gradients and hessians of the drawn
         small-score rows are multiplied by, ``(n_samples - n_top) / n_other``
@@ -142,7 +146,7 @@ class RowSampler:
         self.strategy = strategy
         self.n_samples = _check_positive_int(n_samples, "n_samples")
         self.rng = _check_rng(rng)
-        self.round_seed = None  # bagging's, set by start_round
+        self.round_seeds = None  # (bagging, GOSS ties, GOSS others), set by start_round
         self.subsample = subsample
         self.goss_top_rate = goss_top_rate
         self.goss_other_rate = goss_other_rate
@@ -181,7 +185,8 @@ class RowSampler:
         (shape ``(K, 1)``) no longer describes the rows: allocate per-row hessians."""
         return self.strategy == "goss"
 
-    def sample(self, gradients=None, hessians=None, row_ids=None, n_threads=1):
+    def sample(self, gradients=None, hessians=None, row_ids=None, n_threads=1,
+               collective=SINGLE_PROCESS):
         """Draw this round's rows; GOSS also re-weights gradients and hessians.
 
         Parameters
@@ -198,34 +203,35 @@ class RowSampler:
             fit's training rows (a Dask shard's rows); None: rows
             ``0 .. n_samples - 1``.
         n_threads : int
-            Threads of the bagging draw.
+            Threads of the draws.
+        collective : Collective
+            GOSS: the processes holding the other rows (a Dask fit's shards),
+            among which the top rows are chosen; ``row_ids`` then gives each
+            row's index among all rows.
 
         Returns
         -------
         rows : ndarray of shape (n_sampled,), uint32
             Sorted, unique row indices used by every tree of this round.
         """
+        n = self.n_samples if row_ids is None else row_ids.shape[0]
+        if self.strategy == "bagging" and self.subsample == 1.0:
+            return np.arange(n, dtype=SIZE_DTYPE)
+        # a sampler used on its own (no start_round) draws new seeds from rng
+        seeds = (self.round_seeds if self.round_seeds is not None
+                 else _seeds(np.random.SeedSequence(int(self.rng.integers(2**63)))))
         if self.strategy == "bagging":
-            return self._sample_bagging(row_ids, n_threads)
-        return self._sample_goss(gradients, hessians)
+            return bernoulli_rows(seeds[0], self.subsample, n, row_ids, n_threads)
+        return self._sample_goss(gradients, hessians, row_ids, n_threads, collective, seeds)
 
     def start_round(self, rng, seed, iteration):
-        """The round's draws: GOSS's from ``rng`` (the round's generator),
-        bagging's from ``(seed, iteration)`` and each row's index."""
+        """Seed the round's draws from ``(seed, iteration)``: each row's draw
+        then depends only on them and the row's index among all rows
+        (``rng``, the round's generator, is kept for code that draws from it)."""
         self.rng = _check_rng(rng)
-        self.round_seed = int(np.random.SeedSequence(
-            [seed, iteration, BAGGING_STREAM]).generate_state(1, np.uint64)[0])
+        self.round_seeds = _seeds(np.random.SeedSequence([seed, iteration, SAMPLING_STREAM]))
 
-    def _sample_bagging(self, row_ids, n_threads):
-        n = self.n_samples if row_ids is None else row_ids.shape[0]
-        if self.subsample == 1.0:
-            return np.arange(n, dtype=SIZE_DTYPE)
-        # a sampler used on its own (no start_round): each call a new seed from rng
-        seed = (self.round_seed if self.round_seed is not None
-                else int(self.rng.integers(0, 2**64, dtype=np.uint64)))
-        return bernoulli_rows(seed, self.subsample, n, row_ids, n_threads)
-
-    def _check_goss_arrays(self, gradients, hessians):
+    def _check_goss_arrays(self, gradients, hessians, row_ids=None):
         for name, arr in (("gradients", gradients), ("hessians", hessians)):
             if not isinstance(arr, np.ndarray) or arr.dtype != G_H_DTYPE or arr.ndim != 2:
                 raise ValueError(f"GOSS needs {name} as a 2-D float32 ndarray of shape "
@@ -234,9 +240,10 @@ class RowSampler:
                                  f"{getattr(arr, 'shape', '')}.")
             if not arr.flags.writeable:
                 raise ValueError(f"GOSS re-weights {name} in place; the array is read-only.")
-        if gradients.shape[1] != self.n_samples:
+        n = self.n_samples if row_ids is None else row_ids.shape[0]
+        if gradients.shape[1] != n:
             raise ValueError(f"gradients have {gradients.shape[1]} rows, the sampler was "
-                             f"built for n_samples={self.n_samples}.")
+                             f"built for n_samples={n}.")
         if hessians.shape != gradients.shape:
             raise ValueError(f"GOSS needs per-row hessians of shape {gradients.shape} "
                              f"(see needs_full_hessian), got {hessians.shape}.")
@@ -258,38 +265,73 @@ class RowSampler:
                                         "hessians are not finite.")
         return score
 
-    def _top_mask(self, score):
-        """Mask of the ``n_top`` largest scores; ties at the threshold drawn at random."""
-        n, n_top = score.size, self.n_top
-        if n_top >= n:
-            return np.ones(n, dtype=bool)
-        if n_top == 0:
-            return np.zeros(n, dtype=bool)
-        kth = n - n_top
-        threshold = np.partition(score, kth)[kth]  # the n_top-th largest score
-        top = score > threshold
-        n_missing = n_top - int(np.count_nonzero(top))  # >= 1 by construction
-        ties = np.flatnonzero(score == threshold)
-        top[self.rng.choice(ties, n_missing, replace=False)] = True
+    def _top_mask(self, score, row_ids, collective, tie_seed):
+        """Mask of the ``n_top`` rows with the largest scores among all rows
+        (of every process); rows tied at the threshold are taken in the order
+        of their counter-based keys (then of their indices)."""
+        n_local = score.size
+        if self.n_top >= self.n_samples:
+            return np.ones(n_local, dtype=bool)
+        # non-negative float64 scores order as their bits do
+        top, tied, n_missing = _largest(score.view(np.uint64), self.n_top, collective)
+        if n_missing:
+            keys = row_keys(tie_seed, n_local,
+                            None if row_ids is None else row_ids)[tied]
+            above, still, n_left = _largest(keys, n_missing, collective)
+            top[tied[above]] = True
+            if n_left:  # tied on both keys (vanishingly rare): the lowest indices
+                ids = tied[still] if row_ids is None else row_ids[tied[still]]
+                everywhere = np.sort(np.concatenate(collective.allgather(ids)))
+                top[tied[still][ids <= everywhere[n_left - 1]]] = True
         return top
 
-    def _sample_goss(self, gradients, hessians):
-        self._check_goss_arrays(gradients, hessians)
+    def _sample_goss(self, gradients, hessians, row_ids, n_threads, collective, seeds):
+        self._check_goss_arrays(gradients, hessians, row_ids)
         score = self._scores(gradients, hessians)
-        top = self._top_mask(score)
+        n_local = score.size
+        top = self._top_mask(score, row_ids, collective, seeds[1])
         if self.n_other == 0:
             self.reweighted_rows = np.empty(0, dtype=np.intp)
             return np.flatnonzero(top).astype(SIZE_DTYPE)
-        rest = np.flatnonzero(~top)
-        drawn_mask = np.zeros(self.n_samples, dtype=bool)
-        drawn_mask[rest[self.rng.choice(rest.size, self.n_other, replace=False,
-                                        shuffle=False)]] = True
+        # each other row kept with probability n_other / (n - n_top): n_other
+        # of them on average, up-weighted by the inverse
+        drawn_mask = np.zeros(n_local, dtype=bool)
+        drawn_mask[bernoulli_rows(seeds[2], self.n_other / (self.n_samples - self.n_top),
+                                  n_local, row_ids, n_threads)] = True
+        drawn_mask &= ~top
         drawn = np.flatnonzero(drawn_mask)  # sorted: friendlier gather/scatter
         self.reweighted_rows = drawn
         factor = G_H_DTYPE(self.other_weight)
         gradients[:, drawn] *= factor
         hessians[:, drawn] *= factor
         return np.flatnonzero(top | drawn_mask).astype(SIZE_DTYPE)
+
+
+def _seeds(sequence):
+    """A round's three draws' seeds: bagging, GOSS's ties, GOSS's other rows."""
+    return tuple(int(v) for v in sequence.generate_state(3, np.uint64))
+
+
+def _largest(keys, k, collective):
+    """The ``k`` largest of the uint64 ``keys`` of every process (0 < k <= their
+    number), by radix selection, one byte of the keys per pass: returns the
+    mask of this process's rows above the k-th key, the indices of its rows
+    at it, and how many rows at it (over all processes) complete the k."""
+    above = np.zeros(keys.size, dtype=bool)
+    candidates = np.arange(keys.size)
+    need = k
+    for shift in range(56, -8, -8):
+        digits = ((keys[candidates] >> np.uint64(shift)) & np.uint64(255)).astype(np.intp)
+        counts = np.bincount(digits, minlength=256).astype(np.int64)
+        if collective.size > 1:
+            counts = np.sum(collective.allgather(counts), axis=0)
+        from_top = np.cumsum(counts[::-1])
+        j = int(np.searchsorted(from_top, need))  # the bucket the k-th key is in
+        bucket = 255 - j
+        need -= int(from_top[j - 1]) if j else 0
+        above[candidates[digits > bucket]] = True
+        candidates = candidates[digits == bucket]
+    return above, candidates, need
 
 
 class FeatureSampler:

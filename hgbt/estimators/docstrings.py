@@ -147,9 +147,10 @@ COMMON_PARAMETERS_DOC = """\
         Dask workers).
     data_sample_strategy : {'bagging', 'goss'}, default='bagging'
         'goss' keeps the ``goss_top_rate`` rows with the largest
-        ``|gradient × hessian|`` and a random ``goss_other_rate`` of the
-        others, whose gradients and hessians are scaled by
-        ``(1 - top_rate) / other_rate`` so sums stay unbiased.
+        ``|gradient × hessian|`` and, on average, ``goss_other_rate`` of
+        the rows in random draws from the others, whose gradients and
+        hessians are scaled by ``(1 - top_rate) / other_rate`` so sums stay
+        unbiased.
     goss_top_rate : float, default=0.2
         GOSS: share of rows kept for their large gradients (see
         ``data_sample_strategy``).

@@ -46,10 +46,17 @@ def quantize_gradients(
     G_H_DTYPE_C[::1] quantized_hessians,
     int64_t[::1] packed,
     int n_threads,
+    const int64_t[::1] row_ids=None,
+    int constant_hessian=-1,
 ):
     """Quantize every row's gradient and hessian (see the module docstring).
 
-    ``hessians`` of length 1 is a constant hessian: it is not quantized, its
+    Row ``i``'s draws are from ``(seed, row_ids[i])``, its index among all
+    the fit's rows (a Dask shard's), or from ``(seed, i)`` without ``row_ids``.
+
+    ``constant_hessian`` (-1: whether ``hessians`` has length 1 while there
+    are more rows; a Dask shard of one row says so itself) is a constant
+    hessian, ``hessians[0]`` for every row: it is not quantized, its
     lane of every packed value is 0, and ``quantized_hessians`` is not
     written. Empty ``quantized_*`` arrays are not written either (only the
     packed values are needed). The caller picks the exponents so that
@@ -57,7 +64,8 @@ def quantize_gradients(
     the shifts were chosen for (``training_data.packed_lanes``).
     """
     cdef Py_ssize_t i, n = gradients.shape[0]
-    cdef bint constant_hessian = hessians.shape[0] == 1
+    if constant_hessian < 0:
+        constant_hessian = hessians.shape[0] == 1 and n != 1
     cdef double g_up = ldexp(1.0, g_exponent), g_down = ldexp(1.0, -g_exponent)
     cdef double h_up = ldexp(1.0, h_exponent), h_down = ldexp(1.0, -h_exponent)
     cdef uint64_t h_seed = seed ^ <uint64_t>0x5DEECE66D
@@ -72,14 +80,19 @@ def quantize_gradients(
         raise ValueError("quantize_gradients: arrays of the wrong length.")
     if not 0 < h_shift < g_shift < 63:
         raise ValueError("quantize_gradients: invalid lane shifts.")
+    cdef bint ids = row_ids is not None
+    if ids and row_ids.shape[0] != n:
+        raise ValueError("quantize_gradients: row_ids of the wrong length.")
+    cdef uint64_t row
     for i in prange(n, nogil=True, schedule="static", num_threads=threads):
-        g_q = _floor(<double>gradients[i] * g_up + uniform(seed, i))
+        row = <uint64_t>(row_ids[i] if ids else i)
+        g_q = _floor(<double>gradients[i] * g_up + uniform(seed, row))
         if write_g:
             quantized_gradients[i] = <G_H_DTYPE_C>(g_q * g_down)
         if constant_hessian:
             h_q = 0
         else:
-            h_q = _floor(<double>hessians[i] * h_up + uniform(h_seed, i))
+            h_q = _floor(<double>hessians[i] * h_up + uniform(h_seed, row))
             if write_h:
                 quantized_hessians[i] = <G_H_DTYPE_C>(h_q * h_down)
         packed[i] = g_q * g_lane + h_q * h_lane + 1
@@ -103,6 +116,7 @@ def leaf_sums(
     """
     cdef Py_ssize_t n_leaves = starts.shape[0], k
     cdef SIZE_C i
+    # one row's hessian read as a constant is that row's hessian all the same
     cdef bint constant_hessian = hessians.shape[0] == 1
     cdef double g, h
     if (stops.shape[0] != n_leaves or sum_gradients.shape[0] < n_leaves

@@ -49,10 +49,13 @@ class LocalTrainingData:
         The processes holding the tree's other rows (``hgbt.dask``): each
         node's histograms are summed over them (``TreeKernel.grow``), and the
         gradient grids come from all their rows. A local fit's rows are all here.
+    row_ids : ndarray of int64 or None, default=None
+        Each row's index among all the fit's rows (a Dask shard's): the
+        quantized gradients' rounding draws from it. None: ``0 .. n - 1``.
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
-                 _row_major=None):
+                 row_ids=None, _row_major=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -61,6 +64,7 @@ class LocalTrainingData:
         self.X_binned = layout.X_dense
         self.n_bins = n_bins
         self.collective = collective
+        self.row_ids = row_ids
         self._n_rows_everywhere = None  # training rows in all processes, on first use
         # n_threads may be lowered between trees (core/load.py); per-thread
         # buffers are sized for the most
@@ -92,10 +96,10 @@ class LocalTrainingData:
         same time: its own node state, shared read-only data (the gradient
         buffers included)."""
         fork = LocalTrainingData(self.layout, self.n_bins, n_threads, self.collective,
-                                 _row_major=self._row_major)
+                                 self.row_ids, _row_major=self._row_major)
         if self._tree_gradients is not None:
             fork.use_gradients(self._tree_gradients, self._tree_hessians,
-                               self._constant_hessian)
+                               self._hessian_is_constant)
         return fork
 
     def use_gradients(self, gradients, hessians, constant_hessian=None):
@@ -111,7 +115,7 @@ class LocalTrainingData:
         if constant_hessian is None:
             constant_hessian = (self._tree_hessians.shape[1] == 1
                                 and self._tree_gradients.shape[1] != 1)
-        self._constant_hessian = constant_hessian
+        self._hessian_is_constant = constant_hessian
 
     @property
     def n_features(self):
@@ -162,7 +166,7 @@ class LocalTrainingData:
             self._n_rows_everywhere = allreduce_sum_int(self.collective,
                                                         self._all_rows.shape[0])
         n_rows = self._n_rows_everywhere
-        constant = self._constant_hessian
+        constant = self._hessian_is_constant
         maxima = allreduce_max(self.collective,
                                [max_abs(gradients), 0.0 if constant else max_abs(hessians)])
         return (grid_exponent(maxima[0], n_rows),
@@ -181,12 +185,21 @@ class LocalTrainingData:
             sparse = self._n_columns > n_dense
             self._q_gradients = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
             self._q_hessians = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
-        constant = hessians.shape[0] == 1
-        self._exponents = quantize_exponents(gradients, hessians, n_levels)
+        constant = self._hessian_is_constant
+        # Leaf values come from float sums of the leaves' rows (leaf_sums): on
+        # the exact grid those sums do not depend on the order of the rows,
+        # nor on the process that adds them
+        grid = (self._grid_everywhere(gradients, hessians) if self.collective.size > 1
+                else (max_abs_grid(gradients, n), max_abs_grid(hessians, n)))
+        for values, exponent in zip((gradients, hessians), grid):
+            if exponent is not None:
+                snap_to_grid(values, exponent, self.n_threads)
+        self._exponents = quantize_exponents(gradients, hessians, n_levels, self.collective,
+                                             constant)
         self._lanes = packed_lanes(n_levels, constant)
         quantize_gradients(gradients, hessians, *self._exponents, *self._lanes[:2], seed,
                            self._q_gradients, self._q_hessians, self._packed_buffer,
-                           self.n_threads)
+                           self.n_threads, self.row_ids, constant)
         self._packed = self._packed_buffer
         self._constant_hessian = float(hessians[0]) if constant else 0.0
         self._hist_gradients = self._q_gradients
@@ -330,6 +343,9 @@ class LocalTrainingData:
         sum_hessians = np.empty(len(leaf_ids))
         leaf_sums(self._rows, *self._leaf_ranges(leaf_ids), self._gradients,
                   self._hessians, sum_gradients, sum_hessians, self.n_threads)
+        if self.collective.size > 1:  # exact: the values lie on a grid
+            sum_gradients, sum_hessians = np.sum(self.collective.allgather(
+                np.stack([sum_gradients, sum_hessians])), axis=0)
         return sum_gradients, sum_hessians
 
     def _leaf_ranges(self, leaf_ids):
@@ -379,25 +395,37 @@ def max_abs_grid(values, n_rows):
 _MAX_QUANT_EXPONENT = 100
 
 
-def quantize_exponents(gradients, hessians, n_levels):
+def quantize_exponents(gradients, hessians, n_levels, collective=SINGLE_PROCESS,
+                       constant=None):
     """Exponents ``(g, h)`` of the quantization grids ``2**-g`` and ``2**-h``.
 
     Gradients get integers within ``±n_levels / 2``, hessians within
     ``[0, n_levels]`` (LightGBM's ``num_grad_quant_bins``), on power-of-two
-    grids so that scaled integer sums are exact. A constant hessian (length
-    1) is not quantized: its exponent is 0.
+    grids so that scaled integer sums are exact. A constant hessian
+    (``constant``; None: a length-1 array) is not quantized: its exponent is
+    0. With a ``collective``, the exponents come from every process's values.
     """
+    if constant is None:
+        constant = hessians.shape[0] == 1
     g_max = max_abs(gradients)
+    some = hessians.shape[0] and not constant
+    h_min = float(hessians.min()) if some else 0.0
+    h_max = float(hessians.max()) if some else 0.0
+    if collective.size > 1:
+        g_max, minus_h_min, h_max = allreduce_max(collective, [g_max, -h_min, h_max])
+        h_min = -minus_h_min
+    return _exponents(g_max, h_min, h_max, constant, n_levels)
+
+
+def _exponents(g_max, h_min, h_max, constant, n_levels):
     if not math.isfinite(g_max):
         raise GradientOverflowError("Quantized gradients need finite gradients; the "
                                     "loss gave NaN or inf.")
     h_exponent = 0
-    if hessians.shape[0] != 1:
-        h_min = float(hessians.min()) if hessians.shape[0] else 0.0
+    if not constant:
         if h_min < 0:
             raise ValueError("use_quantized_grad=True needs non-negative hessians; the "
                              "loss gave a negative one.")
-        h_max = float(hessians.max()) if hessians.shape[0] else 0.0
         if not (math.isfinite(h_max) and math.isfinite(h_min)):
             raise GradientOverflowError("Quantized gradients need finite hessians; the loss gave "
                              "NaN or inf.")
