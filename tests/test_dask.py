@@ -200,9 +200,34 @@ def test_callbacks_and_truncation_on_a_cluster(client):
     assert seen[:6] == seen[6:] == local.evals_result_["validation"]["loss"][1:7]
     assert model.n_iter_ == local.n_iter_ == local.best_iteration_ <= 6
     assert_same_model(local, model)
-    with pytest.raises(ValueError, match="record the loss only"):
-        DaskHistGBDTRegressor(**dict(PARAMS, eval_metric="r2")).fit(
-            chunked(X, 1000), chunked(y, 1000))
+
+
+def test_scorers_and_eval_metrics_on_a_cluster(client):
+    # Scorers run on the driver on the scored rows' raw predictions, gathered
+    # each round in the local fit's row order (the training rows' subsample
+    # past 10,000 rows, uneven partitions): the same scores and the same
+    # early-stopping decisions as the local fit
+    X, y = classification_data(13_000, n_classes=2)
+    X_val, y_val = classification_data(1500, n_classes=2, seed=7)
+    y, y_val = np.array(["no", "yes"])[y], np.array(["no", "yes"])[y_val]
+    params = dict(PARAMS, max_iter=60, early_stopping=True, n_iter_no_change=4,
+                  scoring="roc_auc", eval_metric=["accuracy", "neg_log_loss", "loss"],
+                  class_weight="balanced", learning_rate=0.3)
+    model = DaskHistGBDTClassifier(**params).fit(
+        da.from_array(X, chunks=(3100, 5)), da.from_array(y, chunks=3100),
+        X_val=da.from_array(X_val, chunks=(700, 5)), y_val=da.from_array(y_val, chunks=700))
+    local = HistGBDTClassifier(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    assert model.evals_result_ == local.evals_result_
+    assert set(model.evals_result_["validation"]) == {"roc_auc", "accuracy",
+                                                      "neg_log_loss", "loss"}
+    assert model.n_iter_ == local.n_iter_ < 60  # stopped early, at the same round
+    assert_same_model(local, model)
+    # a regressor's default scorer, without validation rows: the training rows
+    Xr, yr = regression_data(3000)
+    params = dict(PARAMS, eval_metric="r2", max_iter=5)
+    model = DaskHistGBDTRegressor(**params).fit(chunked(Xr, 1000), chunked(yr, 1000))
+    local = HistGBDTRegressor(**params).fit(Xr, yr)
+    assert model.evals_result_ == local.evals_result_ and "r2" in local.evals_result_["train"]
 
 
 @pytest.mark.parametrize("params", [dict(subsample=0.5),

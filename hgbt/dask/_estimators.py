@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..core._openmp import effective_n_threads
 from ..data.binning import BinMapper
 from ..data.dataset import MatrixLike
-from ..engine.evaluation import TRAIN, training_score_rows
+from ..engine.evaluation import TRAIN, ScoredRows, training_score_rows
 from ..estimators.classifier import HistGBDTClassifier
 from ..estimators.fit_inputs import interaction_groups
 from ..estimators.monitoring import VALIDATION, Monitor
@@ -108,12 +108,6 @@ class _DaskMixin:
             raise ValueError("Early stopping on a cluster needs X_val and y_val (dask "
                              "collections), or validation_fraction=None to score the "
                              "training rows; there is no hold-out split.")
-        if (early_stopping or self.verbose) and self.scoring != "loss":
-            raise ValueError(f"scoring={self.scoring!r}: the Dask estimators score with "
-                             "scoring='loss' only.")
-        if self.eval_metric not in (None, "loss", ["loss"]):
-            raise ValueError(f"eval_metric={self.eval_metric!r}: the Dask estimators "
-                             "record the loss only.")
         return early_stopping
 
     def _get_client(self):
@@ -244,19 +238,31 @@ class _DaskMixin:
                                             for rank in range(len(addresses))])
         # each shard's rows by their index among all rows (the bagging draws')
         row_ids = [global_rows for _, global_rows in _rows_on_shards(None, placement, sizes)]
-        statistics = shards.call("start", per_actor=[
-            (inputs, booster.bin_mapper, self.n_threads, local, ids,
-             self.data_sample_strategy == "goss") for local, ids in zip(local_rows, row_ids)])
-        loss = self._make_loss(None)
-        booster.baseline = loss.baseline_from_statistics(merge(statistics))
         monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,
                           True, callbacks)
+        scored, scored_order = None, None
+        if monitor.needs_predictions:  # scorers on the driver
+            val_placement = shards.val_placement
+            val_sizes = [i["val_partition_sizes"] for i in info]
+            scored, scored_order = _scored_rows(
+                shards.call("scored_targets", per_actor=[(inputs, local)
+                                                         for local in local_rows]),
+                [rows for _, rows in _rows_on_shards(score_rows, placement, sizes)],
+                [rows for _, rows in _rows_on_shards(None, val_placement, val_sizes)],
+                has_val)
+        statistics = shards.call("start", per_actor=[
+            (inputs, booster.bin_mapper, self.n_threads, local, ids,
+             self.data_sample_strategy == "goss", scored is not None)
+            for local, ids in zip(local_rows, row_ids)])
+        loss = self._make_loss(None)
+        booster.baseline = loss.baseline_from_statistics(merge(statistics))
         telemetry = {}
 
         def run(settings, record, runner):
             telemetry.update(boost_on_shards(
                 settings, shards, n_total, loss.n_trees_per_iteration,
-                booster.baseline, has_val, record, monitor.evaluator(self), runner))
+                booster.baseline, has_val, record,
+                monitor.evaluator(self, scored, self._round_view), runner, scored_order))
 
         self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val,
                          n_threads)
@@ -300,7 +306,7 @@ def _start_shards(client, train, train_workers, val, val_workers, timeout):
     offsets, so binning-sample rows can be looked up on the right shard.
     """
     workers = sorted(set(train_workers) | set(val_workers))
-    actors, placement, futures = [], [], []
+    actors, placement, val_placement, futures = [], [], [], []
     for worker in workers:
         mine = [i for i, w in enumerate(train_workers) if w == worker]
         mine_val = [i for i, w in enumerate(val_workers) if w == worker]
@@ -310,9 +316,28 @@ def _start_shards(client, train, train_workers, val, val_workers, timeout):
         with lost_workers_raise("start a shard", timeout):
             actors.append(future.result(timeout=timeout))
         placement.append(mine)
+        val_placement.append(mine_val)
     group = ShardGroup(actors, timeout)
     group.futures = futures
+    group.val_placement = val_placement  # each shard's validation partitions
     return group, placement
+
+
+def _scored_rows(targets, train_rows, val_rows, has_val):
+    """What scorers read on the driver: per set, ScoredRows of the targets and
+    weights gathered from the shards (``targets``: each shard's ``((y, w)
+    training, (y, w) validation)``), in the local fit's row order, and that
+    order (``train_rows``, ``val_rows``: each shard's global rows). The rows
+    themselves stay on the workers: scorers get an ``X`` without columns."""
+    orders = [np.argsort(np.concatenate(rows), kind="stable")
+              for rows in (train_rows, val_rows)]
+    out = []
+    for which, order in enumerate(orders[:1 + has_val]):
+        y = np.concatenate([t[which][0] for t in targets])[order]
+        weights = [t[which][1] for t in targets]
+        w = None if weights[0] is None else np.concatenate(weights)[order]
+        out.append(ScoredRows(np.empty((y.shape[0], 0)), y, w))
+    return out, tuple(orders)
 
 
 def _rows_on_shards(rows, placement, sizes):

@@ -68,6 +68,7 @@ class Shard:
 
     def __init__(self, train_parts, val_parts):
         self._part_sizes = [len(part[0]) for part in train_parts]
+        self._val_part_sizes = [len(part[0]) for part in val_parts]
         self._train = _rows_of(train_parts)
         self._val = _rows_of(val_parts)
         self.data = None
@@ -87,7 +88,8 @@ class Shard:
         codes of every categorical feature are validated and returned, as
         the local fit collects them from all rows.
         """
-        out = {"partition_sizes": self._part_sizes}
+        out = {"partition_sizes": self._part_sizes,
+               "val_partition_sizes": self._val_part_sizes}
         for name, (X_parts, y, w) in (("train", self._train), ("val", self._val)):
             if X_parts is None:
                 setattr(self, "_" + name, (np.empty((0, inputs.n_features)),
@@ -127,6 +129,20 @@ class Shard:
         return X[local_rows], inputs.class_weighted(w, inputs.encode_y(y[local_rows]))
 
     @_timed
+    def scored_targets(self, inputs, local_rows):
+        """The targets (as the user gave them) and weights (class-weighted, as
+        the loss takes them) of the training rows ``local_rows`` (None: all)
+        and of every validation row, for scorers on the driver; call it
+        before :meth:`start`, which drops the rows."""
+        out = []
+        for (_, y, w), rows in ((self._train, local_rows), (self._val, None)):
+            w = inputs.class_weighted(w, inputs.encode_y(y))
+            if rows is not None:
+                y, w = y[rows], None if w is None else w[rows]
+            out.append((y, w))
+        return out
+
+    @_timed
     def open_ring(self):
         """Listen for the previous shard of the ring; return ``(host, port)``."""
         from distributed import get_worker
@@ -145,11 +161,13 @@ class Shard:
 
     @_timed
     def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None,
-              full_hessian=False):
+              full_hessian=False, send_raw=False):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
         on (None: all); ``row_ids``: each row's index among all training rows
-        (the row sampling draws'); ``full_hessian``: per-row hessians (GOSS)."""
+        (the row sampling draws'); ``full_hessian``: per-row hessians (GOSS);
+        ``send_raw``: each round also returns the scored rows' raw predictions."""
+        self._score_rows, self._send_raw = score_rows, send_raw
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
         y = inputs.encode_y(y)
@@ -226,7 +244,22 @@ class Shard:
         traffic["compute_seconds"] = (time.perf_counter() - start
                                       - traffic["communication_seconds"])
         return (trees if ring.rank == 0 else None,
-                self.state.loss_statistics(self.n_threads), traffic)
+                self.state.loss_statistics(self.n_threads), traffic,
+                self._scored_raw() if self._send_raw else None)
+
+    def _scored_raw(self):
+        # the raw predictions scorers read: the scored training rows', every
+        # validation row's
+        raw = self.state.raw
+        return (raw if self._score_rows is None else raw[:, self._score_rows],
+                self.state.validation[0].raw)
+
+    @_timed
+    def raw_predictions(self, commands):
+        """Run ``commands``, then return the scored rows' raw predictions
+        ``(training, validation)``."""
+        self._run(commands)
+        return self._scored_raw()
 
     @_timed
     def loss_statistics(self, commands):

@@ -11,6 +11,8 @@ local estimator.
 import contextlib
 import time
 
+import numpy as np
+
 from ..engine.boosting import boost
 
 #: exceptions a shard raises about the user's data: re-raised as they are
@@ -107,6 +109,10 @@ class DistributedTrainingData:
         Trees per round.
     has_validation : bool
         Whether the shards hold validation rows (scored).
+    scored_order : tuple of ndarray or None
+        With scorers: the order that puts the shards' scored training rows,
+        then validation rows, concatenated shard after shard, in the order of
+        the local fit's (global rows); None: the loss only.
 
     Attributes
     ----------
@@ -114,7 +120,8 @@ class DistributedTrainingData:
         See ``DaskHistGBDTRegressor.telemetry_``.
     """
 
-    def __init__(self, shards, n_rows, n_features, n_trees, has_validation):
+    def __init__(self, shards, n_rows, n_features, n_trees, has_validation,
+                 scored_order=None):
         self.shards = shards
         self.n_rows = n_rows
         self.n_features = n_features
@@ -124,6 +131,8 @@ class DistributedTrainingData:
         self._commands = []
         self._sent_settings = None
         self._statistics = None  # of the current raw predictions, if known
+        self._scored_order = scored_order
+        self._raw = None  # the scored rows' raw predictions, if known
         n_shards = len(shards.actors)
         self.telemetry = {"bytes_sent_per_tree": [[] for _ in range(n_shards)],
                           "bytes_received_per_tree": [[] for _ in range(n_shards)],
@@ -139,11 +148,11 @@ class DistributedTrainingData:
     def set_baseline(self, baseline):
         """Start every shard's raw predictions at ``baseline``."""
         self._commands.append(("set_baseline", (baseline,)))
-        self._statistics = None
+        self._statistics = self._raw = None
 
     def restart(self):
         self._commands.append(("restart", ()))
-        self._statistics = None
+        self._statistics = self._raw = None
 
     def use_threads(self, n_threads):
         """Each worker keeps its own thread count (its own CPUs)."""
@@ -160,18 +169,20 @@ class DistributedTrainingData:
         wall_before = self.shards.wall_seconds
         results = self._call("grow_round", sent, plan)
         trees = results[0][0]
-        self._statistics = _merge_statistics([stats for _, stats, _ in results])
+        self._statistics = _merge_statistics([result[1] for result in results])
+        if self._scored_order is not None:
+            self._raw = self._in_order([result[3] for result in results])
         t = self.telemetry
         n = len(trees)
-        for i, (_, _, traffic) in enumerate(results):
+        for i, (_, _, traffic, _) in enumerate(results):
             t["bytes_sent_per_tree"][i].extend([traffic["bytes_sent"] / n] * n)
             t["bytes_received_per_tree"][i].extend([traffic["bytes_received"] / n] * n)
         t["histograms_per_tree"].extend([results[0][2]["histograms"] / n] * n)
         # each the slowest worker's: the one computing longest, the one
         # waiting longest in the ring (for it, usually)
-        t["compute_seconds"] += max(traffic["compute_seconds"] for _, _, traffic in results)
-        t["communication_seconds"] += max(traffic["communication_seconds"]
-                                          for _, _, traffic in results)
+        t["compute_seconds"] += max(result[2]["compute_seconds"] for result in results)
+        t["communication_seconds"] += max(result[2]["communication_seconds"]
+                                          for result in results)
         t["driver_seconds"] += max(0.0, self.shards.wall_seconds - wall_before
                                    - self.shards.last_compute)
         return trees
@@ -185,7 +196,20 @@ class DistributedTrainingData:
         return self._statistics
 
     def raw_predictions(self):
-        raise NotImplementedError("the Dask estimators score with the loss only")
+        """The scored rows' raw predictions, in the local fit's order: the
+        scored training rows', and each validation set's."""
+        if self._scored_order is None:
+            raise NotImplementedError("this fit scores with the loss only")
+        if self._raw is None:
+            self._raw = self._in_order(self._call("raw_predictions"))
+        return self._raw
+
+    def _in_order(self, per_shard):
+        train_order, val_order = self._scored_order
+        train = np.concatenate([t for t, _ in per_shard], axis=1)[:, train_order]
+        if not self.has_validation:
+            return train, []
+        return train, [np.concatenate([v for _, v in per_shard], axis=1)[:, val_order]]
 
 
 def _merge_statistics(per_shard):
@@ -206,17 +230,17 @@ def merge(statistics):
 
 
 def boost_on_shards(settings, shards, n_rows, n_trees, baseline, has_validation, record,
-                    evaluator=None, callbacks=None):
+                    evaluator=None, callbacks=None, scored_order=None):
     """The boosting rounds of a distributed fit: :func:`hgbt.engine.boosting.boost`
     on the shards' rows, starting from ``baseline``.
 
     Every shard takes part in every call (a shard without training rows
     adds empty histograms). Appends to ``record`` (a ``FitRecord``, scored
     by ``evaluator``, with ``callbacks``, as :func:`~hgbt.engine.boosting.boost`);
-    returns the telemetry.
+    returns the telemetry. ``scored_order``: see :class:`DistributedTrainingData`.
     """
     data = DistributedTrainingData(shards, n_rows, settings.n_bins_non_missing.size,
-                                   n_trees, has_validation)
+                                   n_trees, has_validation, scored_order)
     data.set_baseline(baseline)
     calls_before = shards.n_calls
     boost(settings, data, record, evaluator, callbacks)
