@@ -479,6 +479,35 @@ def test_datetime_column_as_seconds_like_a_local_fit(client):
     assert_same_model(local, model)
 
 
+def test_string_columns_take_the_local_fits_categories(client):
+    # String columns of a dask DataFrame: their sorted distinct values become
+    # the categories (one pass), as a local fit on the pandas frame takes
+    # them; X_val's unseen values are missing, as locally
+    rng = np.random.default_rng(3)
+    n = 3000
+    X, y = regression_data(n)
+    frame = pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"])
+    cities = np.array(["Oslo", "Lima", "Pune", "Bonn", "Kyiv", "Doha"])
+    frame["city"] = cities[rng.integers(0, 6, n)]
+    frame.loc[rng.random(n) < 0.05, "city"] = None
+    y = y + np.where(frame["city"].isin(["Lima", "Doha"]), 2.0, 0.0)
+    val = frame.iloc[:500].copy()
+    val.loc[val.index[:20], "city"] = "Rome"  # never seen in training
+    y_val = y[:500]
+    params = dict(PARAMS, early_stopping=True, n_iter_no_change=50)
+    model = DaskHistGBDTRegressor(**params).fit(
+        dd.from_pandas(frame, npartitions=3), dd.from_pandas(pd.Series(y), npartitions=3),
+        X_val=dd.from_pandas(val, npartitions=2),
+        y_val=dd.from_pandas(pd.Series(y_val), npartitions=2))
+    local = HistGBDTRegressor(**params).fit(frame, y, X_val=val, y_val=y_val)
+    assert_same_model(local, model)
+    assert model.evals_result_ == local.evals_result_
+    np.testing.assert_array_equal(model.categorical_categories_[4], np.sort(cities))
+    np.testing.assert_array_equal(model.predict(val), local.predict(val))
+    np.testing.assert_array_equal(
+        model.predict(dd.from_pandas(val, npartitions=2)).compute(), local.predict(val))
+
+
 def test_high_cardinality_categories_are_refused_clearly(client):
     # a local fit pools the rare categories (test_high_cardinality.py); a
     # distributed one would need the counts before binning: refused

@@ -75,6 +75,33 @@ def partitions(client, X, y, sample_weight, what="X"):
     return futures, workers
 
 
+def categorize_strings(X, X_val=None):
+    """String columns of a dask DataFrame as pandas categories of their
+    sorted distinct values, the categories a local fit takes from them (one
+    pass over the rows); ``X_val``'s the same categories (its unseen values
+    become missing, as in a local fit). Other collections are returned as
+    they are."""
+    if not _is_frame(X) or X.ndim != 2:
+        return X, X_val
+    meta = X._meta
+    columns = _Columns(normalize_frame(meta))  # datetimes are numbers here
+    names = [meta.columns[j] for j in range(meta.shape[1])
+             if not columns.is_numeric(j) and not _is_categorical_dtype(meta.dtypes.iloc[j])]
+    if not names:
+        return X, X_val
+    import dask
+    import pandas as pd
+
+    distinct = dask.compute(*[X[name].dropna().unique() for name in names])
+    dtypes = {name: pd.CategoricalDtype(pd.Index(values).sort_values())
+              for name, values in zip(names, distinct)}
+    X = X.astype(dtypes)
+    if X_val is not None and _is_frame(X_val) and X_val.ndim == 2:
+        X_val = X_val.astype({name: dtype for name, dtype in dtypes.items()
+                              if name in X_val.columns})
+    return X, X_val
+
+
 def set_schema(model, X):
     """Fit-time input schema on ``model`` from X's metadata (no rows needed):
     features and names as the local ``fit`` records them; returns the
@@ -91,9 +118,10 @@ def set_schema(model, X):
         columns = _Columns(normalize_frame(meta))  # datetimes: seconds, as on the shards
         for j in range(meta.shape[1]):
             if not columns.is_numeric(j) and not _is_categorical_dtype(meta.dtypes.iloc[j]):
-                raise ValueError(f"Column {meta.columns[j]!r} is neither numeric nor a "
-                                 "pandas category: string categories must be a category "
-                                 "dtype (X.categorize()) for a distributed fit.")
+                raise ValueError(f"Column {meta.columns[j]!r} is neither numeric, nor "
+                                 "strings, nor a pandas category (dtype "
+                                 f"{meta.dtypes.iloc[j]}): a distributed fit cannot "
+                                 "encode it.")
     else:
         if X.ndim != 2:
             raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions.")

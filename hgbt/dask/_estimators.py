@@ -27,7 +27,8 @@ from ..estimators.fit_inputs import interaction_groups
 from ..estimators.monitoring import VALIDATION, Monitor
 from ..estimators.regressor import HistGBDTRegressor
 from ..model.booster import Booster
-from ._collections import is_dask_collection, partitions, predict_blocks, set_schema
+from ._collections import (categorize_strings, is_dask_collection, partitions,
+                           predict_blocks, set_schema)
 from ._shard import Shard
 from ._training import (ShardGroup, WorkerLostError, boost_on_shards, lost_workers_raise,
                         merge)
@@ -174,6 +175,7 @@ class _DaskMixin:
     def _fit_on_cluster(self, client, X, y, sample_weight, X_val, y_val, sample_weight_val,
                         early_stopping, callbacks):
         has_val = X_val is not None
+        X, X_val = categorize_strings(X, X_val)  # string columns: the local fit's categories
         encoding = set_schema(self, X)
         # the model's input schema now; the rest once the shards are read
         self.booster_ = Booster(n_features_in=self.n_features_in_,
