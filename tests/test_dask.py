@@ -305,6 +305,34 @@ def test_histogram_traffic_does_not_grow_with_rows(client):
     np.testing.assert_allclose(np.mean(per_node[0]), np.mean(per_node[1]), rtol=0.05)
 
 
+@pytest.mark.parametrize("n_classes", [None, 3])
+def test_warm_start_on_a_cluster_continues_as_one_fit(client, n_classes):
+    # 4 rounds, then 4 more by warm start (the shards start from the model's
+    # predictions on their bins, the model's bin mapper and baseline kept):
+    # the 8-round local fit, history included
+    if n_classes is None:
+        X, y = regression_data(3000)
+        X_val, y_val = regression_data(800, seed=4)
+        Dask, Local = DaskHistGBDTRegressor, HistGBDTRegressor
+    else:
+        X, y = classification_data(3000, n_classes=n_classes)
+        X_val, y_val = classification_data(800, n_classes=n_classes, seed=4)
+        Dask, Local = DaskHistGBDTClassifier, HistGBDTClassifier
+    params = dict(PARAMS, max_iter=4, early_stopping=True, n_iter_no_change=50,
+                  max_leaf_nodes=15, subsample=0.8, eval_metric=["loss"])
+    data = dict(X_val=chunked(X_val, 300), y_val=chunked(y_val, 300))
+    model = Dask(**params, warm_start=True).fit(chunked(X, 700), chunked(y, 700), **data)
+    model.set_params(max_iter=8)
+    model.fit(chunked(X, 1100), chunked(y, 1100), **data)  # other partitions
+    local = Local(**dict(params, max_iter=8)).fit(X, y, X_val=X_val, y_val=y_val)
+    assert model.n_iter_ == local.n_iter_ == 8
+    assert_same_model(local, model)
+    assert model.evals_result_ == local.evals_result_
+    with pytest.raises(ValueError, match="max_iter=2 must be >= n_iter_=8"):
+        model.set_params(max_iter=2).fit(chunked(X, 1100), chunked(y, 1100), **data)
+    assert model.n_iter_ == 8  # left as it was
+
+
 def test_to_local_and_pickle(client):
     X, y = classification_data()
     model = DaskHistGBDTClassifier(**PARAMS).fit(chunked(X, 1000), chunked(y, 1000))
@@ -318,7 +346,6 @@ def test_to_local_and_pickle(client):
 
 @pytest.mark.parametrize("params, message", [
     (dict(loss="absolute_error"), "not supported"),
-    (dict(warm_start=True), "warm_start"),
     (dict(early_stopping=True), "X_val"),
     (dict(early_stopping="cv"), "early_stopping='cv' is not supported"),
 ])

@@ -75,12 +75,12 @@ def partitions(client, X, y, sample_weight, what="X"):
     return futures, workers
 
 
-def categorize_strings(X, X_val=None):
+def categorize_strings(X, X_val=None, encoding=None):
     """String columns of a dask DataFrame as pandas categories of their
     sorted distinct values, the categories a local fit takes from them (one
-    pass over the rows); ``X_val``'s the same categories (its unseen values
-    become missing, as in a local fit). Other collections are returned as
-    they are."""
+    pass over the rows), or those of ``encoding`` (a warm start's model);
+    ``X_val``'s the same categories (its unseen values become missing, as in
+    a local fit). Other collections are returned as they are."""
     if not _is_frame(X) or X.ndim != 2:
         return X, X_val
     meta = X._meta
@@ -92,7 +92,11 @@ def categorize_strings(X, X_val=None):
     import dask
     import pandas as pd
 
-    distinct = dask.compute(*[X[name].dropna().unique() for name in names])
+    if encoding is not None:  # the model's categories: its codes
+        position = {name: j for j, name in enumerate(meta.columns)}
+        distinct = [encoding.categories[position[name]] for name in names]
+    else:
+        distinct = dask.compute(*[X[name].dropna().unique() for name in names])
     dtypes = {name: pd.CategoricalDtype(pd.Index(values).sort_values())
               for name, values in zip(names, distinct)}
     X = X.astype(dtypes)
@@ -102,11 +106,12 @@ def categorize_strings(X, X_val=None):
     return X, X_val
 
 
-def set_schema(model, X):
+def set_schema(model, X, reset=True):
     """Fit-time input schema on ``model`` from X's metadata (no rows needed):
-    features and names as the local ``fit`` records them; returns the
-    categorical encoding, whose codes seen in integer-coded columns are
-    filled in later from the shards.
+    features and names as the local ``fit`` records them (``reset=False``, a
+    warm start: checked against the fitted ones); returns the categorical
+    encoding, whose codes seen in integer-coded columns are filled in later
+    from the shards.
     """
     if _is_frame(X):
         meta = X._meta
@@ -127,7 +132,7 @@ def set_schema(model, X):
             raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimensions.")
         meta = np.empty((0, X.shape[1]), dtype=X.dtype)
     _, encoding = validate_X(model, meta, categorical_features=model.categorical_features,
-                             reset=True, dtype=[X_DTYPE, np.float32],
+                             reset=reset, dtype=[X_DTYPE, np.float32],
                              ensure_all_finite=False, ensure_min_samples=0)
     pooled = pooled_features(encoding)
     if pooled:

@@ -92,9 +92,6 @@ class _DaskMixin:
             raise ValueError("max_conflict_rate > 0 is not supported by the Dask "
                              "estimators: workers keep every feature in its own column, "
                              "so bundling with conflicts could not be reproduced.")
-        if self.warm_start:
-            raise ValueError("warm_start is not supported by the Dask estimators; "
-                             "to_local() gives a local model that can continue.")
         if self.early_stopping == "cv":
             raise ValueError("early_stopping='cv' is not supported by the Dask estimators "
                              "(its folds are local fits): pass X_val and y_val with "
@@ -158,14 +155,21 @@ class _DaskMixin:
         has_val = X_val is not None
         early_stopping = self._check_distributed(has_val)
         client = self._get_client()
+        warm = self.warm_start and self._is_fitted()
+        if warm and self.max_iter < self.n_iter_:
+            raise ValueError(f"max_iter={self.max_iter} must be >= n_iter_={self.n_iter_} "
+                             "when warm_start=True.")
         # fitted here, in place; on any failure the estimator is put back as it was
         saved = dict(vars(self))
-        params = self.get_params(deep=False)
-        for name in [name for name in vars(self) if name not in params]:
-            delattr(self, name)
+        if warm:  # the lists the rounds extend are copies: the saved ones stay
+            self.booster_ = self.booster_.continued(self._objective())
+        else:
+            params = self.get_params(deep=False)
+            for name in [name for name in vars(self) if name not in params]:
+                delattr(self, name)
         try:
             self._fit_on_cluster(client, X, y, sample_weight, X_val, y_val,
-                                 sample_weight_val, early_stopping, callbacks)
+                                 sample_weight_val, early_stopping, callbacks, warm)
         except BaseException:
             vars(self).clear()
             vars(self).update(saved)
@@ -173,15 +177,16 @@ class _DaskMixin:
         return self
 
     def _fit_on_cluster(self, client, X, y, sample_weight, X_val, y_val, sample_weight_val,
-                        early_stopping, callbacks):
+                        early_stopping, callbacks, warm=False):
         has_val = X_val is not None
-        X, X_val = categorize_strings(X, X_val)  # string columns: the local fit's categories
-        encoding = set_schema(self, X)
-        # the model's input schema now; the rest once the shards are read
-        self.booster_ = Booster(n_features_in=self.n_features_in_,
-                                feature_names_in=getattr(self, "feature_names_in_", None),
-                                categorical=encoding, objective={}, bin_mapper=None,
-                                baseline=None)
+        # string columns: the local fit's categories (a warm start's, its model's)
+        X, X_val = categorize_strings(X, X_val, self.booster_.categorical if warm else None)
+        encoding = set_schema(self, X, reset=not warm)
+        if not warm:  # the model's input schema now; the rest once the shards are read
+            self.booster_ = Booster(n_features_in=self.n_features_in_,
+                                    feature_names_in=getattr(self, "feature_names_in_", None),
+                                    categorical=encoding, objective={}, bin_mapper=None,
+                                    baseline=None)
         train, train_workers = partitions(client, X, y, sample_weight)
         val, val_workers = (([], []) if not has_val
                             else partitions(client, X_val, y_val, sample_weight_val, "X_val"))
@@ -189,7 +194,7 @@ class _DaskMixin:
                                        self.timeout)
         try:
             self.telemetry_ = self._fit_shards(shards, placement, early_stopping, has_val,
-                                               callbacks)
+                                               callbacks, warm)
         finally:
             # end the actors and free the partitions on the workers now
             shards.actors.clear()
@@ -198,7 +203,7 @@ class _DaskMixin:
             except Exception:  # a lost worker or closed client: nothing left to free
                 pass
 
-    def _fit_shards(self, shards, placement, early_stopping, has_val, callbacks):
+    def _fit_shards(self, shards, placement, early_stopping, has_val, callbacks, warm=False):
         n_threads = effective_n_threads(self.n_threads)
         info = shards.call("inspect", self._fit_inputs())
         n_total = int(sum(i["train"]["n_rows"] for i in info))
@@ -208,18 +213,19 @@ class _DaskMixin:
             raise ValueError("X_val has no rows.")
         booster = self.booster_
         if self._stratify:
-            self._set_classes(info)
+            self._set_classes(info, warm)
             booster.classes = self.classes_
         booster.objective = self._objective()
         categories = {}
         encoding = booster.categorical
-        if encoding is not None:
+        if encoding is not None and not warm:
             for f in np.flatnonzero(encoding.mask):
                 codes = [i["train"]["codes"][int(f)] for i in info]
                 categories[int(f)] = _union(codes)
                 if not encoding.by_value[f]:
                     encoding.categories[f] = categories[int(f)]
-        self._seed = self._new_seed()
+        if not warm or not hasattr(self, "_seed"):  # a saved model holds no seed
+            self._seed = self._new_seed()
         self._interaction_groups_ = interaction_groups(
             self.interaction_cst, self.n_features_in_, getattr(self, "feature_names_in_", None))
         self._monotonic_cst_ = self._check_monotonic_cst(self.n_features_in_)
@@ -227,8 +233,9 @@ class _DaskMixin:
         bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
                                n_threads=n_threads, is_categorical=self.is_categorical_)
         sizes = [i["partition_sizes"] for i in info]
-        booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, placement, sizes,
-                                             n_total, categories)
+        if not warm:  # a warm start bins by its model's mapper
+            booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, placement,
+                                                 sizes, n_total, categories)
         # the training rows scored each round: the local fit's, found on the shards
         score_rows = training_score_rows(n_total, self._seed)
         local_rows = ([None] * len(placement) if score_rows is None else
@@ -241,7 +248,7 @@ class _DaskMixin:
         # each shard's rows by their index among all rows (the bagging draws')
         row_ids = [global_rows for _, global_rows in _rows_on_shards(None, placement, sizes)]
         monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,
-                          True, callbacks)
+                          True, callbacks, getattr(self, "evals_result_", None) if warm else None)
         scored, scored_order = None, None
         if monitor.needs_predictions:  # scorers on the driver
             val_placement = shards.val_placement
@@ -254,20 +261,22 @@ class _DaskMixin:
                 has_val)
         statistics = shards.call("start", per_actor=[
             (inputs, booster.bin_mapper, self.n_threads, local, ids,
-             self.data_sample_strategy == "goss", scored is not None)
-            for local, ids in zip(local_rows, row_ids)])
+             self.data_sample_strategy == "goss", scored is not None,
+             booster if warm else None) for local, ids in zip(local_rows, row_ids)])
         loss = self._make_loss(None)
-        booster.baseline = loss.baseline_from_statistics(merge(statistics))
+        if not warm:  # a warm start's rows start from its model's predictions
+            booster.baseline = loss.baseline_from_statistics(merge(statistics))
         telemetry = {}
 
         def run(settings, record, runner):
             telemetry.update(boost_on_shards(
                 settings, shards, n_total, loss.n_trees_per_iteration,
                 booster.baseline, has_val, record,
-                monitor.evaluator(self, scored, self._round_view), runner, scored_order))
+                monitor.evaluator(self, scored, self._round_view), runner, scored_order,
+                warm))
 
         self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val,
-                         n_threads)
+                         n_threads, warm)
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 
@@ -438,14 +447,21 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
     else:
         __init__ = _dask_init(HistGBDTClassifier)
 
-    def _set_classes(self, info):
-        """Classes and class weights from the shards' label counts."""
+    def _set_classes(self, info, warm=False):
+        """Classes and class weights from the shards' label counts (a warm
+        start keeps its model's: the labels must be among them)."""
         from sklearn.utils.class_weight import compute_class_weight
         from sklearn.utils.multiclass import check_classification_targets
 
         labels = [i["train"]["labels"] for i in info if i["train"]["labels"] is not None]
         classes = np.unique(np.concatenate([values for values, _ in labels]))
         check_classification_targets(classes)
+        if warm:
+            unseen = np.setdiff1d(classes, self.classes_)
+            if unseen.size:
+                raise ValueError(f"y has labels {unseen.tolist()} that the warm-started "
+                                 f"model was not fitted on (classes_={self.classes_!r}).")
+            return
         counts = np.zeros(classes.size, dtype=np.int64)
         for values, n in labels:
             counts[np.searchsorted(classes, values)] += n

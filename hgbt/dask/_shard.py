@@ -161,12 +161,13 @@ class Shard:
 
     @_timed
     def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None,
-              full_hessian=False, send_raw=False):
+              full_hessian=False, send_raw=False, model=None):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
         on (None: all); ``row_ids``: each row's index among all training rows
         (the row sampling draws'); ``full_hessian``: per-row hessians (GOSS);
-        ``send_raw``: each round also returns the scored rows' raw predictions."""
+        ``send_raw``: each round also returns the scored rows' raw predictions;
+        ``model``: a warm start's Booster, whose predictions the rows start from."""
         self._score_rows, self._send_raw = score_rows, send_raw
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
@@ -189,6 +190,11 @@ class Shard:
                               self.n_threads, collective=self.ring,
                               row_ids=None if row_ids is None
                               else np.ascontiguousarray(row_ids, dtype=np.int64))
+        if model is not None:  # a warm start: the model's predictions, as locally
+            model.raw_from_trees(self.state.raw, X_binned=binned.X_dense,
+                                 n_threads=self.n_threads)
+            if X_val.shape[0]:
+                validation.raw[:] = model.raw_predict_prepared(X_val, None, self.n_threads)
         self._train = self._val = None  # the float rows are no longer needed
         return loss.baseline_statistics(y)
 
@@ -197,8 +203,9 @@ class Shard:
         """Apply the driver's queued ``(name, args)`` commands, in order."""
         for name, args in commands:
             if name == "set_baseline":
-                self._baseline, = args
-                self.state.set_baseline(*args)
+                self._baseline, keep_raw = args
+                if not keep_raw:  # (a warm start's rows start from its model)
+                    self.state.set_baseline(self._baseline)
             elif name == "restart":
                 self.state.restart(self._baseline)
             else:

@@ -145,9 +145,10 @@ class DistributedTrainingData:
         commands, self._commands = self._commands, []
         return self.shards.call(method, commands, *args)
 
-    def set_baseline(self, baseline):
-        """Start every shard's raw predictions at ``baseline``."""
-        self._commands.append(("set_baseline", (baseline,)))
+    def set_baseline(self, baseline, keep_raw=False):
+        """Start every shard's raw predictions at ``baseline`` (``keep_raw``:
+        a warm start's rows start from its model; a restart from ``baseline``)."""
+        self._commands.append(("set_baseline", (baseline, keep_raw)))
         self._statistics = self._raw = None
 
     def restart(self):
@@ -230,18 +231,19 @@ def merge(statistics):
 
 
 def boost_on_shards(settings, shards, n_rows, n_trees, baseline, has_validation, record,
-                    evaluator=None, callbacks=None, scored_order=None):
+                    evaluator=None, callbacks=None, scored_order=None, warm=False):
     """The boosting rounds of a distributed fit: :func:`hgbt.engine.boosting.boost`
     on the shards' rows, starting from ``baseline``.
 
     Every shard takes part in every call (a shard without training rows
     adds empty histograms). Appends to ``record`` (a ``FitRecord``, scored
     by ``evaluator``, with ``callbacks``, as :func:`~hgbt.engine.boosting.boost`);
-    returns the telemetry. ``scored_order``: see :class:`DistributedTrainingData`.
+    returns the telemetry. ``scored_order``: see :class:`DistributedTrainingData`;
+    ``warm``: the shards' rows start from a warm start's model (set in ``start``).
     """
     data = DistributedTrainingData(shards, n_rows, settings.n_bins_non_missing.size,
                                    n_trees, has_validation, scored_order)
-    data.set_baseline(baseline)
+    data.set_baseline(baseline, keep_raw=warm)
     calls_before = shards.n_calls
     boost(settings, data, record, evaluator, callbacks)
     return {**data.telemetry, "calls": shards.n_calls - calls_before}
