@@ -467,6 +467,22 @@ def test_a_worker_lost_at_any_point_ends_the_fit_clearly(point, after):
         cluster.close()
 
 
+def test_one_worker_is_the_local_fit():
+    # A single shard: no ring (the trivial collective), the same model
+    cluster, client = _cluster(1)
+    try:
+        X, y = classification_data(2000, n_classes=2)
+        params = dict(PARAMS, categorical_features=[4], subsample=0.8,
+                      data_sample_strategy="goss", use_quantized_grad=True)
+        model = DaskHistGBDTClassifier(**params).fit(chunked(X, 600), chunked(y, 600))
+        assert model.telemetry_["n_workers"] == 1
+        assert sum(model.telemetry_["bytes_sent_per_tree"][0]) == 0
+        assert_same_model(HistGBDTClassifier(**params).fit(X, y), model)
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_four_workers_with_partitions_placed_on_each():
     cluster, client = _cluster(4)
     try:
