@@ -189,19 +189,25 @@ def cost_model(runs):
     for p, (model, n_rows, n_features) in sorted(runs.items()):
         t = model.telemetry_
         n_trees = len(t["histograms_per_tree"])
+        compute = t["compute_seconds"] / n_trees / (n_rows / p)
+        driver = t["driver_seconds"] / n_trees
+        points[p] = compute
+        if p == 1:  # no ring: nothing exchanged, nothing counted
+            lines.append(f"| 1 | — | 0 | {compute * 1e9:.0f} | — | {driver * 1e3:.1f} |")
+            continue
         nodes = float(np.mean(t["histograms_per_tree"]))
         sent = float(np.mean([np.sum(w) for w in t["bytes_sent_per_tree"]])) / n_trees
-        compute = t["compute_seconds"] / n_trees / (n_rows / p)
         ring = t["communication_seconds"] / n_trees / nodes
-        driver = t["driver_seconds"] / n_trees
-        points[p] = (compute, ring, sent / nodes)
         lines.append(f"| {p} | {nodes:.1f} | {sent / nodes / 1e3:.1f} | {compute * 1e9:.0f} "
                      f"| {ring * 1e3:.3f} | {driver * 1e3:.1f} |")
     model, n_rows, n_features = runs[max(runs)]
     histogram = n_features * (model.booster_.bin_mapper.missing_bin + 1) * 20
-    nodes = float(np.mean(model.telemetry_["histograms_per_tree"]))
+    # node histograms per tree (counted by the ring; one worker has none: its
+    # trees' nodes but the root, the same count)
+    nodes = (float(np.mean(model.telemetry_["histograms_per_tree"])) or
+             float(np.mean([trees[0].nodes.shape[0] - 1 for trees in model.booster_.trees])))
     # compute per row from the fewest workers: the least contended machine
-    compute_row_tree = points[min(points)][0]
+    compute_row_tree = points[min(points)]
     rows_machine = TOTAL_ROWS / MACHINES
     compute = compute_row_tree * rows_machine
     m = MACHINES
