@@ -522,6 +522,35 @@ def test_datetime_column_as_seconds_like_a_local_fit(client):
     assert_same_model(local, model)
 
 
+def test_sparse_chunks_fit_the_local_sparse_model(client):
+    # scipy.sparse row blocks: the binning sample is gathered as CSR, each
+    # shard writes its rows' bins out; the model of the local fit on the
+    # whole CSR matrix (which bundles and stores columns sparsely)
+    sparse = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(5)
+    n = 3000
+    dense = np.where(rng.random((n, 12)) < 0.15, rng.standard_normal((n, 12)), 0.0)
+    dense[:, 11] = rng.integers(0, 5, n) * (rng.random(n) < 0.3)  # categorical, mostly 0
+    y = dense[:, 0] * 2 + dense[:, 1] - (dense[:, 11] == 3) + 0.1 * rng.standard_normal(n)
+    X = sparse.csr_matrix(dense)
+    blocks = [X[a:a + 800] for a in range(0, n, 800)]
+    dX = da.concatenate([da.from_delayed(distributed.client.default_client().scatter(b),
+                                         shape=b.shape, dtype=b.dtype,
+                                         meta=sparse.csr_matrix((0, 12)))
+                         for b in blocks])
+    params = dict(PARAMS, categorical_features=[11], subsample=0.7, early_stopping=True,
+                  n_iter_no_change=50)
+    val = slice(0, 600)  # sparse validation rows too
+    dXv = da.from_delayed(distributed.client.default_client().scatter(X[val]),
+                          shape=X[val].shape, dtype=X.dtype, meta=sparse.csr_matrix((0, 12)))
+    model = DaskHistGBDTRegressor(**params).fit(dX, chunked(y, 800), X_val=dXv,
+                                                y_val=chunked(y[val], 600))
+    local = HistGBDTRegressor(**params).fit(X, y, X_val=X[val], y_val=y[val])
+    assert_same_model(local, model)
+    assert model.evals_result_ == local.evals_result_
+    np.testing.assert_array_equal(model.predict(X), local.predict(X))
+
+
 def test_string_columns_take_the_local_fits_categories(client):
     # String columns of a dask DataFrame: their sorted distinct values become
     # the categories (one pass), as a local fit on the pandas frame takes

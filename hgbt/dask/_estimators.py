@@ -15,6 +15,7 @@ from numbers import Real
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
@@ -383,7 +384,9 @@ def _fit_bin_mapper(bin_mapper, inputs, shards, placement, sizes, n_total, categ
     located = _rows_on_shards(bin_mapper.sample_rows(n_total), placement, sizes)
     results = shards.call("sample", per_actor=[(local, inputs) for local, _ in located])
     order = np.argsort(np.concatenate([wanted for _, wanted in located]), kind="stable")
-    sample = np.concatenate([X for X, _ in results])[order]
+    blocks = [X for X, _ in results]
+    sample = (sp.vstack([sp.csr_matrix(X) for X in blocks], format="csr")
+              if any(sp.issparse(X) for X in blocks) else np.concatenate(blocks))[order]
     weights = [w for _, w in results]
     weight = None if weights[0] is None else np.concatenate(weights)[order]
     return bin_mapper.fit_sample(sample, weight, categories)

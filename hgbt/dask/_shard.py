@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
-from ..data.bundling import FeatureLayout
+from ..data.bundling import FeatureLayout, SparseBins
+from ..data.sparse import bin_stored_entries
 from ..engine.numeric_range import check_fit_range
 from ..core.collective import SINGLE_PROCESS
 from ..engine.row_state import LocalData, RowState, ValidationRows
@@ -42,10 +43,6 @@ def _rows_of(parts):
     if not parts:
         return None, None, None
     X = [p[0] for p in parts]
-    if any(sp.issparse(x) for x in X):
-        raise TypeError("scipy.sparse chunks are not supported by the Dask estimators "
-                        "yet: fit hgbt.HistGBDTRegressor / HistGBDTClassifier on the "
-                        "sparse matrix, or use dense chunks.")
     y = [np.asarray(p[1]).ravel() for p in parts]
     w = [p[2] for p in parts]
     if any(wi is None for wi in w):
@@ -55,6 +52,29 @@ def _rows_of(parts):
     else:
         w = np.concatenate([np.asarray(wi, dtype=Y_DTYPE).ravel() for wi in w])
     return X, np.concatenate(y), w
+
+
+def _stacked(blocks, n_features):
+    """Validated row blocks as one matrix: CSR if any block is sparse."""
+    if not blocks:
+        return np.empty((0, n_features))
+    if any(sp.issparse(b) for b in blocks):
+        return sp.vstack([sp.csr_matrix(b) for b in blocks], format="csr")
+    return np.concatenate(blocks)
+
+
+def _column(X, f):
+    """Column ``f`` of a dense or CSR matrix, dense (a sparse zero is a 0)."""
+    return X[:, [f]].toarray().ravel() if sp.issparse(X) else X[:, f]
+
+
+def _binned(X, bin_mapper, n_threads):
+    """The bins of dense or CSR rows as an F-ordered uint8 matrix."""
+    if not sp.issparse(X):
+        return bin_mapper.transform(X)
+    X_csc = X.tocsc()
+    return SparseBins(X_csc, bin_stored_entries(X_csc, bin_mapper, n_threads),
+                      bin_mapper.zero_bins(), bin_mapper.missing_bin).dense_matrix()
 
 
 class Shard:
@@ -67,8 +87,8 @@ class Shard:
     """
 
     def __init__(self, train_parts, val_parts):
-        self._part_sizes = [len(part[0]) for part in train_parts]
-        self._val_part_sizes = [len(part[0]) for part in val_parts]
+        self._part_sizes = [part[0].shape[0] for part in train_parts]
+        self._val_part_sizes = [part[0].shape[0] for part in val_parts]
         self._train = _rows_of(train_parts)
         self._val = _rows_of(val_parts)
         self.data = None
@@ -97,8 +117,8 @@ class Shard:
                 out[name] = {"n_rows": 0, "codes": {}, "labels": None}
                 continue
             # empty partitions are fine; scikit-learn's validation rejects them
-            X = [inputs.validate_X(x) for x in X_parts if len(x)]
-            X = np.concatenate(X) if X else np.empty((0, inputs.n_features))
+            X = _stacked([inputs.validate_X(x) for x in X_parts if x.shape[0]],
+                         inputs.n_features)
             if X.shape[0] != y.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} on one "
                                  "worker: X and y must be partitioned alike.")
@@ -112,7 +132,7 @@ class Shard:
             if inputs.is_categorical is not None:
                 for f in np.flatnonzero(inputs.is_categorical):
                     try:
-                        codes[int(f)] = category_codes(X[:, f], f)
+                        codes[int(f)] = category_codes(_column(X, f), f)
                     except ValueError as exc:
                         raise ValueError(f"{exc} {DASK_CATEGORIES}") from exc
             labels = np.unique(y, return_counts=True) if inputs.stratify else None
@@ -183,9 +203,10 @@ class Shard:
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         self.state = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
                              full_hessian, [validation], score_rows)
-        # every shard lays its columns out the same way: plain, each feature its own
-        binned = FeatureLayout.plain(bin_mapper.transform(X), bin_mapper.n_bins_non_missing_,
-                                     bin_mapper.zero_bins())
+        # every shard lays its columns out the same way: plain, each feature its
+        # own column (sparse rows too: their bins written out)
+        binned = FeatureLayout.plain(_binned(X, bin_mapper, self.n_threads),
+                                     bin_mapper.n_bins_non_missing_, bin_mapper.zero_bins())
         self.data = LocalData(self.state, None, binned, bin_mapper.missing_bin + 1,
                               self.n_threads, collective=self.ring,
                               row_ids=None if row_ids is None

@@ -90,8 +90,8 @@ class FitInputs:
         """The local ``fit``'s checks of validated rows and their targets
         (dtype, finite numeric regression targets); no rows is fine."""
         return check_X_y(X, y, dtype=np.float64, ensure_all_finite=False,
-                         ensure_min_samples=0, y_numeric=not self.stratify,
-                         estimator=self.estimator_name)
+                         accept_sparse="csr", ensure_min_samples=0,
+                         y_numeric=not self.stratify, estimator=self.estimator_name)
 
     def encode_y(self, y):
         """Targets as the fit encodes them (labels → class indices), float64."""
