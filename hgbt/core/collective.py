@@ -53,7 +53,7 @@ class Collective(Protocol):
 
         The blocks are contiguous, ascending with the rank, and the same for
         every call with the same number of rows; the rows outside this
-        process's block are left as they were.
+        process's block hold unspecified partial sums afterwards.
         """
 
     def allgather(self, value: Any) -> list:

@@ -402,8 +402,10 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
     client : distributed.Client or None, default=None
         The cluster to train on; None uses the current default client.
     timeout : float, default=300.0
-        Seconds any one step may wait for the workers; past it (or when a
-        worker holding rows is lost) ``fit`` raises :class:`WorkerLostError`.
+        Seconds a set-up step may wait for the workers, and a worker for
+        another during a round (a round itself may take longer); past it, or
+        when a worker holding rows is lost, ``fit`` raises
+        :class:`WorkerLostError`.
 
     Attributes
     ----------
@@ -412,7 +414,7 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
         it sent to and received from the other workers
         (``bytes_sent_per_tree``, ``bytes_received_per_tree``; averaged over
         the trees of a multiclass round); ``histograms_per_tree`` (node
-        histograms all-reduced); summed over the rounds, the slowest
+        histograms summed over the workers); summed over the rounds, the slowest
         worker's seconds outside the exchanges (``compute_seconds``) and in
         them (``communication_seconds``: transfers and waiting for the
         others), and the driver's wait beyond the slowest worker

@@ -1,11 +1,14 @@
 """Worker-to-worker collectives over TCP: a ring of the Dask workers of a fit.
 
-Each worker listens on a port of its host (:func:`listen`), the driver hands
-every worker the list of addresses in rank order, and each connects to the
-next and accepts the previous (:func:`join_ring`). Histograms are all-reduced
-around the ring (a reduce-scatter, then an all-gather: each worker sends and
-receives ``2 (size - 1) / size`` of a histogram per node, whatever the number
-of workers), so the driver is never on the per-node path.
+Each worker listens on a port of its host (:func:`listen`, IPv4), the driver
+hands every worker the list of addresses in rank order, and each connects to
+the next and accepts the previous (:func:`join_ring`). A root's histograms
+are all-reduced around the ring (a reduce-scatter, then an all-gather: each
+worker sends and receives ``2 (size - 1) / size`` of a histogram), any other
+node's only reduce-scattered (``(size - 1) / size``, plus the election of its
+split), whatever the number of workers: the driver is never on the per-node
+path. The bytes are not encrypted (a Dask cluster's TLS does not cover them);
+a fit token tells the fit's peers from anything else that connects.
 
 Plain sockets from the standard library carry the bytes; Dask's own comms
 were measured against them (``benchmarks/RESULTS.md``, "Worker-to-worker
@@ -58,8 +61,12 @@ def join_ring(rank, addresses, server, token, timeout):
             return SINGLE_PROCESS
         deadline = time.monotonic() + timeout
         to_next = _connect(addresses[(rank + 1) % size], deadline)
-        to_next.sendall(_HELLO.pack(token, rank))
-        from_prev = _accept(server, token, (rank - 1) % size, deadline)
+        try:
+            to_next.sendall(_HELLO.pack(token, rank))
+            from_prev = _accept(server, token, (rank - 1) % size, deadline)
+        except BaseException:
+            to_next.close()
+            raise
         return RingCollective(rank, size, to_next, from_prev, timeout)
     finally:
         server.close()

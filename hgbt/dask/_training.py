@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ..engine.boosting import boost
+from ._ring import RingError
 
 #: exceptions a shard raises about the user's data: re-raised as they are
 _DATA_ERRORS = (ValueError, TypeError, NotImplementedError)
@@ -52,28 +53,57 @@ class ShardGroup:
         self.last_compute = 0.0  # the slowest shard's seconds in the last call
         self.n_calls = 0
 
-    def call(self, method, *args, actors=None, per_actor=None):
-        """Call ``method`` on every shard (``per_actor``: a list of argument tuples)."""
+    def call(self, method, *args, actors=None, per_actor=None, patient=False):
+        """Call ``method`` on every shard (``per_actor``: a list of argument tuples).
+
+        Each call may take ``timeout`` seconds; a ``patient`` one (a round,
+        whose length grows with the data) as long as it needs until one shard
+        fails or stalls its ring (its neighbours' waits are bounded by the
+        timeout), then ``timeout`` seconds more for the others.
+        """
         actors = self.actors if actors is None else actors
         start = time.perf_counter()
         with lost_workers_raise(method, self.timeout):
             futures = [getattr(actor, method)(*(args if per_actor is None else per_actor[i]))
                        for i, actor in enumerate(actors)]
-        results, errors = [], []
-        for future in futures:  # every answer: a shard's own error beats its ring's
-            remaining = max(0.0, start + self.timeout - time.perf_counter())
-            try:
-                results.append(future.result(timeout=remaining))
-            except Exception as exc:
-                errors.append(exc)
+        results, errors = _answers(futures, None if patient else start + self.timeout,
+                                   self.timeout)
         if errors:
-            about_data = [exc for exc in errors if isinstance(exc, _DATA_ERRORS)]
+            # a shard's own error beats those of the shards whose ring it
+            # closed, and an error about the data any other
+            errors.sort(key=lambda exc: (not isinstance(exc, _DATA_ERRORS),
+                                         isinstance(exc, RingError)))
             with lost_workers_raise(method, self.timeout):
-                raise (about_data or errors)[0]
+                raise errors[0]
         self.wall_seconds += time.perf_counter() - start
         self.n_calls += 1
         self.last_compute = max((seconds for _, seconds in results), default=0.0)
         return [value for value, _ in results]
+
+
+def _answers(futures, deadline, timeout):
+    """Every future's result or error; ``deadline`` None: no limit until the
+    first error, then ``timeout`` seconds for the rest."""
+    results, errors = [None] * len(futures), []
+    pending = list(range(len(futures)))
+    while pending:
+        if errors and deadline is None:
+            deadline = time.perf_counter() + timeout
+        i = pending[0]
+        wait = 1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+        try:
+            results[i] = futures[i].result(timeout=min(wait, 1.0))
+            pending.pop(0)
+        except TimeoutError as exc:
+            if deadline is not None and time.perf_counter() >= deadline:
+                errors.append(exc)
+                pending.pop(0)
+            else:  # look at the other shards meanwhile: one may have failed
+                pending.append(pending.pop(0))
+        except Exception as exc:
+            errors.append(exc)
+            pending.pop(0)
+    return [r for r in results if r is not None], errors
 
 
 class ShardDraw:
@@ -140,10 +170,10 @@ class DistributedTrainingData:
                           "compute_seconds": 0.0, "communication_seconds": 0.0,
                           "driver_seconds": 0.0}
 
-    def _call(self, method, *args):
+    def _call(self, method, *args, patient=False):
         """Call ``method`` on every shard, with the queued commands first."""
         commands, self._commands = self._commands, []
-        return self.shards.call(method, commands, *args)
+        return self.shards.call(method, commands, *args, patient=patient)
 
     def set_baseline(self, baseline, keep_raw=False):
         """Start every shard's raw predictions at ``baseline`` (``keep_raw``:
@@ -168,7 +198,7 @@ class DistributedTrainingData:
         sent = None if settings is self._sent_settings else settings
         self._sent_settings = settings
         wall_before = self.shards.wall_seconds
-        results = self._call("grow_round", sent, plan)
+        results = self._call("grow_round", sent, plan, patient=True)
         trees = results[0][0]
         self._statistics = _merge_statistics([result[1] for result in results])
         if self._scored_order is not None:

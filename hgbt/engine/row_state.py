@@ -159,7 +159,8 @@ class LocalData:
         the same order. ``X`` may then be None (a plain layout).
     row_ids : ndarray of int64 or None, default=None
         Each row's index among all the fit's training rows (a Dask shard's),
-        for the bagging draws; None: ``0 .. n_rows - 1``.
+        for the row sampling draws and the quantized gradients' rounding;
+        None: ``0 .. n_rows - 1``.
     """
 
     def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,

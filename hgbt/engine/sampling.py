@@ -199,9 +199,8 @@ class RowSampler:
             Required for ``'goss'``, which modifies it in place; ignored (may be
             None) for ``'bagging'``.
         row_ids : ndarray of int64 or None
-            ``'bagging'``: the index of each row to draw for among all the
-            fit's training rows (a Dask shard's rows); None: rows
-            ``0 .. n_samples - 1``.
+            The index of each row to draw for among all the fit's training
+            rows (a Dask shard's rows); None: rows ``0 .. n_samples - 1``.
         n_threads : int
             Threads of the draws.
         collective : Collective

@@ -70,8 +70,8 @@ COMMON_PARAMETERS_DOC = """\
         ``benchmarks/RESULTS.md``). Splits are
         chosen on the quantized sums; leaf values are refit from the exact
         float sums of each leaf's rows. Rounding is seeded by
-        ``random_state``, so the model still does not depend on the thread
-        count. Not supported by the Dask estimators yet.
+        ``random_state`` and each row's index, so the model still does not
+        depend on the thread count, nor on the number of Dask workers.
     num_grad_quant_bins : int, default=32
         Levels of the quantized gradients (within ±bins/2) and hessians
         (within [0, bins]); more levels are more accurate. 32 packs like 16

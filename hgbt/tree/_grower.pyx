@@ -304,10 +304,13 @@ cdef class TreeKernel:
 
         ``collective``: a :class:`hgbt.core.collective.Collective` of
         processes that hold the other rows of the tree (``hgbt.dask``
-        workers): every histogram built from rows here is replaced by the sum
-        over the processes (``allreduce_histogram``, with the GIL) before it
-        is used, so each process grows the tree of all the rows. None, or one
-        of size 1: the rows are all here.
+        workers): the root's histograms built from rows here are replaced by
+        the sum over the processes (``allreduce_histogram``, with the GIL);
+        with a plain layout any other node's are reduce-scattered, each
+        process searching its block of features and the best split elected
+        (``reduce_scatter_histogram``, ``allgather_bytes``), so each process
+        grows the tree of all the rows. None, or one of size 1: the rows are
+        all here.
         """
         buffers = {} if buffers is None else buffers
         layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),

@@ -128,13 +128,13 @@ class LocalTrainingData:
 
         Its gradients and hessians are snapped in place to the grids of
         :mod:`hgbt.core.exact`, so that every histogram sum is exact: ``grid``
-        gives the two grid exponents (a Dask shard is passed the ones agreed
-        by all workers); by default they come from all rows here.
+        gives the two grid exponents; by default they come from all rows here
+        (with a collective: from the rows of every process).
 
         ``quantize=(num_grad_quant_bins, seed)`` builds the tree's histograms
         from quantized gradients instead (:func:`quantize_exponents`,
-        ``_quantize``); ``gradients`` and ``hessians`` are then left as they
-        are, for :meth:`leaf_sums`.
+        ``_quantize``); ``gradients`` and ``hessians`` are then snapped too,
+        for exact :meth:`leaf_sums`.
         """
         gradients, hessians = self._tree_gradients[k], self._tree_hessians[k]
         n_rows = self._all_rows.shape[0]
