@@ -613,6 +613,19 @@ def test_string_columns_take_the_local_fits_categories(client):
     np.testing.assert_array_equal(model.predict(val), local.predict(val))
     np.testing.assert_array_equal(
         model.predict(dd.from_pandas(val, npartitions=2)).compute(), local.predict(val))
+    # a warm start codes the strings by its model's categories, whatever the
+    # new rows hold (here no "Doha": the codes must not shift)
+    rows = (frame["city"] != "Doha").to_numpy()
+    more = dict(params, max_iter=12)
+    model.set_params(warm_start=True, max_iter=12).fit(
+        dd.from_pandas(frame[rows], npartitions=2),
+        dd.from_pandas(pd.Series(y[rows]), npartitions=2),
+        X_val=dd.from_pandas(val, npartitions=2),
+        y_val=dd.from_pandas(pd.Series(y_val), npartitions=2))
+    local.set_params(warm_start=True, **more).fit(frame[rows], y[rows], X_val=val,
+                                                  y_val=y_val)
+    assert_same_model(local, model)
+    np.testing.assert_array_equal(model.categorical_categories_[4], np.sort(cities))
 
 
 def test_high_cardinality_categories_are_refused_clearly(client):
