@@ -33,6 +33,8 @@ class Collective(Protocol):
     rank, size : int
     bytes_sent, bytes_received : int
         Traffic of this process so far.
+    n_histograms : int
+        Histograms summed so far.
     seconds : float
         Time this process spent in collective calls (waiting included).
     """
@@ -41,6 +43,7 @@ class Collective(Protocol):
     size: int
     bytes_sent: int
     bytes_received: int
+    n_histograms: int
     seconds: float
 
     def allreduce_histogram(self, histogram: np.ndarray) -> None:
@@ -62,13 +65,17 @@ class Collective(Protocol):
     def allgather_bytes(self, data: bytes) -> list:
         """Every process's ``data`` (the same length everywhere), in rank order."""
 
+    def close(self) -> None:
+        """End this process's part (after an error: the others then fail at
+        their next exchange instead of waiting)."""
+
 
 class SingleProcess:
     """The collective of a fit in one process: every operation is the identity."""
 
     rank = 0
     size = 1
-    bytes_sent = bytes_received = 0
+    bytes_sent = bytes_received = n_histograms = 0
     seconds = 0.0
 
     def allreduce_histogram(self, histogram):
@@ -82,6 +89,9 @@ class SingleProcess:
 
     def allgather_bytes(self, data):
         return [bytes(data)]
+
+    def close(self):
+        pass
 
 
 #: the collective of a local fit

@@ -239,8 +239,9 @@ class _DaskMixin:
                                                  sizes, n_total, categories)
         # the training rows scored each round: the local fit's, found on the shards
         score_rows = training_score_rows(n_total, self._seed)
+        scored_located = _rows_on_shards(score_rows, placement, sizes)
         local_rows = ([None] * len(placement) if score_rows is None else
-                      [local for local, _ in _rows_on_shards(score_rows, placement, sizes)])
+                      [local for local, _ in scored_located])
         # the shards' ring: each listens, then connects to the next in rank order
         addresses = shards.call("open_ring")
         token = secrets.randbits(63)
@@ -257,7 +258,7 @@ class _DaskMixin:
             scored, scored_order = _scored_rows(
                 shards.call("scored_targets", per_actor=[(inputs, local)
                                                          for local in local_rows]),
-                [rows for _, rows in _rows_on_shards(score_rows, placement, sizes)],
+                [rows for _, rows in scored_located],
                 [rows for _, rows in _rows_on_shards(None, val_placement, val_sizes)],
                 has_val)
         statistics = shards.call("start", per_actor=[

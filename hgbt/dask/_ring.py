@@ -232,51 +232,50 @@ class RingCollective:
     def allreduce_histogram(self, histogram):
         start = time.perf_counter()
         flat = histogram.reshape(-1)
-        p, rank = self.size, self.rank
+        p = self.size
+        # chunks of whole records: the summed chunk of this rank is rank + 1
         bounds = [flat.shape[0] * i // p for i in range(p + 1)]
-        longest = -(-flat.shape[0] // p)
-        if (self._scratch is None or self._scratch.shape[0] < longest
-                or self._scratch.dtype != flat.dtype):
-            self._scratch = np.empty(longest, dtype=flat.dtype)
 
         def chunk(i):
             return flat[bounds[i % p]:bounds[i % p + 1]]
 
-        # reduce-scatter: after p - 1 steps this rank holds the sum of chunk rank + 1
-        for s in range(p - 1):
-            send, dest = chunk(rank - s), chunk(rank - s - 1)
-            buf = self._scratch[:dest.shape[0]]
-            self._exchange(memoryview(send.view(np.uint8)), memoryview(buf.view(np.uint8)))
-            _add_into(dest, buf)
+        self._reduce_scatter(chunk, 0)
         # all-gather of the summed chunks, received in place
         for s in range(p - 1):
-            send, dest = chunk(rank - s + 1), chunk(rank - s)
+            send, dest = chunk(self.rank - s + 1), chunk(self.rank - s)
             self._exchange(memoryview(send.view(np.uint8)), memoryview(dest.view(np.uint8)))
-        self.n_histograms += 1
         self.seconds += time.perf_counter() - start
 
     def reduce_scatter_histogram(self, histogram):
         start = time.perf_counter()
         p, rank = self.size, self.rank
+        # blocks of whole rows (columns): the summed block of this rank is rank
         n = histogram.shape[0]
         bounds = [n * i // p for i in range(p + 1)]
-        longest = max(b - a for a, b in zip(bounds[:-1], bounds[1:])) * histogram.shape[1]
-        if (self._scratch is None or self._scratch.shape[0] < longest
-                or self._scratch.dtype != histogram.dtype):
-            self._scratch = np.empty(longest, dtype=histogram.dtype)
 
         def block(i):
             return histogram[bounds[i % p]:bounds[i % p + 1]].reshape(-1)
 
-        # after p - 1 steps this rank holds the sum of block ``rank``
+        self._reduce_scatter(block, -1)
+        self.seconds += time.perf_counter() - start
+        return bounds[rank], bounds[rank + 1]
+
+    def _reduce_scatter(self, part, shift):
+        """Sum the parts around the ring: after p - 1 steps this rank holds
+        the sum of ``part(rank + 1 + shift)`` (``part(i)``: a flat view of
+        part ``i mod p`` of a histogram, the same everywhere)."""
+        p, rank = self.size, self.rank
+        longest = max(part(i).shape[0] for i in range(p))
+        dtype = part(0).dtype
+        if (self._scratch is None or self._scratch.shape[0] < longest
+                or self._scratch.dtype != dtype):
+            self._scratch = np.empty(longest, dtype=dtype)
         for s in range(p - 1):
-            send, dest = block(rank - s - 1), block(rank - s - 2)
+            send, dest = part(rank - s + shift), part(rank - s - 1 + shift)
             buf = self._scratch[:dest.shape[0]]
             self._exchange(memoryview(send.view(np.uint8)), memoryview(buf.view(np.uint8)))
             _add_into(dest, buf)
         self.n_histograms += 1
-        self.seconds += time.perf_counter() - start
-        return bounds[rank], bounds[rank + 1]
 
     def allgather_bytes(self, data):
         start = time.perf_counter()

@@ -19,8 +19,8 @@ import scipy.sparse as sp
 from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..data.binning import category_codes
-from ..data.bundling import FeatureLayout, SparseBins
-from ..data.sparse import bin_stored_entries
+from ..data.bundling import FeatureLayout
+from ..data.dataset import sparse_bins
 from ..engine.numeric_range import check_fit_range
 from ..core.collective import SINGLE_PROCESS
 from ..engine.row_state import LocalData, RowState, ValidationRows
@@ -72,9 +72,7 @@ def _binned(X, bin_mapper, n_threads):
     """The bins of dense or CSR rows as an F-ordered uint8 matrix."""
     if not sp.issparse(X):
         return bin_mapper.transform(X)
-    X_csc = X.tocsc()
-    return SparseBins(X_csc, bin_stored_entries(X_csc, bin_mapper, n_threads),
-                      bin_mapper.zero_bins(), bin_mapper.missing_bin).dense_matrix()
+    return sparse_bins(X, bin_mapper, n_threads).dense_matrix()
 
 
 class Shard:
@@ -238,9 +236,7 @@ class Shard:
         try:
             return call(*args)
         except BaseException:
-            close = getattr(self.ring, "close", None)
-            if close is not None:
-                close()
+            self.ring.close()
             raise
 
     @_timed
@@ -258,8 +254,7 @@ class Shard:
         if settings is not None:
             self._settings = settings
         ring = self.ring
-        before = (ring.bytes_sent, ring.bytes_received, ring.seconds,
-                  getattr(ring, "n_histograms", 0))
+        before = (ring.bytes_sent, ring.bytes_received, ring.seconds, ring.n_histograms)
         self.data.compute_gradients()
         if isinstance(plan.rows, ShardDraw):  # this shard's rows of the round's bag
             plan = replace(plan, rows=self.data.sample_rows(plan.rows.sampler))
@@ -268,7 +263,7 @@ class Shard:
         traffic = {"bytes_sent": ring.bytes_sent - before[0],
                    "bytes_received": ring.bytes_received - before[1],
                    "communication_seconds": ring.seconds - before[2],
-                   "histograms": getattr(ring, "n_histograms", 0) - before[3]}
+                   "histograms": ring.n_histograms - before[3]}
         traffic["compute_seconds"] = (time.perf_counter() - start
                                       - traffic["communication_seconds"])
         return (trees if ring.rank == 0 else None,

@@ -339,15 +339,19 @@ class Dataset:
                                   self.max_conflict_rate), mapper, stats)
 
 
+def sparse_bins(X: sp.csr_matrix, bin_mapper: BinMapper, n_threads: int) -> SparseBins:
+    """The bins of sparse rows, from their stored entries only."""
+    X_csc = X.tocsc()
+    return SparseBins(X_csc, bin_stored_entries(X_csc, bin_mapper, n_threads),
+                      bin_mapper.zero_bins(), bin_mapper.missing_bin)
+
+
 def bin_rows(X: np.ndarray | sp.csr_matrix, bin_mapper: BinMapper, n_threads: int,
              enable_bundle: bool, max_conflict_rate: float) -> FeatureLayout:
     """Rows as the trees read them, binned: a :class:`~hgbt.data.bundling.FeatureLayout`
     (bundled or sparse-stored columns where they pay, else the plain one)."""
     if sp.issparse(X):
-        X_csc = X.tocsc()
-        bins = SparseBins(X_csc, bin_stored_entries(X_csc, bin_mapper, n_threads),
-                          bin_mapper.zero_bins(), bin_mapper.missing_bin)
-        del X_csc
+        bins = sparse_bins(X, bin_mapper, n_threads)
     else:
         bins = DenseBins(bin_mapper.transform(X), bin_mapper.zero_bins(),
                          bin_mapper.missing_bin, n_threads)

@@ -19,7 +19,7 @@ milliseconds. Callbacks see the final fit only; a checkpoint of it holds
 ``cv_results_``, so a warm start of the checkpoint finishes its rounds.
 """
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.base import clone, is_classifier
@@ -277,6 +277,4 @@ def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
             best = (score, choice)
         if rounds < estimator.max_iter - estimator.n_iter_no_change:
             break  # stopped well before max_iter: larger trees are not tried
-    chosen = best[1]
-    return CVChoice(chosen.n_rounds, chosen.tree_size, chosen.metric, chosen.mean,
-                    chosen.std, tuple(trials) if len(trials) > 1 else ())
+    return replace(best[1], trials=tuple(trials) if len(trials) > 1 else ())

@@ -256,7 +256,6 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                     self._cv_choice = choice
                 if fresh:  # before the rounds: a checkpoint of them says where they end
                     self.cv_results_ = choice.results()
-                    self.tree_size_scores_ = [dict(t) for t in choice.trials]
                 fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
                     eval_names, eval_sample_weight, callbacks,
                     (init_score, init_score_val, eval_init_score))

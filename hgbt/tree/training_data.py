@@ -137,18 +137,11 @@ class LocalTrainingData:
         for exact :meth:`leaf_sums`.
         """
         gradients, hessians = self._tree_gradients[k], self._tree_hessians[k]
-        n_rows = self._all_rows.shape[0]
         self._packed = None
+        self._snap(gradients, hessians, grid)
         if quantize is not None:
             self._quantize(gradients, hessians, *quantize)
         else:
-            if grid is None and self.collective.size > 1:
-                grid = self._grid_everywhere(gradients, hessians)
-            elif grid is None:
-                grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
-            for values, exponent in zip((gradients, hessians), grid):
-                if exponent is not None:
-                    snap_to_grid(values, exponent, self.n_threads)
             self._hist_gradients, self._hist_hessians = gradients, hessians
         self._gradients = gradients
         self._hessians = hessians
@@ -158,6 +151,20 @@ class LocalTrainingData:
         else:
             self._rows[:rows.shape[0]] = rows
             self._ranges = [(0, rows.shape[0])]
+
+    def _snap(self, gradients, hessians, grid=None):
+        # Gradients and hessians in place on the exact grids (``grid``, else
+        # the one of all rows, of every process): histogram sums, and the
+        # quantized fit's leaf sums, then do not depend on the order of the
+        # rows, nor on the process that adds them
+        if grid is None and self.collective.size > 1:
+            grid = self._grid_everywhere(gradients, hessians)
+        elif grid is None:
+            n_rows = self._all_rows.shape[0]
+            grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
+        for values, exponent in zip((gradients, hessians), grid):
+            if exponent is not None:
+                snap_to_grid(values, exponent, self.n_threads)
 
     def _grid_everywhere(self, gradients, hessians):
         # the grids of the rows of every process: from the largest |value|
@@ -186,14 +193,6 @@ class LocalTrainingData:
             self._q_gradients = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
             self._q_hessians = np.empty(n if sparse else 0, dtype=G_H_DTYPE)
         constant = self._hessian_is_constant
-        # Leaf values come from float sums of the leaves' rows (leaf_sums): on
-        # the exact grid those sums do not depend on the order of the rows,
-        # nor on the process that adds them
-        grid = (self._grid_everywhere(gradients, hessians) if self.collective.size > 1
-                else (max_abs_grid(gradients, n), max_abs_grid(hessians, n)))
-        for values, exponent in zip((gradients, hessians), grid):
-            if exponent is not None:
-                snap_to_grid(values, exponent, self.n_threads)
         self._exponents = quantize_exponents(gradients, hessians, n_levels, self.collective,
                                              constant)
         self._lanes = packed_lanes(n_levels, constant)
