@@ -293,13 +293,13 @@ def test_goss_leaf_refit_uses_goss_weights(task, monkeypatch):
     from hgbt.engine import losses
     X, y, _, _ = task
     seen = []
-    original = losses.AbsoluteError.refit_leaf
+    original = losses.AbsoluteError.refit_leaves
 
-    def spy(self, y_leaf, raw_leaf, weight):
+    def spy(self, y_leaf, raw_leaf, weight, leaves, n_leaves):
         seen.append(weight)
-        return original(self, y_leaf, raw_leaf, weight)
+        return original(self, y_leaf, raw_leaf, weight, leaves, n_leaves)
 
-    monkeypatch.setattr(losses.AbsoluteError, "refit_leaf", spy)
+    monkeypatch.setattr(losses.AbsoluteError, "refit_leaves", spy)
     HistGBDTRegressor(loss="absolute_error", data_sample_strategy="goss", max_iter=2,
                       goss_top_rate=0.2, goss_other_rate=0.1, early_stopping=False,
                       random_state=0).fit(X, y)

@@ -119,6 +119,17 @@ class WeightedMean:
             return cls(plain, ExactSum.of_int(values.size), plain, values.size)
         return cls(ExactSum.of(values, weights), ExactSum.of(weights), plain, values.size)
 
+    @classmethod
+    def of_groups(cls, values, weights, groups, n_groups):
+        """:meth:`of` each group's rows (``groups``: each row's, in
+        ``[0, n_groups)``); a list of ``n_groups``."""
+        order = np.argsort(groups, kind="stable")
+        bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
+        values = np.asarray(values, dtype=np.float64)[order]
+        weights = None if weights is None else np.asarray(weights, dtype=np.float64)[order]
+        return [cls.of(values[a:b], None if weights is None else weights[a:b])
+                for a, b in zip(bounds[:-1], bounds[1:])]
+
     def __add__(self, other):
         return WeightedMean(self.weighted + other.weighted, self.weight + other.weight,
                             self.plain + other.plain, self.count + other.count)

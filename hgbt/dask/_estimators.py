@@ -42,11 +42,8 @@ if TYPE_CHECKING:
 #: the estimator ``fit`` returns: the one it was called on, of its own class
 DaskEstimator = TypeVar("DaskEstimator", bound="_DaskMixin")
 
-#: losses whose baseline and leaf values come from mergeable sums
-SUPPORTED_LOSSES = ("squared_error", "poisson", "gamma", "tweedie", "log_loss")
 #: parameters of the Dask estimators that the local ones do not have
 DASK_PARAMS = ("client", "timeout")
-
 
 def _dask_init(local_class: type) -> Callable[..., None]:
     """``__init__`` with the local estimator's parameters plus ``client`` and ``timeout``."""
@@ -84,11 +81,6 @@ class _DaskMixin:
         return params
 
     def _check_distributed(self, has_val):
-        loss = self.loss
-        if callable(loss) or loss not in SUPPORTED_LOSSES:
-            raise ValueError(f"loss={loss!r} is not supported by the Dask estimators: its "
-                             "baseline or leaf values need all rows at once; use one of "
-                             f"{SUPPORTED_LOSSES}.")
         if self.max_conflict_rate > 0:
             raise ValueError("max_conflict_rate > 0 is not supported by the Dask "
                              "estimators: workers keep every feature in its own column, "

@@ -192,6 +192,7 @@ class Shard:
         y = inputs.encode_y(y)
         w = inputs.class_weighted(w, y)
         loss = inputs.make_loss(w)
+        loss.collective = self.ring  # quantiles and a custom baseline pool every shard's rows
         loss.check_y_rows(y)
         check_fit_range(loss, y, w)
         X_val, y_val, w_val = self._val
@@ -267,7 +268,8 @@ class Shard:
         traffic["compute_seconds"] = (time.perf_counter() - start
                                       - traffic["communication_seconds"])
         return (trees if ring.rank == 0 else None,
-                self.state.loss_statistics(self.n_threads), traffic,
+                self.state.loss_statistics(self.n_threads)
+                if self.state.loss.has_loss_values else None, traffic,
                 self._scored_raw() if self._send_raw else None)
 
     def _scored_raw(self):

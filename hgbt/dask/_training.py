@@ -200,7 +200,9 @@ class DistributedTrainingData:
         wall_before = self.shards.wall_seconds
         results = self._call("grow_round", sent, plan, patient=True)
         trees = results[0][0]
-        self._statistics = _merge_statistics([result[1] for result in results])
+        # a custom loss has no loss values: the shards send none
+        self._statistics = (None if results[0][1] is None
+                            else _merge_statistics([result[1] for result in results]))
         if self._scored_order is not None:
             self._raw = self._in_order([result[3] for result in results])
         t = self.telemetry

@@ -48,7 +48,9 @@ from ._loss import (
     row_losses,
 )
 from ..core._types import G_H_DTYPE, Y_DTYPE
-from ..core.exact import WeightedMean
+from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum_int
+from ..core.exact import ExactSum, WeightedMean
+from .selection import Agreed, weighted_quantile, weighted_quantiles
 
 _NO_WEIGHT = np.empty(0, dtype=Y_DTYPE)
 
@@ -71,6 +73,11 @@ class BaseLoss:
     #: how raw scores become predictions (:meth:`inverse_link`): 'identity',
     #: 'exp', 'logistic' or 'softmax' (the exporters' names)
     link = "identity"
+    #: :meth:`row_loss` gives loss values (a custom loss gives gradients only)
+    has_loss_values = True
+    #: the processes whose rows the fit pools (a Dask shard sets its ring):
+    #: the quantiles of the non-smooth losses are taken over all of them
+    collective = SINGLE_PROCESS
 
     def __init__(self, sample_weight=None):
         self.sample_weight = sample_weight
@@ -167,14 +174,22 @@ class BaseLoss:
         """
         return raw_prediction[0]
 
-    def refit_leaf(self, y, raw_prediction, sample_weight):
-        """Loss-optimal raw update of one leaf from its rows (``needs_leaf_refit``).
+    def refit_leaves(self, y, raw_prediction, sample_weight, leaves, n_leaves):
+        """Loss-optimal raw updates of a tree's leaves from their rows
+        (``needs_leaf_refit``), shape (n_leaves,), not yet shrunk by the
+        learning rate.
 
         ``y``, ``raw_prediction`` (1-D, this tree's raw predictions before
-        the tree) and ``sample_weight`` (or None) hold the leaf's rows only.
-        The returned value is not yet shrunk by the learning rate.
+        the tree), ``sample_weight`` (or None) and ``leaves`` (each row's
+        leaf, in ``[0, n_leaves)``) hold the leaves' rows in this process;
+        with a :attr:`collective`, every process's rows count.
         """
         raise NotImplementedError
+
+    def refit_leaf(self, y, raw_prediction, sample_weight):
+        """:meth:`refit_leaves` of one leaf holding every given row."""
+        return float(self.refit_leaves(y, raw_prediction, sample_weight,
+                                       np.zeros(len(y), dtype=np.intp), 1)[0])
 
 
 class SquaredError(BaseLoss):
@@ -218,49 +233,6 @@ def _average(values, weights):
     return WeightedMean.of(values, weights).value()
 
 
-def weighted_quantile(values, weights, quantile):
-    """The loss-optimal constant of the pinball loss: a weighted quantile.
-
-    Sort ``values`` ascending with their weights; the result is the first
-    value whose cumulative weight reaches ``quantile * total weight``, or,
-    when the cumulative weight equals it exactly (relative tolerance
-    1e-12), the midpoint of that value and the next one (every point between
-    them is then optimal). With integer weights this equals
-    ``np.quantile(np.repeat(values, weights), quantile,
-    method='averaged_inverted_cdf')``; the 0.5-quantile is the weighted
-    median. Zero-weight values are ignored; with ``weights`` None or all 0
-    every value has weight 1. Unweighted, it runs in linear time
-    (``np.partition``); weighted, it sorts.
-    """
-    values = np.asarray(values, dtype=np.float64).ravel()
-    if values.size == 0:
-        raise ValueError("weighted_quantile of an empty array")
-    if weights is not None:
-        weights = np.asarray(weights, dtype=np.float64).ravel()
-        positive = weights > 0
-        if not positive.any():
-            weights = None
-        elif not positive.all():
-            values, weights = values[positive], weights[positive]
-    n = values.size
-    if weights is None:
-        target = quantile * n
-        tol = 1e-12 * n
-        j = min(max(math.ceil(target - tol) - 1, 0), n - 1)
-        tie = j < n - 1 and abs((j + 1) - target) <= tol
-        part = np.partition(values, [j, j + 1] if tie else j)
-        return float(0.5 * (part[j] + part[j + 1])) if tie else float(part[j])
-    order = np.argsort(values, kind="stable")
-    values = values[order]
-    cumulative = np.cumsum(weights[order])
-    target = quantile * cumulative[-1]
-    tol = 1e-12 * cumulative[-1]
-    j = min(int(np.searchsorted(cumulative, target - tol, side="left")), n - 1)
-    if j < n - 1 and abs(cumulative[j] - target) <= tol:
-        return float(0.5 * (values[j] + values[j + 1]))
-    return float(values[j])
-
-
 def _check_finite(y, name):
     if not np.all(np.isfinite(y)):
         raise ValueError(f"loss={name!r} requires finite y (no NaN or infinity)")
@@ -283,7 +255,28 @@ def _check_number(value, what, low, high, low_open, high_open):
 
 # ---------------------------------------------------- non-smooth regression
 
-class AbsoluteError(BaseLoss):
+class _QuantileBaselineLoss(BaseLoss):
+    """A non-smooth regression loss: finite targets, leaves re-fitted from
+    their rows, and the baseline a weighted quantile of ``y`` over every
+    process's rows (``Agreed`` statistics)."""
+
+    needs_leaf_refit = True
+    hessian_is_constant_unweighted = True
+    #: the quantile of ``y`` the baseline is
+    baseline_quantile = 0.5
+
+    def check_y(self, y):
+        _check_finite(y, self.name)
+
+    def baseline_statistics(self, y):
+        return Agreed(weighted_quantile(y, self.sample_weight, self.baseline_quantile,
+                                        self.collective))
+
+    def baseline_from_statistics(self, statistics):
+        return np.array([statistics.value], dtype=Y_DTYPE)
+
+
+class AbsoluteError(_QuantileBaselineLoss):
     """Absolute error ``w |y - raw|``; the baseline is the weighted median.
 
     ``g = w sign(raw - y)`` (0 on a tie, a valid subgradient) and ``h = w``
@@ -292,14 +285,7 @@ class AbsoluteError(BaseLoss):
     """
 
     name = "absolute_error"
-    needs_leaf_refit = True
-    hessian_is_constant_unweighted = True
 
-    def check_y(self, y):
-        _check_finite(y, self.name)
-
-    def baseline(self, y):
-        return np.array([weighted_quantile(y, self.sample_weight, 0.5)], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         row_gradients(LossKind.ABSOLUTE_ERROR, y, raw_prediction[0], self._weights(),
@@ -308,11 +294,12 @@ class AbsoluteError(BaseLoss):
     def row_loss(self, y, raw_prediction, n_threads=1):
         return _row_losses(LossKind.ABSOLUTE_ERROR, y, raw_prediction, 0.0, n_threads)
 
-    def refit_leaf(self, y, raw_prediction, sample_weight):
-        return weighted_quantile(y - raw_prediction, sample_weight, 0.5)
+    def refit_leaves(self, y, raw_prediction, sample_weight, leaves, n_leaves):
+        return weighted_quantiles(y - raw_prediction, sample_weight, leaves, n_leaves, 0.5,
+                                  self.collective)
 
 
-class QuantileLoss(BaseLoss):
+class QuantileLoss(_QuantileBaselineLoss):
     """Pinball loss of the ``quantile``-quantile, ``0 < quantile < 1``.
 
     ``l = quantile (y - raw)`` if ``y >= raw``, else
@@ -325,19 +312,14 @@ class QuantileLoss(BaseLoss):
     """
 
     name = "quantile"
-    needs_leaf_refit = True
-    hessian_is_constant_unweighted = True
 
     def __init__(self, quantile, sample_weight=None):
         super().__init__(sample_weight)
         self.quantile = _check_number(quantile, "quantile", 0.0, 1.0, True, True)
 
-    def check_y(self, y):
-        _check_finite(y, self.name)
-
-    def baseline(self, y):
-        return np.array([weighted_quantile(y, self.sample_weight, self.quantile)],
-                        dtype=Y_DTYPE)
+    @property
+    def baseline_quantile(self):
+        return self.quantile
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         row_gradients(LossKind.QUANTILE, y, raw_prediction[0], self._weights(),
@@ -346,11 +328,12 @@ class QuantileLoss(BaseLoss):
     def row_loss(self, y, raw_prediction, n_threads=1):
         return _row_losses(LossKind.QUANTILE, y, raw_prediction, self.quantile, n_threads)
 
-    def refit_leaf(self, y, raw_prediction, sample_weight):
-        return weighted_quantile(y - raw_prediction, sample_weight, self.quantile)
+    def refit_leaves(self, y, raw_prediction, sample_weight, leaves, n_leaves):
+        return weighted_quantiles(y - raw_prediction, sample_weight, leaves, n_leaves,
+                                  self.quantile, self.collective)
 
 
-class HuberLoss(BaseLoss):
+class HuberLoss(_QuantileBaselineLoss):
     """Huber loss: quadratic within ``delta`` of the target, linear beyond.
 
     ``l = 0.5 r^2`` if ``|r| <= delta`` else ``delta (|r| - delta / 2)``,
@@ -370,8 +353,6 @@ class HuberLoss(BaseLoss):
     """
 
     name = "huber"
-    needs_leaf_refit = True
-    hessian_is_constant_unweighted = True
     #: quantile of |y - raw| that sets ``delta_`` when ``delta`` is None
     delta_quantile = 0.9
 
@@ -386,13 +367,9 @@ class HuberLoss(BaseLoss):
         self.delta_ = self.delta
 
     def _adaptive_delta(self, y, raw, sample_weight):
-        return weighted_quantile(np.abs(y - raw), sample_weight, self.delta_quantile)
+        return weighted_quantile(np.abs(y - raw), sample_weight, self.delta_quantile,
+                                 self.collective)
 
-    def check_y(self, y):
-        _check_finite(y, self.name)
-
-    def baseline(self, y):
-        return np.array([weighted_quantile(y, self.sample_weight, 0.5)], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         if self.delta is None:
@@ -406,14 +383,19 @@ class HuberLoss(BaseLoss):
             delta = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)
         return _row_losses(LossKind.HUBER, y, raw_prediction, delta, n_threads)
 
-    def refit_leaf(self, y, raw_prediction, sample_weight):
+    def refit_leaves(self, y, raw_prediction, sample_weight, leaves, n_leaves):
         residuals = y - raw_prediction
         delta = self.delta_
-        if delta is None:  # refit before any gradients call: use the leaf's rows
+        if delta is None:  # refit before any gradients call: use the leaves' rows
             delta = self._adaptive_delta(y, raw_prediction, sample_weight)
-        median = weighted_quantile(residuals, sample_weight, 0.5)
-        step = np.clip(residuals - median, -delta, delta)
-        return median + _average(step, sample_weight)
+        medians = weighted_quantiles(residuals, sample_weight, leaves, n_leaves, 0.5,
+                                     self.collective)
+        step = np.clip(residuals - medians[leaves], -delta, delta)
+        means = WeightedMean.of_groups(step, sample_weight, leaves, n_leaves)
+        if self.collective.size > 1:  # exact sums: merged in any order
+            means = [sum(each[1:], each[0])
+                     for each in zip(*self.collective.allgather(means))]
+        return medians + np.array([mean.value() for mean in means])
 
 
 # ------------------------------------------------------- log-link regression
@@ -642,6 +624,7 @@ class CustomLoss(BaseLoss):
     """
 
     name = "custom"
+    has_loss_values = False
 
     def __init__(self, func, sample_weight=None):
         super().__init__(sample_weight)
@@ -662,20 +645,30 @@ class CustomLoss(BaseLoss):
     BASELINE_STEPS = 52
     BRACKET_STEPS = 8
 
-    def baseline(self, y):
-        """The constant raw score whose gradients sum to zero (see the class)."""
-        y = np.asarray(y, dtype=Y_DTYPE)
-        if y.size == 0:
+    def baseline_statistics(self, y):
+        return Agreed(self._root(np.asarray(y, dtype=Y_DTYPE)))
+
+    def baseline_from_statistics(self, statistics):
+        return statistics.value
+
+    def _root(self, y):
+        """The constant raw score whose gradients sum to zero (see the class),
+        over every process's rows: the sums are exact, so their signs do not
+        depend on how the rows are split."""
+        collective = self.collective
+        if allreduce_sum_int(collective, y.size) == 0:
             return np.zeros(1, dtype=Y_DTYPE)
         g = np.empty((1, y.size), dtype=G_H_DTYPE)
         h = np.empty((1, y.size), dtype=G_H_DTYPE)
 
         def total(c):
             self.gradients(y, np.full((1, y.size), c), g, h, 1)
-            return float(np.sum(g, dtype=np.float64))
+            return float(sum(collective.allgather(ExactSum.of(g)), ExactSum()))
 
         # a bracket: [min(y, 0), max(y, 0)], widened while the sums keep one sign
-        lo, hi = min(float(np.min(y)), 0.0), max(float(np.max(y)), 0.0)
+        low, high = allreduce_max(collective, [-np.min(y, initial=np.inf),
+                                               np.max(y, initial=-np.inf)])
+        lo, hi = min(-float(low), 0.0), max(float(high), 0.0)
         g_lo, g_hi = total(lo), total(hi)
         for _ in range(self.BRACKET_STEPS):
             if g_lo == 0.0:

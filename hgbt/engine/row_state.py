@@ -98,11 +98,16 @@ class RowState:
         """Fill :attr:`gradients` and :attr:`hessians` from the raw predictions."""
         self.loss.gradients(self.y, self.raw, self.gradients, self.hessians, n_threads)
 
-    def refit_leaf(self, k, leaf_rows, weight):
-        """Loss-optimal raw update of one leaf of tree ``k`` from its rows
-        (``weight``: the refit's row weights over all rows, or None)."""
-        return self.loss.refit_leaf(self.y[leaf_rows], self.raw[k][leaf_rows],
-                                    None if weight is None else weight[leaf_rows])
+    def refit_leaves(self, k, leaf_rows, weight):
+        """Loss-optimal raw updates of tree ``k``'s leaves from their rows
+        (``leaf_rows``: each leaf's; ``weight``: the refit's row weights over
+        all rows, or None)."""
+        rows = np.concatenate(leaf_rows)
+        leaves = np.repeat(np.arange(len(leaf_rows), dtype=np.intp),
+                           [r.size for r in leaf_rows])
+        return self.loss.refit_leaves(self.y[rows], self.raw[k][rows],
+                                      None if weight is None else weight[rows], leaves,
+                                      len(leaf_rows))
 
     def add_leaf_values(self, source, k, leaf_ids, leaf_values):
         """Add tree ``k``'s leaf values to the raw predictions of its leaves'
@@ -233,8 +238,8 @@ class LocalData:
     def refit_leaves(self, source, k, leaf_ids):
         if not self.state.loss.needs_leaf_refit:
             return None
-        return [self.state.refit_leaf(k, source.node_rows(leaf), self._refit_weight)
-                for leaf in leaf_ids]
+        return self.state.refit_leaves(k, [source.node_rows(leaf) for leaf in leaf_ids],
+                                       self._refit_weight)
 
     def finish_tree(self, source, k, leaf_ids, leaf_values, tree):
         self.state.add_leaf_values(source, k, leaf_ids, leaf_values)

@@ -19,6 +19,7 @@ from ..core.exact import GradientOverflowError
 
 from ..core.collective import SINGLE_PROCESS
 from ._sampling import bernoulli_rows, row_keys
+from .selection import radix_select
 
 # Same dtypes as ``hgbt.core._types``.
 G_H_DTYPE = np.float32
@@ -272,11 +273,12 @@ class RowSampler:
         if self.n_top >= self.n_samples:
             return np.ones(n_local, dtype=bool)
         # non-negative float64 scores order as their bits do
-        top, tied, n_missing = _largest(score.view(np.uint64), self.n_top, collective)
+        top, tied, n_missing, n_tied = _largest(score.view(np.uint64), self.n_top, self.n_samples,
+                                        collective)
         if n_missing:
             keys = row_keys(tie_seed, n_local,
                             None if row_ids is None else row_ids)[tied]
-            above, still, n_left = _largest(keys, n_missing, collective)
+            above, still, n_left, _ = _largest(keys, n_missing, n_tied, collective)
             top[tied[above]] = True
             if n_left:  # tied on both keys (vanishingly rare): the lowest indices
                 ids = tied[still] if row_ids is None else row_ids[tied[still]]
@@ -311,26 +313,16 @@ def _seeds(sequence):
     return tuple(int(v) for v in sequence.generate_state(3, np.uint64))
 
 
-def _largest(keys, k, collective):
-    """The ``k`` largest of the uint64 ``keys`` of every process (0 < k <= their
-    number), by radix selection, one byte of the keys per pass: returns the
-    mask of this process's rows above the k-th key, the indices of its rows
-    at it, and how many rows at it (over all processes) complete the k."""
-    above = np.zeros(keys.size, dtype=bool)
-    candidates = np.arange(keys.size)
-    need = k
-    for shift in range(56, -8, -8):
-        digits = ((keys[candidates] >> np.uint64(shift)) & np.uint64(255)).astype(np.intp)
-        counts = np.bincount(digits, minlength=256).astype(np.int64)
-        if collective.size > 1:
-            counts = np.sum(collective.allgather(counts), axis=0)
-        from_top = np.cumsum(counts[::-1])
-        j = int(np.searchsorted(from_top, need))  # the bucket the k-th key is in
-        bucket = 255 - j
-        need -= int(from_top[j - 1]) if j else 0
-        above[candidates[digits > bucket]] = True
-        candidates = candidates[digits == bucket]
-    return above, candidates, need
+def _largest(keys, k, n, collective):
+    """The ``k`` largest of the ``n`` uint64 ``keys`` of every process
+    (``0 < k <= n``), by radix selection: returns the mask of this process's
+    rows above the k-th key, the indices of its rows at it, how many rows at
+    it (over all processes) complete the k, and how many are at it in all."""
+    # the k-th largest is the least key with n - k + 1 keys at or below it
+    kth, below, at = radix_select(keys, None, np.zeros(keys.size, dtype=np.intp), 1,
+                                  [n - k + 1], collective)
+    n_above = n - int(below[0] + at[0])
+    return keys > kth[0], np.flatnonzero(keys == kth[0]), k - n_above, int(at[0])
 
 
 class FeatureSampler:
