@@ -87,10 +87,16 @@ def settings(args):
     }
 
 
+#: hgbt's feature-parallel tree learner, timed beside the others with --feature
+FEATURE = "hgbt.dask feature"
+
+
 def make_model(library, params, client):
-    if library == "hgbt.dask":
+    if library.startswith("hgbt.dask"):
         from hgbt.dask import DaskHistGBDTClassifier
-        return DaskHistGBDTClassifier(**params, client=client)
+        return DaskHistGBDTClassifier(**params, client=client,
+                                      tree_learner="feature" if library == FEATURE
+                                      else "data")
     if library == "xgboost.dask":
         from xgboost import dask as xgboost_dask
         model = xgboost_dask.DaskXGBClassifier(**params)
@@ -100,16 +106,17 @@ def make_model(library, params, client):
     return lightgbm_dask.DaskLGBMClassifier(**params, client=client)
 
 
-def run_workers(n_workers, data, args):
-    """Median fit seconds, AUC, and hgbt's last model, on ``n_workers`` workers."""
+def run_workers(n_workers, data, args, libraries=LIBRARIES):
+    """Median fit seconds, AUC, and hgbt's last models (by tree learner), on
+    ``n_workers`` workers."""
     import dask.dataframe as dd
     from distributed import Client, LocalCluster, wait
     from sklearn.metrics import roc_auc_score
 
     X, y, X_test, y_test = data
     params = settings(args)
-    times = {lib: [] for lib in LIBRARIES}
-    auc, hgbt_model = {}, None
+    times = {lib: [] for lib in libraries}
+    auc, hgbt_models = {}, {}
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=50) as cluster, \
             Client(cluster) as client:
@@ -120,14 +127,14 @@ def run_workers(n_workers, data, args):
         # each library imported on the workers (and its first-use costs paid)
         # by an untimed fit of 2 rounds on a sample
         small = _partitioned(client, X.iloc[:4000], y[:4000], n_parts)
-        for library in LIBRARIES:
-            warm = dict(params[library])
-            warm["max_iter" if library == "hgbt.dask" else "n_estimators"] = 2
+        for library in libraries:
+            warm = dict(params[library.split()[0]])
+            warm["max_iter" if library.startswith("hgbt") else "n_estimators"] = 2
             make_model(library, warm, client).fit(*small)
         for repeat in range(args.repeats):
-            order = LIBRARIES[repeat % 3:] + LIBRARIES[:repeat % 3]
-            for library in order:
-                model = make_model(library, params[library], client)
+            k = repeat % len(libraries)
+            for library in libraries[k:] + libraries[:k]:
+                model = make_model(library, params[library.split()[0]], client)
                 start = time.perf_counter()
                 model.fit(dX, dy)
                 times[library].append(time.perf_counter() - start)
@@ -136,9 +143,9 @@ def run_workers(n_workers, data, args):
                     proba = np.asarray(proba.compute() if hasattr(proba, "compute")
                                        else proba)
                     auc[library] = roc_auc_score(y_test, proba[:, 1])
-                if library == "hgbt.dask":
-                    hgbt_model = model
-    return {lib: statistics.median(t) for lib, t in times.items()}, auc, hgbt_model
+                if library.startswith("hgbt"):
+                    hgbt_models[library] = model
+    return {lib: statistics.median(t) for lib, t in times.items()}, auc, hgbt_models
 
 
 def _partitioned(client, X, y, n_parts):
@@ -247,6 +254,24 @@ def cost_model(runs):
     return lines
 
 
+def traffic_per_node(runs):
+    """Lines comparing the bytes each tree learner's workers send per node
+    (``{(data, n_workers): (feature model, data model)}``)."""
+    lines = ["", "Bytes a worker sends per node of a tree, by tree learner (the "
+             "telemetry of the last repeat; `--feature`):", "",
+             "| data | workers | tree learner | kB sent per node per worker "
+             "| node histograms reduced per tree |", "|---|---:|---|---:|---:|"]
+    for (name, p), models in sorted(runs.items()):
+        for learner, model in zip(("feature", "data"), models):
+            t = model.telemetry_
+            n_trees = len(t["histograms_per_tree"])
+            nodes = np.mean([trees[0].nodes.shape[0] for trees in model.booster_.trees])
+            sent = float(np.mean([np.sum(w) for w in t["bytes_sent_per_tree"]])) / n_trees
+            lines.append(f"| {name} | {p} | {learner} | {sent / nodes / 1e3:.2f} | "
+                         f"{np.mean(t['histograms_per_tree']):.1f} |")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=500_000, help="synthetic training rows")
@@ -257,7 +282,10 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--output", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--feature", action="store_true",
+                        help="also time hgbt's feature-parallel tree learner")
     args = parser.parse_args()
+    libraries = LIBRARIES + ((FEATURE,) if args.feature else ())
 
     import dask
     import lightgbm
@@ -284,17 +312,22 @@ def main():
         "| test AUC |",
         "|---|---:|---|---:|---:|---:|---:|",
     ]
-    telemetry = {}
+    telemetry, traffic = {}, {}
     for name in args.data:
         data = DATA[name](args.rows)
         local_seconds, local_auc, local = local_fit(data, args)
         lines.append(f"| {name} {data[0].shape[0]:,} × {data[0].shape[1]} | — | hgbt "
                      f"local, 1 thread | {local_seconds:.2f} | | 1.00 | {local_auc:.4f} |")
         for n_workers in args.workers:
-            times, auc, model = run_workers(n_workers, data, args)
+            times, auc, models = run_workers(n_workers, data, args, libraries)
             fastest_peer = min(times["xgboost.dask"], times["lightgbm.dask"])
-            assert same_trees(local, model), f"{name}, {n_workers} workers: not the local model"
-            for library in LIBRARIES:
+            for learner, model in models.items():
+                assert same_trees(local, model), \
+                    f"{name}, {n_workers} workers, {learner}: not the local model"
+            model = models["hgbt.dask"]
+            if FEATURE in models:
+                traffic[(name, n_workers)] = models[FEATURE], model
+            for library in libraries:
                 lines.append(f"| {name} | {n_workers} | {library} | {times[library]:.2f} | "
                              f"{times[library] / fastest_peer:.2f} | "
                              f"{times[library] / local_seconds:.2f} | {auc[library]:.4f} |")
@@ -305,6 +338,8 @@ def main():
               "by the script).", ""]
     if telemetry:
         lines += cost_model(telemetry)
+    if traffic:
+        lines += traffic_per_node(traffic)
     lines.append(END)
     section = "\n".join(lines)
     print(section)

@@ -278,6 +278,37 @@ def test_every_loss_on_a_cluster_is_the_local_loss(client, params, weighted):
     assert_same_model(local, model)
 
 
+@pytest.mark.parametrize("params", [dict(),
+                                    dict(loss="quantile", quantile=0.3, subsample=0.6),
+                                    dict(data_sample_strategy="goss", loss="huber"),
+                                    dict(use_quantized_grad=True, colsample_bynode=0.7)])
+def test_feature_parallel_is_the_local_fit(client, params):
+    # every worker holds all rows and searches its block of the features; the
+    # workers elect each split: no histogram travels, the local model
+    X, y = regression_data(3000)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, y.size)
+    params = dict(PARAMS, **params)
+    chunks = (1, 0, 1900, 1099)
+    model = DaskHistGBDTRegressor(**params, tree_learner="feature").fit(
+        chunked(X, chunks), chunked(y, chunks), sample_weight=chunked(w, chunks))
+    assert_same_model(HistGBDTRegressor(**params).fit(X, y, sample_weight=w), model)
+    assert model.telemetry_["histograms_per_tree"] == [0] * len(
+        model.telemetry_["histograms_per_tree"])
+
+
+def test_feature_parallel_classifier_with_validation_and_scorers(client):
+    X, y = classification_data(n_classes=3)
+    params = dict(PARAMS, categorical_features=[4], max_iter=20, early_stopping=True,
+                  scoring="accuracy", n_iter_no_change=2)
+    model = DaskHistGBDTClassifier(**params, tree_learner="feature").fit(
+        chunked(X[:2400], 700), chunked(y[:2400], 700),
+        X_val=chunked(X[2400:], 300), y_val=chunked(y[2400:], 300))
+    local = HistGBDTClassifier(**params).fit(X[:2400], y[:2400], X_val=X[2400:],
+                                              y_val=y[2400:])
+    assert_same_model(local, model)
+    assert model.evals_result_ == local.evals_result_
+
+
 def test_a_worker_without_training_rows(client):
     # Training rows all on one worker, validation rows on the other: the second
     # shard has no training rows and adds empty histograms.
@@ -378,6 +409,16 @@ def test_unsupported_settings_raise(client, params, message):
     X, y = regression_data(500)
     with pytest.raises(ValueError, match=message):
         DaskHistGBDTRegressor(**{**PARAMS, **params}).fit(chunked(X, 250), chunked(y, 250))
+
+
+def test_feature_parallel_needs_a_feature_per_worker(client):
+    X, y = regression_data(500)
+    with pytest.raises(ValueError, match="at most one worker per feature"):
+        DaskHistGBDTRegressor(**PARAMS, tree_learner="feature").fit(
+            chunked(X[:, :1], 250), chunked(y, 250))
+    with pytest.raises(ValueError, match="tree_learner"):
+        DaskHistGBDTRegressor(**PARAMS, tree_learner="voting!").fit(
+            chunked(X, 250), chunked(y, 250))
 
 
 def test_bad_input_raises(client):
@@ -543,7 +584,8 @@ def test_one_worker_is_the_local_fit():
         cluster.close()
 
 
-def test_four_workers_with_partitions_placed_on_each():
+@pytest.mark.parametrize("tree_learner", ["data", "feature"])
+def test_four_workers_with_partitions_placed_on_each(tree_learner):
     cluster, client = _cluster(4)
     try:
         workers = sorted(client.scheduler_info()["workers"])
@@ -560,11 +602,13 @@ def test_four_workers_with_partitions_placed_on_each():
 
         params = dict(PARAMS, categorical_features=[4], max_iter=3, subsample=0.7,
                       use_quantized_grad=True)
-        model = DaskHistGBDTClassifier(**params).fit(placed(X), placed(y))
+        model = DaskHistGBDTClassifier(**params, tree_learner=tree_learner).fit(
+            placed(X), placed(y))
         t = model.telemetry_
         assert t["n_workers"] == 4
-        expected, sent, small, _ = histogram_traffic(model, X.shape[1])
-        assert np.all((sent > expected) & (sent < expected + small))
+        if tree_learner == "data":
+            expected, sent, small, _ = histogram_traffic(model, X.shape[1])
+            assert np.all((sent > expected) & (sent < expected + small))
         local = HistGBDTClassifier(**params).fit(X, y)
         assert_same_model(local, model)
     finally:

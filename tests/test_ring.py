@@ -161,6 +161,43 @@ def test_a_ring_grows_the_tree_of_all_rows():
             np.testing.assert_array_equal(tree[field], whole[field])
 
 
+@pytest.mark.parametrize("size", [2, 3, 5])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_feature_parallel_processes_grow_the_tree_of_one(size, quantized):
+    # Every process holds all rows and builds and searches only its block of
+    # the 5 features; every split is elected: the single process's tree (5
+    # processes: one feature each)
+    rng = np.random.default_rng(2)
+    n = 2500
+    X = rng.standard_normal((n, 5))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 3]) * 2 + np.nan_to_num(X[:, 4]) ** 2 + 0.1 * rng.standard_normal(n)
+    mapper = BinMapper(max_bins=63, random_state=0).fit(X)
+    X_binned = np.asfortranarray(mapper.transform(X))
+    g = (-y).astype(np.float32)
+    h = np.ones(1, dtype=np.float32)
+    settings = TreeSettings(max_leaf_nodes=15, min_samples_leaf=5, learning_rate=1.0)
+
+    def grow(feature_collective):
+        data = LocalTrainingData(X_binned, mapper.missing_bin + 1, 1,
+                                 feature_collective=feature_collective)
+        data.use_gradients(g.copy(), h, constant_hessian=True)
+        data.start_tree(0, quantize=(16, 3) if quantized else None)
+        grower = TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                            settings, n_threads=1)
+        return grower.grow().nodes
+
+    whole = grow(None)
+    rings = ring_of(size)
+    for tree in run_all(size, lambda rank: grow(rings[rank])):
+        assert not isinstance(tree, BaseException), tree
+        for field in ("feature_idx", "bin_threshold", "missing_go_to_left", "value",
+                      "count", "gain"):
+            np.testing.assert_array_equal(tree[field], whole[field])
+    # nothing reduced: only the elections' split records went around
+    assert all(ring.n_histograms == 0 for ring in rings)
+
+
 @pytest.mark.parametrize("tied", [False, True])
 def test_goss_on_shards_picks_the_rows_of_goss_on_all_rows(tied):
     # The top rows are selected over all shards (a radix selection on the

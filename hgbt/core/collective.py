@@ -98,6 +98,13 @@ class SingleProcess:
 SINGLE_PROCESS = SingleProcess()
 
 
+def feature_block(n, rank, size):
+    """The block ``[start, stop)`` of ``n`` features (histogram rows) that
+    process ``rank`` of ``size`` sums or searches: contiguous, ascending with
+    the rank, sizes differing by at most one."""
+    return n * rank // size, n * (rank + 1) // size
+
+
 def allreduce_max(collective, values):
     """Elementwise maximum of ``values`` (1-D floats) over the processes;
     NaN wins, as in ``np.max``."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
@@ -43,20 +43,24 @@ if TYPE_CHECKING:
 DaskEstimator = TypeVar("DaskEstimator", bound="_DaskMixin")
 
 #: parameters of the Dask estimators that the local ones do not have
-DASK_PARAMS = ("client", "timeout")
+DASK_PARAMS = ("client", "timeout", "tree_learner")
 
 def _dask_init(local_class: type) -> Callable[..., None]:
-    """``__init__`` with the local estimator's parameters plus ``client`` and ``timeout``."""
+    """``__init__`` with the local estimator's parameters plus ``client``,
+    ``timeout`` and ``tree_learner``."""
     signature = inspect.signature(local_class.__init__)
     extra = [inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None,
                                annotation="Client | None"),
              inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, default=300.0,
-                               annotation="float")]
+                               annotation="float"),
+             inspect.Parameter("tree_learner", inspect.Parameter.KEYWORD_ONLY,
+                               default="data", annotation="str")]
 
-    def __init__(self, *args, client=None, timeout=300.0, **kwargs):
+    def __init__(self, *args, client=None, timeout=300.0, tree_learner="data", **kwargs):
         local_class.__init__(self, *args, **kwargs)
         self.client = client
         self.timeout = timeout
+        self.tree_learner = tree_learner
 
     # scikit-learn reads the parameter names from the signature
     __init__.__signature__ = signature.replace(
@@ -72,7 +76,8 @@ class _DaskMixin:
     """Distributed ``fit``, lazy prediction on dask collections, ``to_local``."""
 
     _parameter_constraints = {"client": "no_validation",
-                              "timeout": [Interval(Real, 0, None, closed="neither")]}
+                              "timeout": [Interval(Real, 0, None, closed="neither")],
+                              "tree_learner": [StrOptions({"data", "feature"})]}
 
     def _local_params(self):
         params = self.get_params(deep=False)
@@ -253,13 +258,20 @@ class _DaskMixin:
                 [rows for _, rows in scored_located],
                 [rows for _, rows in _rows_on_shards(None, val_placement, val_sizes)],
                 has_val)
+        by_feature = self.tree_learner == "feature"
+        if by_feature and len(addresses) > self.n_features_in_:
+            raise ValueError(f"tree_learner='feature' shares the {self.n_features_in_} "
+                             f"features among the {len(addresses)} workers holding rows: "
+                             "at most one worker per feature; use tree_learner='data'.")
         statistics = shards.call("start", per_actor=[
             (inputs, booster.bin_mapper, self.n_threads, local, ids,
              self.data_sample_strategy == "goss", scored is not None,
-             booster if warm else None) for local, ids in zip(local_rows, row_ids)])
+             booster if warm else None, by_feature)
+            for local, ids in zip(local_rows, row_ids)])
         loss = self._make_loss(None)
         if not warm:  # a warm start's rows start from its model's predictions
-            booster.baseline = loss.baseline_from_statistics(merge(statistics))
+            booster.baseline = loss.baseline_from_statistics(
+                merge([s for s in statistics if s is not None]))
         telemetry = {}
 
         def run(settings, record, runner):
@@ -399,6 +411,16 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
         another during a round (a round itself may take longer); past it, or
         when a worker holding rows is lost, ``fit`` raises
         :class:`WorkerLostError`.
+    tree_learner : {'data', 'feature'}, default='data'
+        How the workers share a tree's work (LightGBM's names). ``'data'``:
+        each worker holds its partitions' rows, and the node histograms are
+        summed over the workers (each then searches a block of features).
+        ``'feature'``: every worker gets all the training rows (gathered once,
+        after binning; each needs the memory of all of them), builds and
+        searches the histograms of its block of features only, and the
+        workers elect each split: only split records travel, no histograms,
+        which pays with few rows and many features. At most one worker per
+        feature. Both give the local model bit for bit.
 
     Attributes
     ----------
@@ -432,8 +454,8 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
 class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
     """:class:`~hgbt.HistGBDTClassifier` trained on a Dask cluster.
 
-    Same parameters as :class:`~hgbt.HistGBDTClassifier`, plus ``client``
-    and ``timeout`` (see :class:`DaskHistGBDTRegressor`).
+    Same parameters as :class:`~hgbt.HistGBDTClassifier`, plus ``client``,
+    ``timeout`` and ``tree_learner`` (see :class:`DaskHistGBDTRegressor`).
     """
 
     _local_class = HistGBDTClassifier

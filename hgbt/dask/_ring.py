@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from ..core.collective import SINGLE_PROCESS
+from ..core.collective import SINGLE_PROCESS, feature_block
 
 _HELLO = struct.Struct("<QQ")  # the fit's token, the sender's rank
 _LENGTH = struct.Struct("<Q")
@@ -251,14 +251,13 @@ class RingCollective:
         p, rank = self.size, self.rank
         # blocks of whole rows (columns): the summed block of this rank is rank
         n = histogram.shape[0]
-        bounds = [n * i // p for i in range(p + 1)]
 
         def block(i):
-            return histogram[bounds[i % p]:bounds[i % p + 1]].reshape(-1)
+            return histogram[slice(*feature_block(n, i % p, p))].reshape(-1)
 
         self._reduce_scatter(block, -1)
         self.seconds += time.perf_counter() - start
-        return bounds[rank], bounds[rank + 1]
+        return feature_block(n, rank, p)
 
     def _reduce_scatter(self, part, shift):
         """Sum the parts around the ring: after p - 1 steps this rank holds

@@ -75,6 +75,20 @@ def _binned(X, bin_mapper, n_threads):
     return sparse_bins(X, bin_mapper, n_threads).dense_matrix()
 
 
+def _gathered(ring, own, X_binned, y, w, row_ids):
+    """Every shard's binned rows, targets, weights and row ids, in rank
+    order (a feature-parallel fit), and ``own`` (this shard's local rows) as
+    positions among them."""
+    parts = ring.allgather((X_binned, y, w, np.asarray(row_ids, dtype=np.int64)))
+    offset = sum(part[1].shape[0] for part in parts[:ring.rank])
+    weights = [part[2] for part in parts]
+    return (offset + np.asarray(own, dtype=np.intp),
+            np.asfortranarray(np.concatenate([part[0] for part in parts])),
+            np.concatenate([part[1] for part in parts]),
+            None if weights[0] is None else np.concatenate(weights),
+            np.concatenate([part[3] for part in parts]))
+
+
 class Shard:
     """Rows of the partitions on one worker (runs as a Dask actor).
 
@@ -179,43 +193,57 @@ class Shard:
 
     @_timed
     def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None,
-              full_hessian=False, send_raw=False, model=None):
+              full_hessian=False, send_raw=False, model=None, by_feature=False):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
         on (None: all); ``row_ids``: each row's index among all training rows
         (the row sampling draws'); ``full_hessian``: per-row hessians (GOSS);
         ``send_raw``: each round also returns the scored rows' raw predictions;
-        ``model``: a warm start's Booster, whose predictions the rows start from."""
-        self._score_rows, self._send_raw = score_rows, send_raw
+        ``model``: a warm start's Booster, whose predictions the rows start from;
+        ``by_feature``: feature-parallel, every shard gathers all the binned
+        training rows (in rank order) and grows each tree on its block of
+        features. Its loss sums and scored rows stay those of its own rows,
+        and only rank 0 returns baseline statistics (of all rows)."""
         self.n_threads = effective_n_threads(n_threads)
         X, y, w = self._train
         y = inputs.encode_y(y)
         w = inputs.class_weighted(w, y)
+        check_fit_range(inputs.make_loss(w), y, w)
+        # every shard lays its columns out the same way: plain, each feature its
+        # own column (sparse rows too: their bins written out)
+        X_binned = _binned(X, bin_mapper, self.n_threads)
+        row_ids = np.arange(X.shape[0]) if row_ids is None else row_ids
+        own = np.arange(X.shape[0]) if score_rows is None else score_rows
+        if by_feature:  # all rows here: the loss and the draws see one process
+            own, X_binned, y, w, row_ids = _gathered(self.ring, own, X_binned, y, w, row_ids)
+            score_rows = own
+        self._score_rows, self._send_raw = score_rows, send_raw
         loss = inputs.make_loss(w)
-        loss.collective = self.ring  # quantiles and a custom baseline pool every shard's rows
+        # quantiles and a custom baseline pool the rows of every shard
+        loss.collective = SINGLE_PROCESS if by_feature else self.ring
         loss.check_y_rows(y)
-        check_fit_range(loss, y, w)
         X_val, y_val, w_val = self._val
         y_val = inputs.encode_y(y_val)
         k_trees = loss.n_trees_per_iteration
         validation = ValidationRows(X_val, y_val, inputs.class_weighted(w_val, y_val),
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
-        self.state = RowState(loss, y, w, np.zeros((k_trees, X.shape[0]), dtype=Y_DTYPE),
+        self.state = RowState(loss, y, w, np.zeros((k_trees, y.shape[0]), dtype=Y_DTYPE),
                              full_hessian, [validation], score_rows)
-        # every shard lays its columns out the same way: plain, each feature its
-        # own column (sparse rows too: their bins written out)
-        binned = FeatureLayout.plain(_binned(X, bin_mapper, self.n_threads),
-                                     bin_mapper.n_bins_non_missing_, bin_mapper.zero_bins())
+        binned = FeatureLayout.plain(X_binned, bin_mapper.n_bins_non_missing_,
+                                     bin_mapper.zero_bins())
         self.data = LocalData(self.state, None, binned, bin_mapper.missing_bin + 1,
-                              self.n_threads, collective=self.ring,
-                              row_ids=None if row_ids is None
-                              else np.ascontiguousarray(row_ids, dtype=np.int64))
+                              self.n_threads,
+                              collective=SINGLE_PROCESS if by_feature else self.ring,
+                              row_ids=np.ascontiguousarray(row_ids, dtype=np.int64),
+                              feature_collective=self.ring if by_feature else None)
         if model is not None:  # a warm start: the model's predictions, as locally
             model.raw_from_trees(self.state.raw, X_binned=binned.X_dense,
                                  n_threads=self.n_threads)
             if X_val.shape[0]:
                 validation.raw[:] = model.raw_predict_prepared(X_val, None, self.n_threads)
         self._train = self._val = None  # the float rows are no longer needed
+        if by_feature and self.ring.rank > 0:
+            return None
         return loss.baseline_statistics(y)
 
     # ----------------------------------------------------------- boosting

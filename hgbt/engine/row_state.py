@@ -166,10 +166,14 @@ class LocalData:
         Each row's index among all the fit's training rows (a Dask shard's),
         for the row sampling draws and the quantized gradients' rounding;
         None: ``0 .. n_rows - 1``.
+    feature_collective : Collective or None, default=None
+        Processes that all hold these same rows and grow each tree together,
+        each on its block of features (a feature-parallel Dask fit; see
+        :class:`~hgbt.tree.training_data.LocalTrainingData`).
     """
 
     def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,
-                 collective=SINGLE_PROCESS, row_ids=None):
+                 collective=SINGLE_PROCESS, row_ids=None, feature_collective=None):
         self.state = state
         self._collective = collective
         self.row_ids = row_ids
@@ -186,12 +190,14 @@ class LocalData:
         self._refit_weight = state.sample_weight
 
         def make_source(threads):
-            source = LocalTrainingData(binned, n_bins, threads, collective, row_ids)
+            source = LocalTrainingData(binned, n_bins, threads, collective, row_ids,
+                                       feature_collective)
             source.use_gradients(state.gradients, state.hessians, state.constant_hessian)
             return source
 
-        self._team = TreeTeam(make_source, n_threads,
-                              self.n_trees if collective.size == 1 else 1)
+        # trees of a round side by side only where no other process takes part
+        alone = collective.size == 1 and feature_collective is None
+        self._team = TreeTeam(make_source, n_threads, self.n_trees if alone else 1)
         self._round_trees = None  # made by the first round
 
     def __enter__(self):

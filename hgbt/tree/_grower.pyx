@@ -30,6 +30,7 @@ from ._splitting cimport (find_split, live_features, newton_value, split_params,
                           layout_params, SplitSettings)
 
 from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, MAX_TREE_DEPTH
+from ..core.collective import feature_block
 from ..core.params import resolved_default
 
 # Node masks fetched from the sampler at a time (per-node column sampling).
@@ -194,6 +195,9 @@ cdef class TreeKernel:
     # features [_block_start, _block_stop) and the best split elected
     cdef object _collective
     cdef bint _scatter
+    # feature-parallel (every process holds all rows): each process builds
+    # and searches only its block of features, every node's split elected
+    cdef bint _by_feature
     cdef int _block_start, _block_stop
     cdef unsigned char* _scan_mask
 
@@ -279,7 +283,7 @@ cdef class TreeKernel:
 
     def grow(self, SplitSettings settings, Growth growth, dict buffers=None, *,
              SIZE_C n_root=0, tree_mask=None, node_masks=None, collective=None,
-             int n_threads=1):
+             bint feature_parallel=False, int n_threads=1):
         """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
 
         ``settings`` is the fit's :class:`SplitSettings`, ``growth`` its
@@ -310,7 +314,10 @@ cdef class TreeKernel:
         process searching its block of features and the best split elected
         (``reduce_scatter_histogram``, ``allgather_bytes``), so each process
         grows the tree of all the rows. None, or one of size 1: the rows are
-        all here.
+        all here. ``feature_parallel``: every process of ``collective`` holds
+        all the rows; each builds and searches the histograms of its block of
+        features only (``feature_block``), nothing is reduced, and every
+        node's best split is elected.
         """
         buffers = {} if buffers is None else buffers
         layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),
@@ -342,6 +349,8 @@ cdef class TreeKernel:
         n_dense = X.shape[1]
         n_columns = layout.n_columns
         spread = collective is not None and collective.size > 1
+        by_feature = spread and feature_parallel
+        spread = spread and not feature_parallel
         # a process of a spread fit may hold none of the rows (its histograms: 0)
         if (settings.n_features != n_features or (n_root == 0 and not spread)
                 or n_root > n_samples
@@ -430,10 +439,17 @@ cdef class TreeKernel:
                 buf.column_bounds = &bounds_view[0]
                 buf.n_chunks = bounds_view.shape[0] - 1
                 buf.scratch = &scratch_view[0]
-        self._collective = collective if spread else None
+        self._collective = collective if spread or by_feature else None
         # blocks of features need feature f in column f: the plain layout
         self._scatter = spread and plain
+        self._by_feature = by_feature
         self._block_start, self._block_stop = 0, n_features
+        if by_feature:
+            if not plain or n_features < collective.size:
+                raise ValueError("TreeKernel.grow: feature-parallel growth needs a plain "
+                                 "layout and a feature for every process.")
+            self._block_start, self._block_stop = feature_block(
+                n_features, collective.rank, collective.size)
         try:
             return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads,
                              n_root)
@@ -533,7 +549,9 @@ cdef class TreeKernel:
         self._build(buf, 0, self._slots[state.slot], grow.n_threads)
         if self._failed:
             return -2
-        row0 = self._slots[state.slot]  # every row falls in one bin of column 0
+        # every row falls in one bin of any column: column 0, or the first
+        # this process built
+        row0 = self._slots[state.slot] + self._block_start * buf.n_bins
         for b in range(buf.n_bins):
             node.sum_gradients += row0[b].sum_gradients
             node.sum_hessians += row0[b].sum_hessians
@@ -616,12 +634,14 @@ cdef class TreeKernel:
                     if large_slot < 0:
                         return -1
                     self._state[large].slot = large_slot
-                    # spread by blocks: only this process's block is summed
+                    # by blocks (reduce-scattered, or feature-parallel): only
+                    # this process's block holds sums
                     b = self._block_start * buf.n_bins
                     subtract(self._slots[self._state[node_id].slot] + b,
                              self._slots[small_slot] + b, self._slots[large_slot] + b,
-                             self._block_stop - self._block_start if self._scatter
-                             else buf.n_columns, buf.n_bins,
+                             self._block_stop - self._block_start
+                             if self._scatter or self._by_feature else buf.n_columns,
+                             buf.n_bins,
                              buf.column_width + self._block_start, grow.n_threads)
                     status = self._split(buf, grow, s, &p, large)
                     if status < 0:
@@ -747,7 +767,7 @@ cdef class TreeKernel:
         # The node's histograms from its rows (LocalTrainingData.node_histogram),
         # summed with the other processes' when the rows are spread.
         self._build_here(buf, node_id, out, n_threads)
-        if self._collective is None or self._failed:
+        if self._collective is None or self._failed or self._by_feature:
             return
         with gil:
             try:
@@ -769,25 +789,36 @@ cdef class TreeKernel:
         cdef const grown_node_struct* node = &self._nodes[node_id]
         cdef SIZE_C n = node.stop - node.start
         cdef bint all_rows = n == buf.n_samples
+        # the dense columns built: all, or (feature-parallel, plain layout)
+        # this process's block, a contiguous run of columns
+        cdef Py_ssize_t first = self._block_start if self._by_feature else 0
+        cdef int n_dense = (self._block_stop - self._block_start if self._by_feature
+                            else buf.n_dense)
+        cdef const X_BINNED_DTYPE_C* X = (buf.X + first * buf.n_samples
+                                          if buf.X != NULL else NULL)
+        cdef const unsigned short* width = (buf.column_width + first
+                                            if buf.column_width != NULL else NULL)
+        cdef hist_struct* into = out + first * buf.n_bins
         if n == 0:
             memset(out, 0, self._bins * sizeof(hist_struct))
-        elif buf.n_dense == 0:
+        elif n_dense == 0:
             pass
         elif buf.packed != NULL:
-            histogram_packed(buf.X, buf.n_samples, buf.n_dense, buf.X_rows,
+            histogram_packed(X, buf.n_samples, n_dense,
+                             buf.X_rows + first if buf.X_rows != NULL else NULL,
                              buf.row_stride, not all_rows, buf.rows + node.start, n,
                              buf.packed, &buf.q, buf.acc, buf.sums,
-                             buf.part_stride, buf.max_parts, out, buf.n_bins,
-                             buf.column_width, n_threads)
+                             buf.part_stride, buf.max_parts, into, buf.n_bins,
+                             width, n_threads)
         elif all_rows:
-            histogram_root(buf.X, buf.n_samples, buf.n_dense, buf.gradients,
-                           buf.hessians, buf.constant_hessian, out, buf.n_bins,
-                           buf.column_width, n_threads)
+            histogram_root(X, buf.n_samples, n_dense, buf.gradients,
+                           buf.hessians, buf.constant_hessian, into, buf.n_bins,
+                           width, n_threads)
         else:
-            histogram_rows(buf.X, buf.n_samples, buf.n_dense, buf.rows + node.start, n,
+            histogram_rows(X, buf.n_samples, n_dense, buf.rows + node.start, n,
                            buf.gradients, buf.hessians, buf.constant_hessian,
-                           buf.ordered_gradients, buf.ordered_hessians, out, buf.n_bins,
-                           buf.column_width, n_threads)
+                           buf.ordered_gradients, buf.ordered_hessians, into, buf.n_bins,
+                           width, n_threads)
         if n > 0 and buf.n_columns > buf.n_dense:
             histogram_sparse(buf.sparse_indptr, buf.sparse_columns, buf.sparse_codes,
                              buf.rows + node.start, n, buf.gradients, buf.hessians,
@@ -820,7 +851,7 @@ cdef class TreeKernel:
             if n_live < n_in or st.live_count < 0:
                 st.live_start, st.live_count = self._live_used, n_live
                 self._live_used += n_live
-        cdef bint elect = self._scatter and node_id != 0
+        cdef bint elect = (self._scatter and node_id != 0) or self._by_feature
         cdef int f
         if elect:  # this process's block of the node's features
             for f in range(s.n_features):

@@ -52,10 +52,15 @@ class LocalTrainingData:
     row_ids : ndarray of int64 or None, default=None
         Each row's index among all the fit's rows (a Dask shard's): the
         quantized gradients' rounding draws from it. None: ``0 .. n - 1``.
+    feature_collective : Collective or None, default=None
+        Processes that all hold these same rows (a feature-parallel Dask
+        fit): each builds and searches the histograms of its block of
+        features and every split is elected among them (``TreeKernel.grow``'s
+        ``feature_parallel``). Exclusive with a spread ``collective``.
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
-                 row_ids=None, _row_major=None):
+                 row_ids=None, feature_collective=None, _row_major=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -64,6 +69,7 @@ class LocalTrainingData:
         self.X_binned = layout.X_dense
         self.n_bins = n_bins
         self.collective = collective
+        self.feature_collective = feature_collective
         self.row_ids = row_ids
         self._n_rows_everywhere = None  # training rows in all processes, on first use
         # n_threads may be lowered between trees (core/load.py); per-thread
@@ -96,7 +102,8 @@ class LocalTrainingData:
         same time: its own node state, shared read-only data (the gradient
         buffers included)."""
         fork = LocalTrainingData(self.layout, self.n_bins, n_threads, self.collective,
-                                 self.row_ids, _row_major=self._row_major)
+                                 self.row_ids, self.feature_collective,
+                                 _row_major=self._row_major)
         if self._tree_gradients is not None:
             fork.use_gradients(self._tree_gradients, self._tree_hessians,
                                self._hessian_is_constant)
@@ -321,9 +328,12 @@ class LocalTrainingData:
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
+        by_feature = self.feature_collective is not None
         nodes = self._kernel.grow(settings, growth, buffers, n_root=self._ranges[0][1],
                                   tree_mask=tree_mask, node_masks=node_masks,
-                                  collective=self.collective, n_threads=self.n_threads)
+                                  collective=(self.feature_collective if by_feature
+                                              else self.collective),
+                                  feature_parallel=by_feature, n_threads=self.n_threads)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 
