@@ -411,6 +411,32 @@ def test_unsupported_settings_raise(client, params, message):
         DaskHistGBDTRegressor(**{**PARAMS, **params}).fit(chunked(X, 250), chunked(y, 250))
 
 
+def test_voting_parallel_approximates_the_local_fit(client):
+    # 2 * top_k >= the features: every histogram summed, the local model;
+    # top_k=2 of 20 features: 4 summed per node, less traffic, near the local
+    # fit's accuracy
+    def with_noise(X, seed):  # 14 uninformative features beside the 6
+        return np.hstack([X, np.random.default_rng(seed).standard_normal((X.shape[0], 14))])
+
+    X, y = regression_data(3000)
+    X = with_noise(X, 0)
+    chunks = (1000, 1000, 1000)
+    params = dict(PARAMS, max_iter=20)
+    local = HistGBDTRegressor(**params).fit(X, y)
+    exact = DaskHistGBDTRegressor(**params, tree_learner="voting", top_k=10).fit(
+        chunked(X, chunks), chunked(y, chunks))
+    assert_same_model(local, exact)
+    data = DaskHistGBDTRegressor(**params).fit(chunked(X, chunks), chunked(y, chunks))
+    voting = DaskHistGBDTRegressor(**params, tree_learner="voting", top_k=2).fit(
+        chunked(X, chunks), chunked(y, chunks))
+    X_test, y_test = regression_data(2000, seed=9)
+    X_test = with_noise(X_test, 1)
+    assert voting.score(X_test, y_test) > local.score(X_test, y_test) - 0.05
+    # 4 of 20 features' histograms per searched node, both children searched
+    sent = [np.sum(m.telemetry_["bytes_sent_per_tree"]) for m in (voting, data)]
+    assert sent[0] < 0.6 * sent[1]
+
+
 def test_feature_parallel_needs_a_feature_per_worker(client):
     X, y = regression_data(500)
     with pytest.raises(ValueError, match="at most one worker per feature"):

@@ -198,6 +198,66 @@ def test_feature_parallel_processes_grow_the_tree_of_one(size, quantized):
     assert all(ring.n_histograms == 0 for ring in rings)
 
 
+def _voting_data(n=4000, n_features=12, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, n_features))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (2 * np.nan_to_num(X[:, 0]) + np.sin(3 * np.nan_to_num(X[:, 1]))
+         + np.nan_to_num(X[:, 2]) * np.nan_to_num(X[:, 3]) + 0.3 * rng.standard_normal(n))
+    mapper = BinMapper(max_bins=63, random_state=0).fit(X)
+    return np.asfortranarray(mapper.transform(X)), (-y).astype(np.float32), mapper
+
+
+def _grow_voting(X_binned, g, mapper, rows, collective=SINGLE_PROCESS, top_k=0):
+    data = LocalTrainingData(np.asfortranarray(X_binned[rows]), mapper.missing_bin + 1, 1,
+                             collective, voting_top_k=top_k)
+    data.use_gradients(g[rows].copy(), np.ones(1, dtype=np.float32), constant_hessian=True)
+    data.start_tree(0)
+    settings = TreeSettings(max_leaf_nodes=15, min_samples_leaf=10, learning_rate=1.0)
+    return TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_, settings,
+                      n_threads=1).grow().nodes
+
+
+def test_voting_with_every_feature_chosen_is_the_tree_of_all_rows():
+    # 2 * top_k >= n_features: every feature's histogram is summed, the exact search
+    X_binned, g, mapper = _voting_data()
+    n = X_binned.shape[0]
+    whole = _grow_voting(X_binned, g, mapper, np.arange(n))
+    shards = [np.arange(0, 1500), np.arange(1500, n)]
+    rings = ring_of(2)
+    for tree in run_all(2, lambda r: _grow_voting(X_binned, g, mapper, shards[r], rings[r],
+                                                  top_k=6)):
+        assert not isinstance(tree, BaseException), tree
+        for field in ("feature_idx", "bin_threshold", "value", "count", "gain"):
+            np.testing.assert_array_equal(tree[field], whole[field])
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_voting_reduces_only_the_nominated_features(size):
+    # top_k=2 of 12 features: each node sums 4 features' histograms. The trees
+    # agree on every process, split on the informative features, and nearly
+    # match the exact tree's gains; the bytes are a third of a full reduction
+    X_binned, g, mapper = _voting_data()
+    n = X_binned.shape[0]
+    whole = _grow_voting(X_binned, g, mapper, np.arange(n))
+    shards = np.array_split(np.arange(n), size)
+    rings = ring_of(size)
+    trees = run_all(size, lambda r: _grow_voting(X_binned, g, mapper, shards[r], rings[r],
+                                                 top_k=2))
+    for tree in trees:
+        assert not isinstance(tree, BaseException), tree
+        assert tree.tobytes() == trees[0].tobytes()
+    tree = trees[0]
+    used = set(tree["feature_idx"][tree["feature_idx"] >= 0].tolist())
+    assert used <= {0, 1, 2, 3}
+    assert tree["feature_idx"][0] == whole["feature_idx"][0]  # the root's split
+    assert tree["gain"].sum() >= 0.97 * whole["gain"].sum()
+    rows_summed = 2 * 2  # of 12 per node
+    full = X_binned.shape[1] * (mapper.missing_bin + 1) * HISTOGRAM_DTYPE.itemsize
+    per_node = rings[0].bytes_sent / rings[0].n_histograms
+    assert per_node < (rows_summed + 1) / 12 * full * 2
+
+
 @pytest.mark.parametrize("tied", [False, True])
 def test_goss_on_shards_picks_the_rows_of_goss_on_all_rows(tied):
     # The top rows are selected over all shards (a radix selection on the

@@ -11,7 +11,7 @@ import inspect
 import secrets
 import typing
 from collections.abc import Callable
-from numbers import Real
+from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -43,24 +43,28 @@ if TYPE_CHECKING:
 DaskEstimator = TypeVar("DaskEstimator", bound="_DaskMixin")
 
 #: parameters of the Dask estimators that the local ones do not have
-DASK_PARAMS = ("client", "timeout", "tree_learner")
+DASK_PARAMS = ("client", "timeout", "tree_learner", "top_k")
 
 def _dask_init(local_class: type) -> Callable[..., None]:
     """``__init__`` with the local estimator's parameters plus ``client``,
-    ``timeout`` and ``tree_learner``."""
+    ``timeout``, ``tree_learner`` and ``top_k``."""
     signature = inspect.signature(local_class.__init__)
     extra = [inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None,
                                annotation="Client | None"),
              inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, default=300.0,
                                annotation="float"),
              inspect.Parameter("tree_learner", inspect.Parameter.KEYWORD_ONLY,
-                               default="data", annotation="str")]
+                               default="data", annotation="str"),
+             inspect.Parameter("top_k", inspect.Parameter.KEYWORD_ONLY, default=20,
+                               annotation="int")]
 
-    def __init__(self, *args, client=None, timeout=300.0, tree_learner="data", **kwargs):
+    def __init__(self, *args, client=None, timeout=300.0, tree_learner="data", top_k=20,
+                 **kwargs):
         local_class.__init__(self, *args, **kwargs)
         self.client = client
         self.timeout = timeout
         self.tree_learner = tree_learner
+        self.top_k = top_k
 
     # scikit-learn reads the parameter names from the signature
     __init__.__signature__ = signature.replace(
@@ -77,7 +81,8 @@ class _DaskMixin:
 
     _parameter_constraints = {"client": "no_validation",
                               "timeout": [Interval(Real, 0, None, closed="neither")],
-                              "tree_learner": [StrOptions({"data", "feature"})]}
+                              "tree_learner": [StrOptions({"data", "feature", "voting"})],
+                              "top_k": [Interval(Integral, 1, None, closed="left")]}
 
     def _local_params(self):
         params = self.get_params(deep=False)
@@ -258,15 +263,14 @@ class _DaskMixin:
                 [rows for _, rows in scored_located],
                 [rows for _, rows in _rows_on_shards(None, val_placement, val_sizes)],
                 has_val)
-        by_feature = self.tree_learner == "feature"
-        if by_feature and len(addresses) > self.n_features_in_:
+        if self.tree_learner == "feature" and len(addresses) > self.n_features_in_:
             raise ValueError(f"tree_learner='feature' shares the {self.n_features_in_} "
                              f"features among the {len(addresses)} workers holding rows: "
                              "at most one worker per feature; use tree_learner='data'.")
         statistics = shards.call("start", per_actor=[
             (inputs, booster.bin_mapper, self.n_threads, local, ids,
              self.data_sample_strategy == "goss", scored is not None,
-             booster if warm else None, by_feature)
+             booster if warm else None, self.tree_learner, self.top_k)
             for local, ids in zip(local_rows, row_ids)])
         loss = self._make_loss(None)
         if not warm:  # a warm start's rows start from its model's predictions
@@ -411,7 +415,7 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
         another during a round (a round itself may take longer); past it, or
         when a worker holding rows is lost, ``fit`` raises
         :class:`WorkerLostError`.
-    tree_learner : {'data', 'feature'}, default='data'
+    tree_learner : {'data', 'feature', 'voting'}, default='data'
         How the workers share a tree's work (LightGBM's names). ``'data'``:
         each worker holds its partitions' rows, and the node histograms are
         summed over the workers (each then searches a block of features).
@@ -420,7 +424,16 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
         searches the histograms of its block of features only, and the
         workers elect each split: only split records travel, no histograms,
         which pays with few rows and many features. At most one worker per
-        feature. Both give the local model bit for bit.
+        feature. Both give the local model bit for bit. ``'voting'``: as
+        ``'data'``, but at each node every worker nominates the ``top_k``
+        features whose best split on its own rows gains most, and only the
+        ``2 * top_k`` features nominated most are summed and searched: the
+        traffic per node no longer grows with the features, and the model is
+        an approximation of the local one (the same when ``2 * top_k`` covers
+        every feature).
+    top_k : int, default=20
+        The features each worker nominates per node with
+        ``tree_learner='voting'`` (LightGBM's name and default).
 
     Attributes
     ----------
@@ -455,7 +468,8 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
     """:class:`~hgbt.HistGBDTClassifier` trained on a Dask cluster.
 
     Same parameters as :class:`~hgbt.HistGBDTClassifier`, plus ``client``,
-    ``timeout`` and ``tree_learner`` (see :class:`DaskHistGBDTRegressor`).
+    ``timeout``, ``tree_learner`` and ``top_k`` (see
+    :class:`DaskHistGBDTRegressor`).
     """
 
     _local_class = HistGBDTClassifier

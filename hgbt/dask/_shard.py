@@ -193,18 +193,21 @@ class Shard:
 
     @_timed
     def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None,
-              full_hessian=False, send_raw=False, model=None, by_feature=False):
+              full_hessian=False, send_raw=False, model=None, tree_learner="data",
+              top_k=20):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
         on (None: all); ``row_ids``: each row's index among all training rows
         (the row sampling draws'); ``full_hessian``: per-row hessians (GOSS);
         ``send_raw``: each round also returns the scored rows' raw predictions;
         ``model``: a warm start's Booster, whose predictions the rows start from;
-        ``by_feature``: feature-parallel, every shard gathers all the binned
+        ``tree_learner``: 'data'; 'voting' (``top_k`` nominations per shard
+        and node); or 'feature', where every shard gathers all the binned
         training rows (in rank order) and grows each tree on its block of
-        features. Its loss sums and scored rows stay those of its own rows,
-        and only rank 0 returns baseline statistics (of all rows)."""
+        features, its loss sums and scored rows staying those of its own
+        rows, and only rank 0 returns baseline statistics (of all rows)."""
         self.n_threads = effective_n_threads(n_threads)
+        by_feature = tree_learner == "feature"
         X, y, w = self._train
         y = inputs.encode_y(y)
         w = inputs.class_weighted(w, y)
@@ -235,7 +238,8 @@ class Shard:
                               self.n_threads,
                               collective=SINGLE_PROCESS if by_feature else self.ring,
                               row_ids=np.ascontiguousarray(row_ids, dtype=np.int64),
-                              feature_collective=self.ring if by_feature else None)
+                              feature_collective=self.ring if by_feature else None,
+                              voting_top_k=top_k if tree_learner == "voting" else 0)
         if model is not None:  # a warm start: the model's predictions, as locally
             model.raw_from_trees(self.state.raw, X_binned=binned.X_dense,
                                  n_threads=self.n_threads)

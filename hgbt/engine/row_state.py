@@ -170,10 +170,14 @@ class LocalData:
         Processes that all hold these same rows and grow each tree together,
         each on its block of features (a feature-parallel Dask fit; see
         :class:`~hgbt.tree.training_data.LocalTrainingData`).
+    voting_top_k : int, default=0
+        > 0: the trees grow voting-parallel over ``collective`` (see
+        :class:`~hgbt.tree.training_data.LocalTrainingData`).
     """
 
     def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,
-                 collective=SINGLE_PROCESS, row_ids=None, feature_collective=None):
+                 collective=SINGLE_PROCESS, row_ids=None, feature_collective=None,
+                 voting_top_k=0):
         self.state = state
         self._collective = collective
         self.row_ids = row_ids
@@ -191,7 +195,7 @@ class LocalData:
 
         def make_source(threads):
             source = LocalTrainingData(binned, n_bins, threads, collective, row_ids,
-                                       feature_collective)
+                                       feature_collective, voting_top_k)
             source.use_gradients(state.gradients, state.hessians, state.constant_hessian)
             return source
 

@@ -24,6 +24,7 @@ from ._histogram cimport (histogram_root, histogram_rows, histogram_packed, subt
                           packed_params)
 from ._histogram_sparse cimport histogram_sparse
 from ._partition cimport partition, partition_stored
+from ._voting cimport gather_rows, nominate, scatter_rows, tally
 from ._rules cimport (may_split, queued_before, child_of, bound_children,
                       goes_left_table, bundle_table)
 from ._splitting cimport (find_split, live_features, newton_value, split_params,
@@ -200,6 +201,15 @@ cdef class TreeKernel:
     cdef bint _by_feature
     cdef int _block_start, _block_stop
     cdef unsigned char* _scan_mask
+    # voting-parallel (_top_k > 0): each node searched on the sums of the
+    # 2 * _top_k features the processes' searches on their own rows
+    # nominate most (_voting.pyx); _search holds those sums at their rows
+    cdef int _top_k, _n_voters
+    cdef hist_struct* _search
+    cdef hist_struct* _packed_rows
+    cdef object _votes
+    cdef int* _counts
+    cdef int* _picked
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -225,6 +235,10 @@ cdef class TreeKernel:
         free(self._per_feature)
         free(self._mask)
         free(self._scan_mask)
+        free(self._search)
+        free(self._packed_rows)
+        free(self._counts)
+        free(self._picked)
 
     cdef int _take(self) noexcept nogil:
         # A free histogram slot, or -1 when memory ran out.
@@ -283,7 +297,7 @@ cdef class TreeKernel:
 
     def grow(self, SplitSettings settings, Growth growth, dict buffers=None, *,
              SIZE_C n_root=0, tree_mask=None, node_masks=None, collective=None,
-             bint feature_parallel=False, int n_threads=1):
+             bint feature_parallel=False, int voting_top_k=0, int n_threads=1):
         """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
 
         ``settings`` is the fit's :class:`SplitSettings`, ``growth`` its
@@ -317,7 +331,12 @@ cdef class TreeKernel:
         all here. ``feature_parallel``: every process of ``collective`` holds
         all the rows; each builds and searches the histograms of its block of
         features only (``feature_block``), nothing is reduced, and every
-        node's best split is elected.
+        node's best split is elected. ``voting_top_k`` > 0 (voting-parallel,
+        rows spread): each node's histograms stay this process's; each
+        process nominates the ``voting_top_k`` features whose best split on
+        its rows gains most, and only the ``2 * voting_top_k`` features
+        nominated most (all of them when that is every feature) are summed
+        over the processes and searched.
         """
         buffers = {} if buffers is None else buffers
         layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),
@@ -350,6 +369,7 @@ cdef class TreeKernel:
         n_columns = layout.n_columns
         spread = collective is not None and collective.size > 1
         by_feature = spread and feature_parallel
+        voting = spread and not feature_parallel and voting_top_k > 0
         spread = spread and not feature_parallel
         # a process of a spread fit may hold none of the rows (its histograms: 0)
         if (settings.n_features != n_features or (n_root == 0 and not spread)
@@ -441,8 +461,14 @@ cdef class TreeKernel:
                 buf.scratch = &scratch_view[0]
         self._collective = collective if spread or by_feature else None
         # blocks of features need feature f in column f: the plain layout
-        self._scatter = spread and plain
+        self._scatter = spread and plain and not voting
         self._by_feature = by_feature
+        self._top_k = 0
+        if voting:
+            if not plain:
+                raise ValueError("TreeKernel.grow: voting-parallel growth needs a plain "
+                                 "layout.")
+            self._start_voting(voting_top_k, collective.size)
         self._block_start, self._block_stop = 0, n_features
         if by_feature:
             if not plain or n_features < collective.size:
@@ -556,6 +582,8 @@ cdef class TreeKernel:
             node.sum_gradients += row0[b].sum_gradients
             node.sum_hessians += row0[b].sum_hessians
             node.count += row0[b].count
+        if self._top_k and not self._sum_totals(node):  # voting: this process's rows'
+            return -2
         node.value = newton_value(node.sum_gradients, node.sum_hessians,
                                   p.l1_regularization, p.l2_regularization,
                                   p.min_child_weight, node.lower, node.upper)
@@ -767,7 +795,7 @@ cdef class TreeKernel:
         # The node's histograms from its rows (LocalTrainingData.node_histogram),
         # summed with the other processes' when the rows are spread.
         self._build_here(buf, node_id, out, n_threads)
-        if self._collective is None or self._failed or self._by_feature:
+        if self._collective is None or self._failed or self._by_feature or self._top_k:
             return
         with gil:
             try:
@@ -840,6 +868,8 @@ cdef class TreeKernel:
         p.bounded = node.lower > -INFINITY or node.upper < INFINITY
         p.lower_bound = node.lower
         p.upper_bound = node.upper
+        if self._top_k:  # this process's histograms: not what the others see
+            return self._vote_split(buf, grow, s, p, node, histograms, mask)
         if (s.layout.feature_column != NULL and self._live_used + n_in <= MAX_LIVE
                 and _reserve_ints(&self._live, &self._live_capacity,
                                   self._live_used + n_in)):
@@ -864,6 +894,105 @@ cdef class TreeKernel:
                    node.count, mask, s.categorical, s.layout, p, self._per_feature,
                    &node.split, grow.n_threads)
         if elect and not self._elect(&node.split):
+            return -2
+        return node.split.feature_idx >= 0
+
+    cdef _start_voting(self, int top_k, int size):
+        # Buffers of voting-parallel growth (once per kernel).
+        cdef int n = max(self._n_features, 1)
+        if self._search == NULL:
+            self._search = <hist_struct*>malloc(self._bins * sizeof(hist_struct))
+            self._packed_rows = <hist_struct*>malloc(self._bins * sizeof(hist_struct))
+            self._counts = <int*>malloc(n * sizeof(int))
+            self._picked = <int*>malloc(n * sizeof(int))
+            if (self._search == NULL or self._packed_rows == NULL or self._counts == NULL
+                    or self._picked == NULL):
+                raise MemoryError()
+        self._top_k = min(top_k, n)
+        self._n_voters = size
+        self._votes = np.empty((size, self._top_k), dtype=np.intc)
+
+    cdef bint _sum_totals(self, grown_node_struct* node) noexcept nogil:
+        # The root's totals over every process (exact: the values lie on a
+        # grid). False on an error.
+        with gil:
+            try:
+                totals = np.sum(self._collective.allgather(
+                    (node.sum_gradients, node.sum_hessians, node.count)), axis=0)
+                node.sum_gradients, node.sum_hessians = totals[0], totals[1]
+                node.count = <unsigned int>totals[2]
+            except BaseException as exc:
+                self._error = exc
+                self._failed = True
+                return False
+        return True
+
+    cdef int _vote_split(self, const tree_buffers* buf, const grow_state* grow,
+                         const search* s, split_params* p, grown_node_struct* node,
+                         const hist_struct* histograms, const unsigned char* mask) noexcept nogil:
+        # Voting-parallel: this process nominates from its rows' histograms
+        # (its own totals; the leaf limits shared out, as LightGBM does), the
+        # nominations are tallied alike everywhere, the chosen features'
+        # histograms reduce-scattered over the processes, each block searched
+        # and the best elected: 1 found, 0 none, -2 error.
+        cdef split_params mine = p[0]
+        cdef split_info_struct local
+        cdef double g = 0.0, h = 0.0
+        cdef unsigned int count = 0
+        cdef int b, f, n_picked, n_features = s.n_features, k = self._top_k
+        cdef int[:, ::1] votes
+        cdef bint every = 2 * k >= n_features
+        cdef int first = 0, last = 0
+        if every:
+            for f in range(n_features):
+                self._picked[f] = f
+            n_picked = n_features
+        else:
+            for b in range(buf.n_bins):  # every row is in one bin of column 0
+                g += histograms[b].sum_gradients
+                h += histograms[b].sum_hessians
+                count += histograms[b].count
+            mine.min_samples_leaf = max(1, p.min_samples_leaf // self._n_voters)
+            mine.min_child_weight = p.min_child_weight / self._n_voters
+            find_split(histograms, buf.n_bins, n_features, NULL, 0, s.n_bins_non_missing,
+                       g, h, count, mask, s.categorical, s.layout, &mine, self._per_feature,
+                       &local, grow.n_threads)
+            with gil:
+                votes = self._votes
+                nominate(self._per_feature, n_features, mask, k, &votes[0, 0])
+                try:
+                    everyone = self._collective.allgather_bytes(
+                        np.asarray(votes[0]).tobytes())
+                    self._votes[:] = np.frombuffer(b"".join(everyone), dtype=np.intc
+                                                   ).reshape(self._votes.shape)
+                except BaseException as exc:
+                    self._error = exc
+                    self._failed = True
+                    return -2
+            n_picked = tally(&votes[0, 0], self._n_voters * k, n_features, 2 * k,
+                             self._counts, self._scan_mask, self._picked)
+        # the chosen rows reduce-scattered: this process sums and searches
+        # the block [first, last) of them, and the best split is elected
+        if n_picked:
+            gather_rows(histograms, self._picked, n_picked, buf.n_bins, self._packed_rows)
+            with gil:
+                try:
+                    first, last = self._collective.reduce_scatter_histogram(np.asarray(
+                        <hist_struct[:n_picked * buf.n_bins]> self._packed_rows
+                    ).view(HISTOGRAM_DTYPE).reshape(n_picked, buf.n_bins))
+                except BaseException as exc:
+                    self._error = exc
+                    self._failed = True
+                    return -2
+            scatter_rows(self._packed_rows + <Py_ssize_t>first * buf.n_bins,
+                         self._picked + first, last - first, buf.n_bins, self._search)
+        for f in range(n_features):
+            self._scan_mask[f] = (mask == NULL or mask[f]) and (every or self._scan_mask[f])
+        find_split(self._search, buf.n_bins, n_features, self._picked + first, last - first,
+                   s.n_bins_non_missing, node.sum_gradients, node.sum_hessians, node.count,
+                   self._scan_mask, s.categorical, s.layout, p, self._per_feature,
+                   &node.split, grow.n_threads)
+        if not self._elect(&node.split):
             return -2
         return node.split.feature_idx >= 0
 

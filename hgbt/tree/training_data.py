@@ -57,10 +57,15 @@ class LocalTrainingData:
         fit): each builds and searches the histograms of its block of
         features and every split is elected among them (``TreeKernel.grow``'s
         ``feature_parallel``). Exclusive with a spread ``collective``.
+    voting_top_k : int, default=0
+        With a spread ``collective``, > 0 grows voting-parallel: only the
+        histograms of the ``2 * voting_top_k`` features the processes
+        nominate most are summed at each node (``TreeKernel.grow``); the tree
+        is then not the one of all rows unless that is every feature.
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
-                 row_ids=None, feature_collective=None, _row_major=None):
+                 row_ids=None, feature_collective=None, voting_top_k=0, _row_major=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -70,6 +75,7 @@ class LocalTrainingData:
         self.n_bins = n_bins
         self.collective = collective
         self.feature_collective = feature_collective
+        self.voting_top_k = voting_top_k
         self.row_ids = row_ids
         self._n_rows_everywhere = None  # training rows in all processes, on first use
         # n_threads may be lowered between trees (core/load.py); per-thread
@@ -102,7 +108,7 @@ class LocalTrainingData:
         same time: its own node state, shared read-only data (the gradient
         buffers included)."""
         fork = LocalTrainingData(self.layout, self.n_bins, n_threads, self.collective,
-                                 self.row_ids, self.feature_collective,
+                                 self.row_ids, self.feature_collective, self.voting_top_k,
                                  _row_major=self._row_major)
         if self._tree_gradients is not None:
             fork.use_gradients(self._tree_gradients, self._tree_hessians,
@@ -333,7 +339,8 @@ class LocalTrainingData:
                                   tree_mask=tree_mask, node_masks=node_masks,
                                   collective=(self.feature_collective if by_feature
                                               else self.collective),
-                                  feature_parallel=by_feature, n_threads=self.n_threads)
+                                  feature_parallel=by_feature,
+                                  voting_top_k=self.voting_top_k, n_threads=self.n_threads)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 
