@@ -24,13 +24,13 @@ from ._histogram cimport (histogram_root, histogram_rows, histogram_packed, subt
                           packed_params)
 from ._histogram_sparse cimport histogram_sparse
 from ._partition cimport partition, partition_stored
-from ._voting cimport gather_rows, nominate, scatter_rows, tally
+from ._spread cimport Spread
 from ._rules cimport (may_split, queued_before, child_of, bound_children,
                       goes_left_table, bundle_table)
 from ._splitting cimport (find_split, live_features, newton_value, split_params,
                           layout_params, SplitSettings)
 
-from ..core._types import GROWN_NODE_DTYPE, HISTOGRAM_DTYPE, MAX_TREE_DEPTH
+from ..core._types import GROWN_NODE_DTYPE, MAX_TREE_DEPTH
 from ..core.collective import feature_block
 from ..core.params import resolved_default
 
@@ -190,26 +190,18 @@ cdef class TreeKernel:
     cdef int _batch_size, _batch_next
     cdef object _error
     cdef bint _failed
-    # other processes holding rows of the same tree (hgbt.core.collective):
-    # the root's histograms are all-reduced with theirs; with _scatter, any
-    # other node's are reduce-scattered, each process searching its block of
-    # features [_block_start, _block_stop) and the best split elected
-    cdef object _collective
-    cdef bint _scatter
-    # feature-parallel (every process holds all rows): each process builds
-    # and searches only its block of features, every node's split elected
-    cdef bint _by_feature
+    # other processes taking part in the same tree (hgbt.core.collective;
+    # _spread.pyx): None for a local tree. Rows spread: the root's histograms
+    # are all-reduced with theirs; with _scatter, any other node's are
+    # reduce-scattered, each process searching its block of features
+    # [_block_start, _block_stop) and the best split elected; with _voting,
+    # only the features the processes nominate are summed. Feature-parallel
+    # (_by_feature, every process holds all rows): each process builds and
+    # searches only its block of features, every node's split elected.
+    cdef Spread _spread
+    cdef bint _spread_on, _scatter, _by_feature, _voting
     cdef int _block_start, _block_stop
     cdef unsigned char* _scan_mask
-    # voting-parallel (_top_k > 0): each node searched on the sums of the
-    # 2 * _top_k features the processes' searches on their own rows
-    # nominate most (_voting.pyx); _search holds those sums at their rows
-    cdef int _top_k, _n_voters
-    cdef hist_struct* _search
-    cdef hist_struct* _packed_rows
-    cdef object _votes
-    cdef int* _counts
-    cdef int* _picked
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -235,10 +227,6 @@ cdef class TreeKernel:
         free(self._per_feature)
         free(self._mask)
         free(self._scan_mask)
-        free(self._search)
-        free(self._packed_rows)
-        free(self._counts)
-        free(self._picked)
 
     cdef int _take(self) noexcept nogil:
         # A free histogram slot, or -1 when memory ran out.
@@ -459,16 +447,16 @@ cdef class TreeKernel:
                 buf.column_bounds = &bounds_view[0]
                 buf.n_chunks = bounds_view.shape[0] - 1
                 buf.scratch = &scratch_view[0]
-        self._collective = collective if spread or by_feature else None
         # blocks of features need feature f in column f: the plain layout
         self._scatter = spread and plain and not voting
         self._by_feature = by_feature
-        self._top_k = 0
-        if voting:
-            if not plain:
-                raise ValueError("TreeKernel.grow: voting-parallel growth needs a plain "
-                                 "layout.")
-            self._start_voting(voting_top_k, collective.size)
+        self._voting = voting
+        if voting and not plain:
+            raise ValueError("TreeKernel.grow: voting-parallel growth needs a plain layout.")
+        self._spread_on = spread or by_feature
+        self._spread = (Spread(collective, n_features, self._bins,
+                               voting_top_k if voting else 0)
+                        if self._spread_on else None)
         self._block_start, self._block_stop = 0, n_features
         if by_feature:
             if not plain or n_features < collective.size:
@@ -480,7 +468,7 @@ cdef class TreeKernel:
             return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads,
                              n_root)
         finally:
-            self._collective = None
+            self._spread = None
 
     cdef _run(self, const tree_buffers* buf, SplitSettings settings, Growth growth, tree_mask,
               node_masks, int n_threads, SIZE_C n_root):
@@ -526,6 +514,8 @@ cdef class TreeKernel:
         with nogil:
             n_nodes = self._grow(buf, &grow, &s, n_root)
         self._mask_source = self._mask_batch = None
+        if self._error is None and self._spread is not None:
+            self._error = self._spread.error
         if self._error is not None:
             error, self._error = self._error, None
             raise error
@@ -582,7 +572,8 @@ cdef class TreeKernel:
             node.sum_gradients += row0[b].sum_gradients
             node.sum_hessians += row0[b].sum_hessians
             node.count += row0[b].count
-        if self._top_k and not self._sum_totals(node):  # voting: this process's rows'
+        if self._voting and not self._spread.sum_totals(node):  # this process's rows'
+            self._failed = True
             return -2
         node.value = newton_value(node.sum_gradients, node.sum_hessians,
                                   p.l1_regularization, p.l2_regularization,
@@ -795,21 +786,13 @@ cdef class TreeKernel:
         # The node's histograms from its rows (LocalTrainingData.node_histogram),
         # summed with the other processes' when the rows are spread.
         self._build_here(buf, node_id, out, n_threads)
-        if self._collective is None or self._failed or self._by_feature or self._top_k:
+        if not self._spread_on or self._failed or self._by_feature or self._voting:
             return
-        with gil:
-            try:
-                histogram = np.asarray(<hist_struct[:self._bins]> out).view(HISTOGRAM_DTYPE)
-                if node_id == 0 or not self._scatter:
-                    # the root whole: its totals are read off column 0
-                    self._collective.allreduce_histogram(histogram)
-                else:
-                    self._block_start, self._block_stop = \
-                        self._collective.reduce_scatter_histogram(
-                            histogram.reshape(buf.n_columns, buf.n_bins))
-            except BaseException as exc:
-                self._error = exc
-                self._failed = True
+        # the root whole (its totals are read off a column), any other node
+        # by blocks with _scatter
+        if not self._spread.reduce(out, node_id == 0 or not self._scatter, buf.n_columns,
+                                   buf.n_bins, &self._block_start, &self._block_stop):
+            self._failed = True
 
     cdef void _build_here(self, const tree_buffers* buf, int node_id, hist_struct* out,
                           int n_threads) noexcept nogil:
@@ -868,8 +851,14 @@ cdef class TreeKernel:
         p.bounded = node.lower > -INFINITY or node.upper < INFINITY
         p.lower_bound = node.lower
         p.upper_bound = node.upper
-        if self._top_k:  # this process's histograms: not what the others see
-            return self._vote_split(buf, grow, s, p, node, histograms, mask)
+        cdef int status
+        if self._voting:  # this process's histograms: not what the others see
+            status = self._spread.vote_split(histograms, buf.n_bins, s.n_bins_non_missing,
+                                             s.categorical, s.layout, p, node, mask,
+                                             self._per_feature, grow.n_threads)
+            if status < 0:
+                self._failed = True
+            return status
         if (s.layout.feature_column != NULL and self._live_used + n_in <= MAX_LIVE
                 and _reserve_ints(&self._live, &self._live_capacity,
                                   self._live_used + n_in)):
@@ -893,130 +882,7 @@ cdef class TreeKernel:
                    st.live_count, s.n_bins_non_missing, node.sum_gradients, node.sum_hessians,
                    node.count, mask, s.categorical, s.layout, p, self._per_feature,
                    &node.split, grow.n_threads)
-        if elect and not self._elect(&node.split):
+        if elect and not self._spread.elect(&node.split):
+            self._failed = True
             return -2
         return node.split.feature_idx >= 0
-
-    cdef _start_voting(self, int top_k, int size):
-        # Buffers of voting-parallel growth (once per kernel).
-        cdef int n = max(self._n_features, 1)
-        if self._search == NULL:
-            self._search = <hist_struct*>malloc(self._bins * sizeof(hist_struct))
-            self._packed_rows = <hist_struct*>malloc(self._bins * sizeof(hist_struct))
-            self._counts = <int*>malloc(n * sizeof(int))
-            self._picked = <int*>malloc(n * sizeof(int))
-            if (self._search == NULL or self._packed_rows == NULL or self._counts == NULL
-                    or self._picked == NULL):
-                raise MemoryError()
-        self._top_k = min(top_k, n)
-        self._n_voters = size
-        self._votes = np.empty((size, self._top_k), dtype=np.intc)
-
-    cdef bint _sum_totals(self, grown_node_struct* node) noexcept nogil:
-        # The root's totals over every process (exact: the values lie on a
-        # grid). False on an error.
-        with gil:
-            try:
-                totals = np.sum(self._collective.allgather(
-                    (node.sum_gradients, node.sum_hessians, node.count)), axis=0)
-                node.sum_gradients, node.sum_hessians = totals[0], totals[1]
-                node.count = <unsigned int>totals[2]
-            except BaseException as exc:
-                self._error = exc
-                self._failed = True
-                return False
-        return True
-
-    cdef int _vote_split(self, const tree_buffers* buf, const grow_state* grow,
-                         const search* s, split_params* p, grown_node_struct* node,
-                         const hist_struct* histograms, const unsigned char* mask) noexcept nogil:
-        # Voting-parallel: this process nominates from its rows' histograms
-        # (its own totals; the leaf limits shared out, as LightGBM does), the
-        # nominations are tallied alike everywhere, the chosen features'
-        # histograms reduce-scattered over the processes, each block searched
-        # and the best elected: 1 found, 0 none, -2 error.
-        cdef split_params mine = p[0]
-        cdef split_info_struct local
-        cdef double g = 0.0, h = 0.0
-        cdef unsigned int count = 0
-        cdef int b, f, n_picked, n_features = s.n_features, k = self._top_k
-        cdef int[:, ::1] votes
-        cdef bint every = 2 * k >= n_features
-        cdef int first = 0, last = 0
-        if every:
-            for f in range(n_features):
-                self._picked[f] = f
-            n_picked = n_features
-        else:
-            for b in range(buf.n_bins):  # every row is in one bin of column 0
-                g += histograms[b].sum_gradients
-                h += histograms[b].sum_hessians
-                count += histograms[b].count
-            mine.min_samples_leaf = max(1, p.min_samples_leaf // self._n_voters)
-            mine.min_child_weight = p.min_child_weight / self._n_voters
-            find_split(histograms, buf.n_bins, n_features, NULL, 0, s.n_bins_non_missing,
-                       g, h, count, mask, s.categorical, s.layout, &mine, self._per_feature,
-                       &local, grow.n_threads)
-            with gil:
-                votes = self._votes
-                nominate(self._per_feature, n_features, mask, k, &votes[0, 0])
-                try:
-                    everyone = self._collective.allgather_bytes(
-                        np.asarray(votes[0]).tobytes())
-                    self._votes[:] = np.frombuffer(b"".join(everyone), dtype=np.intc
-                                                   ).reshape(self._votes.shape)
-                except BaseException as exc:
-                    self._error = exc
-                    self._failed = True
-                    return -2
-            n_picked = tally(&votes[0, 0], self._n_voters * k, n_features, 2 * k,
-                             self._counts, self._scan_mask, self._picked)
-        # the chosen rows reduce-scattered: this process sums and searches
-        # the block [first, last) of them, and the best split is elected
-        if n_picked:
-            gather_rows(histograms, self._picked, n_picked, buf.n_bins, self._packed_rows)
-            with gil:
-                try:
-                    first, last = self._collective.reduce_scatter_histogram(np.asarray(
-                        <hist_struct[:n_picked * buf.n_bins]> self._packed_rows
-                    ).view(HISTOGRAM_DTYPE).reshape(n_picked, buf.n_bins))
-                except BaseException as exc:
-                    self._error = exc
-                    self._failed = True
-                    return -2
-            scatter_rows(self._packed_rows + <Py_ssize_t>first * buf.n_bins,
-                         self._picked + first, last - first, buf.n_bins, self._search)
-        for f in range(n_features):
-            self._scan_mask[f] = (mask == NULL or mask[f]) and (every or self._scan_mask[f])
-        find_split(self._search, buf.n_bins, n_features, self._picked + first, last - first,
-                   s.n_bins_non_missing, node.sum_gradients, node.sum_hessians, node.count,
-                   self._scan_mask, s.categorical, s.layout, p, self._per_feature,
-                   &node.split, grow.n_threads)
-        if not self._elect(&node.split):
-            return -2
-        return node.split.feature_idx >= 0
-
-    cdef bint _elect(self, split_info_struct* split) noexcept nogil:
-        # The best of every process's split (its block's best), as find_split
-        # picks over all features: blocks ascend with the rank, so the first
-        # strictly larger gain in rank order is the lowest feature of a tie.
-        # False on an error.
-        cdef split_info_struct candidate
-        cdef split_info_struct best
-        cdef const unsigned char[::1] view
-        memset(&best, 0, sizeof(split_info_struct))
-        best.feature_idx = -1
-        with gil:
-            try:
-                mine = (<unsigned char*>split)[:sizeof(split_info_struct)]
-                for item in self._collective.allgather_bytes(mine):
-                    view = item
-                    memcpy(&candidate, &view[0], sizeof(split_info_struct))
-                    if candidate.feature_idx >= 0 and candidate.gain > best.gain:
-                        best = candidate
-            except BaseException as exc:
-                self._error = exc
-                self._failed = True
-                return False
-        split[0] = best
-        return True
