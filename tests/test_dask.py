@@ -362,8 +362,9 @@ def test_histogram_traffic_does_not_grow_with_rows(client):
     np.testing.assert_allclose(np.mean(per_node[0]), np.mean(per_node[1]), rtol=0.05)
 
 
-@pytest.mark.parametrize("n_classes", [None, 3])
-def test_warm_start_on_a_cluster_continues_as_one_fit(client, n_classes):
+@pytest.mark.parametrize("n_classes, tree_learner", [(None, "data"), (3, "data"),
+                                                    (3, "feature")])
+def test_warm_start_on_a_cluster_continues_as_one_fit(client, n_classes, tree_learner):
     # 4 rounds, then 4 more by warm start (the shards start from the model's
     # predictions on their bins, the model's bin mapper and baseline kept):
     # the 8-round local fit, history included
@@ -378,7 +379,8 @@ def test_warm_start_on_a_cluster_continues_as_one_fit(client, n_classes):
     params = dict(PARAMS, max_iter=4, early_stopping=True, n_iter_no_change=50,
                   max_leaf_nodes=15, subsample=0.8, eval_metric=["loss"])
     data = dict(X_val=chunked(X_val, 300), y_val=chunked(y_val, 300))
-    model = Dask(**params, warm_start=True).fit(chunked(X, 700), chunked(y, 700), **data)
+    model = Dask(**params, warm_start=True, tree_learner=tree_learner).fit(
+        chunked(X, 700), chunked(y, 700), **data)
     model.set_params(max_iter=8)
     model.fit(chunked(X, 1100), chunked(y, 1100), **data)  # other partitions
     local = Local(**dict(params, max_iter=8)).fit(X, y, X_val=X_val, y_val=y_val)
