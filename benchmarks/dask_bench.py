@@ -247,8 +247,8 @@ def cost_model(runs):
         f"10 Gbit/s = {ring_node * 1e3:.1f} ms, × {nodes:.0f} nodes = "
         f"{ring_node * nodes:.2f} s per tree (latency-bound: the steps grow with the "
         "machines, the bytes per worker do not);",
-        f"- the same bytes in recursive halving (and the election as a tree, "
-        f"2 × {log_steps} steps) would take {halving_node * nodes:.3f} s per tree;",
+        f"- the same bytes in recursive halving (hgbt.dask's from 8 workers; the election "
+        f"as a tree, 2 × {log_steps} steps) take about {halving_node * nodes:.3f} s per tree;",
         f"- one Dask call per round: {driver_round * 1e3:.1f} ms;",
         f"- expected time per tree: ≈ {compute + ring_node * nodes + driver_round:.2f} s "
         f"(ring), ≈ {compute + halving_node * nodes + driver_round:.2f} s (halving): "

@@ -644,6 +644,29 @@ def test_four_workers_with_partitions_placed_on_each(tree_learner):
         cluster.close()
 
 
+def test_eight_workers_reduce_in_log_steps():
+    # from 8 workers the shards reduce by recursive halving and doubling
+    # (hgbt/dask/_halving.py), not around a ring: the same model
+    cluster, client = _cluster(8)
+    try:
+        workers = sorted(client.scheduler_info()["workers"])
+        X, y = classification_data(1600, n_classes=2)
+
+        def placed(array):  # a partition on each worker
+            blocks = [da.from_delayed(client.scatter(part, workers=[worker]),
+                                      shape=part.shape, dtype=part.dtype)
+                      for part, worker in zip(np.array_split(array, 8), workers)]
+            return da.concatenate(blocks)
+
+        params = dict(PARAMS, categorical_features=[4], max_iter=3)
+        model = DaskHistGBDTClassifier(**params).fit(placed(X), placed(y))
+        assert model.telemetry_["n_workers"] == 8
+        assert_same_model(HistGBDTClassifier(**params).fit(X, y), model)
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_datetime_column_as_seconds_like_a_local_fit(client):
     X, y = regression_data()
     frame = pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"])

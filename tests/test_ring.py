@@ -12,17 +12,22 @@ import pytest
 
 from hgbt.core._types import HISTOGRAM_DTYPE
 from hgbt.core.collective import SINGLE_PROCESS, Collective, allreduce_max, allreduce_sum_int
+from hgbt.dask._halving import join_halving, peers
 from hgbt.dask._ring import RingError, join_ring, listen
 from hgbt.data.binning import BinMapper
 from hgbt.tree.grower import TreeGrower, TreeSettings
 from hgbt.tree.training_data import LocalTrainingData
 
 
-def ring_of(size, timeout=10.0):
+def ring_of(size, timeout=10.0, join=join_ring):
     servers = [listen("127.0.0.1") for _ in range(size)]
     addresses = [("127.0.0.1", port) for _, port in servers]
-    return run_all(size, lambda rank: join_ring(rank, addresses, servers[rank][0], 7,
-                                                timeout))
+    return run_all(size, lambda rank: join(rank, addresses, servers[rank][0], 7, timeout))
+
+
+def halving_of(size, timeout=10.0):
+    """Collectives of ``size`` processes by recursive halving and doubling."""
+    return ring_of(size, timeout, join_halving)
 
 
 def run_all(size, task):
@@ -123,6 +128,65 @@ def test_reduce_scatter_sums_each_ranks_block(size, n_columns):
     assert blocks[0][0] == 0 and blocks[-1][1] == n_columns
     assert all(a[1] == b[0] for a, b in zip(blocks[:-1], blocks[1:]))
     assert SINGLE_PROCESS.reduce_scatter_histogram(parts[0]) == (0, n_columns)
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5, 6, 7, 8])
+def test_log_step_collectives_sum_and_gather_as_the_ring(size):
+    # recursive halving and doubling among the largest power of two of the
+    # ranks, the others through a partner: the ring's sums, blocks and gathers
+    assert all(rank in peers(other, size) for rank in range(size)
+               for other in peers(rank, size))
+    groups = halving_of(size)
+    n_columns = 7
+    parts = random_histograms(size, (n_columns, 16), size)
+    total = np.zeros((n_columns, 16), dtype=HISTOGRAM_DTYPE)
+    for name in HISTOGRAM_DTYPE.names:
+        total[name] = sum(p[name] for p in parts)
+
+    def run(rank):
+        group = groups[rank]
+        whole, block = parts[rank].copy(), parts[rank].copy()
+        group.allreduce_histogram(whole)
+        span = group.reduce_scatter_histogram(block)
+        return (whole, block, span, group.allgather_bytes(bytes([rank]) * 3),
+                group.allgather({"rank": rank, "pad": "x" * rank}))
+
+    for rank, out in enumerate(run_all(size, run)):
+        assert not isinstance(out, BaseException), out
+        whole, block, (start, stop), gathered, values = out
+        assert whole.tobytes() == total.tobytes()
+        assert (start, stop) == (n_columns * rank // size, n_columns * (rank + 1) // size)
+        assert block[start:stop].tobytes() == total[start:stop].tobytes()
+        assert gathered == [bytes([r]) * 3 for r in range(size)]
+        assert values == [{"rank": r, "pad": "x" * r} for r in range(size)]
+    # the steps: 2 + log2(hosts) at most, against the ring's size - 1
+    assert all(len(group._halving_steps()) <= 3 for group in groups)
+
+
+def test_log_step_processes_grow_the_tree_of_all_rows():
+    rng = np.random.default_rng(4)
+    n = 3000
+    X = rng.standard_normal((n, 5))
+    y = X[:, 0] - 2 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    mapper = BinMapper(max_bins=63, random_state=0).fit(X)
+    X_binned = mapper.transform(X)
+    g = (-y).astype(np.float32)
+    settings = TreeSettings(max_leaf_nodes=15, min_samples_leaf=5, learning_rate=1.0)
+
+    def grow(rows, collective):
+        data = LocalTrainingData(np.asfortranarray(X_binned[rows]), mapper.missing_bin + 1,
+                                 1, collective)
+        data.use_gradients(g[rows].copy(), np.ones(1, np.float32), constant_hessian=True)
+        data.start_tree(0)
+        return TreeGrower(data, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                          settings, n_threads=1).grow().nodes
+
+    whole = grow(np.arange(n), SINGLE_PROCESS)
+    shards = np.array_split(np.arange(n), 5)
+    groups = halving_of(5)
+    for tree in run_all(5, lambda rank: grow(shards[rank], groups[rank])):
+        assert not isinstance(tree, BaseException), tree
+        assert tree.tobytes() == whole.tobytes()
 
 
 def test_a_ring_grows_the_tree_of_all_rows():
@@ -293,8 +357,9 @@ def test_goss_on_shards_picks_the_rows_of_goss_on_all_rows(tied):
     assert whole.size >= sampler.n_top
 
 
-def test_a_lost_peer_fails_the_others_at_once():
-    rings = ring_of(3, timeout=30.0)
+@pytest.mark.parametrize("join", [join_ring, join_halving])
+def test_a_lost_peer_fails_the_others_at_once(join):
+    rings = ring_of(3, timeout=30.0, join=join)
 
     def reduce(rank):
         if rank == 1:

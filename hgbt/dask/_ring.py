@@ -153,7 +153,8 @@ class RingCollective:
         self.seconds = 0.0
         self.n_histograms = 0  # all-reduced so far
         self._next, self._prev = to_next, from_prev
-        for sock in (to_next, from_prev):
+        self._sockets = [to_next, from_prev]
+        for sock in self._sockets:
             sock.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._waiting = {}  # socket -> the event a wait watches for
@@ -164,12 +165,15 @@ class RingCollective:
         if not self.closed:
             self.closed = True
             self._selector.close()
-            for sock in (self._next, self._prev):
+            for sock in self._sockets:
                 sock.close()
 
-    def _exchange(self, out, into):
-        """Send the bytes ``out`` to the next rank while receiving ``into``
-        (a writable byte view, its size known to both) from the previous."""
+    def _exchange(self, out, into, to=None, source=None):
+        """Send the bytes ``out`` to the next rank (or the socket ``to``) while
+        receiving ``into`` (a writable byte view, its size known to both) from
+        the previous (or ``source``; the same socket may do both)."""
+        to = self._next if to is None else to
+        source = self._prev if source is None else source
         if self.closed:
             raise RingError("the ring was closed after an earlier error")
         n_out, n_in = len(out), len(into)
@@ -180,17 +184,17 @@ class RingCollective:
                 progressed = False
                 if sent < n_out:
                     try:
-                        sent += self._next.send(out[sent:])
+                        sent += to.send(out[sent:])
                         progressed = True
                     except BlockingIOError:
                         pass
                 if got < n_in:
                     try:
-                        k = self._prev.recv_into(into[got:])
+                        k = source.recv_into(into[got:])
                     except BlockingIOError:
                         k = -1
                     if k == 0:
-                        raise RingError(f"the previous worker of rank {self.rank} "
+                        raise RingError(f"a worker exchanging with rank {self.rank} "
                                         "closed its connection (lost, or failed)")
                     if k > 0:
                         got += k
@@ -201,8 +205,7 @@ class RingCollective:
                 if remaining <= 0:
                     raise RingError(f"no exchange with the neighbouring workers of rank "
                                     f"{self.rank} within timeout={self.timeout} s")
-                self._wait_for({self._next: sent < n_out, self._prev: got < n_in},
-                               min(remaining, 1.0))
+                self._wait_for(to, sent < n_out, source, got < n_in, min(remaining, 1.0))
         except RingError:
             self.close()
             raise
@@ -216,17 +219,24 @@ class RingCollective:
         self.bytes_sent += n_out
         self.bytes_received += n_in
 
-    def _wait_for(self, pending, seconds):
+    def _wait_for(self, to, sending, source, receiving, seconds):
         # watch only what is still pending: a socket watched for writing
         # after its last byte went out would wake the wait at once
-        for sock, wanted in pending.items():
-            event = selectors.EVENT_WRITE if sock is self._next else selectors.EVENT_READ
-            if wanted and sock not in self._waiting:
-                self._selector.register(sock, event)
-                self._waiting[sock] = event
-            elif not wanted and sock in self._waiting:
+        events = {}
+        if sending:
+            events[to] = selectors.EVENT_WRITE
+        if receiving:
+            events[source] = events.get(source, 0) | selectors.EVENT_READ
+        for sock in list(self._waiting):
+            if sock not in events:
                 self._selector.unregister(sock)
                 del self._waiting[sock]
+        for sock, event in events.items():
+            if sock not in self._waiting:
+                self._selector.register(sock, event)
+            elif self._waiting[sock] != event:
+                self._selector.modify(sock, event)
+            self._waiting[sock] = event
         self._selector.select(seconds)
 
     def allreduce_histogram(self, histogram):

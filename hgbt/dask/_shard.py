@@ -25,6 +25,7 @@ from ..engine.numeric_range import check_fit_range
 from ..core.collective import SINGLE_PROCESS
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ._collections import DASK_CATEGORIES
+from ._halving import MIN_SIZE as HALVING_MIN_SIZE, join_halving
 from ._ring import join_ring, listen
 from ._training import ShardDraw
 
@@ -189,7 +190,8 @@ class Shard:
         """Connect to the next shard and accept the previous (``rank`` of
         ``len(addresses)``, ``token`` the fit's)."""
         server, self._server = self._server, None
-        self.ring = join_ring(rank, addresses, server, token, timeout)
+        join = join_halving if len(addresses) >= HALVING_MIN_SIZE else join_ring
+        self.ring = join(rank, addresses, server, token, timeout)
 
     @_timed
     def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None,
