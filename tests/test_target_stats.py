@@ -72,8 +72,8 @@ def test_cross_fitted_and_full_values_match_a_direct_computation(weighted, n_cla
     weights = np.ones(n) if w is None else w
     valid = ~np.isnan(X[:, 1])
     codes = np.where(valid, X[:, 1], -1).astype(int)
-    folds = np.empty(n, dtype=int)
-    folds[np.random.default_rng([5, 0, 7]).permutation(n)] = np.arange(n) % 5
+    folds = target_stats.folds_of(5, np.arange(n))
+    assert set(np.bincount(folds, minlength=5) // 20) <= {3, 4, 5}  # near n / 5 each
     for o in range(y_cols.shape[1]):
         full = _smoothed_reference(y_cols[valid, o], weights[valid], codes[valid],
                                    n_positions)
@@ -308,3 +308,33 @@ def test_callbacks_see_integer_codes_not_positions(fitted):
     positions = on_codes.booster_.prepare(X_codes, positions=True)
     assert not np.array_equal(positions, X_codes, equal_nan=True)
     np.testing.assert_array_equal(on_codes.booster_.user_codes(positions), X_codes)
+
+
+@pytest.mark.parametrize("n_classes", [None, 3])
+def test_statistics_over_shards_are_those_of_all_rows(n_classes):
+    # exact sums on grids, folds from each row's global index: three processes
+    # (one without rows) get the statistics and cross-fitted values of one
+    from test_ring import ring_of, run_all
+
+    rng = np.random.default_rng(4)
+    n, n_positions = 900, 300
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, n_positions, n).astype(float)])
+    X[::13, 1] = np.nan
+    y = rng.integers(0, 3, n) if n_classes else rng.normal(5.0, 2.0, n)
+    y_cols = target_stats.target_columns(y, n_classes)
+    w = rng.uniform(0.2, 2.0, n)
+    stats, columns = target_stats.fit_transform(X, [1], [n_positions], y_cols, w, seed=9)
+    shards = [np.arange(0, 400), np.arange(400, 400), np.arange(400, n)]
+    rings = ring_of(3)
+
+    def fit(rank):
+        rows = shards[rank]
+        return target_stats.fit_transform(X[rows], [1], [n_positions], y_cols[rows], w[rows],
+                                          seed=9, row_ids=rows, collective=rings[rank])
+
+    for rank, out in enumerate(run_all(3, fit)):
+        assert not isinstance(out, BaseException), out
+        shard_stats, shard_columns = out
+        np.testing.assert_array_equal(shard_stats["tables"][0], stats["tables"][0])
+        np.testing.assert_array_equal(shard_stats["weights"][0], stats["weights"][0])
+        np.testing.assert_array_equal(shard_columns, columns[shards[rank]])

@@ -14,9 +14,13 @@ fit the bins made other tables worse, so only pooled features get one.
   by ``n var(y) / (n var(y) + var_c)``, where ``n`` is its (weight-)count and
   ``var_c`` the target's variance within it.
 - **Cross-fitting**: a training row's value comes from the other
-  ``N_FOLDS - 1`` folds (seeded), so its own target never enters it; at
-  prediction, and for validation rows, the statistics of all training rows
-  are used.
+  ``N_FOLDS - 1`` folds, so its own target never enters it; at prediction,
+  and for validation rows, the statistics of all training rows are used. A
+  row's fold is a hash of the seed and its index among all training rows.
+- **Exact sums**: the weights, weighted targets and squared targets are put
+  on power-of-two grids fine enough for 52 - log2(rows) bits of the largest,
+  so their sums do not depend on the order of the rows: the rows of a Dask
+  fit's workers (``collective``) give the statistics of one process.
 - Missing and unknown categories get NaN: the column's missing bin, which
   the trees route by their default direction, as the pooled column does.
 
@@ -28,8 +32,12 @@ position, which partial dependence uses to average over the pooled bin).
 The internal column of feature ``features[i]`` and output ``o`` is
 ``n_features + i * n_outputs + o``.
 """
+import math
+
 import numpy as np
 
+from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum_int
+from ..core.exact import WeightedMean
 from .categorical import POOLED_BIN
 
 N_FOLDS = 5
@@ -47,17 +55,43 @@ def target_columns(y, n_classes):
     return (y[:, None] == np.arange(n_classes)).astype(np.float64)
 
 
-def _sums(keys, y_cols, weight, n_keys):
-    """Per key: weight, weighted target sums and squared-target sums."""
+def folds_of(seed, row_ids):
+    """Each row's fold in ``[0, N_FOLDS)``: a splitmix64 hash of the seed and
+    the row's index among all training rows (the same on any worker)."""
+    ids = np.asarray(row_ids, dtype=np.uint64)
+    key = _splitmix(np.array([seed & (2**64 - 1), _FOLD_STREAM], dtype=np.uint64))
+    return (_splitmix(ids ^ key[0]) % np.uint64(N_FOLDS)).astype(np.intp)
+
+
+def _splitmix(x):
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _on_grid(values, max_abs, n_rows):
+    """``values`` rounded to the power-of-two grid on which any ``n_rows`` of
+    them (``|v| <= max_abs``) sum exactly in float64."""
+    if not max_abs > 0 or not math.isfinite(max_abs):
+        return values
+    shift = 52 - int(n_rows).bit_length() - math.frexp(max_abs)[1]
+    return np.ldexp(np.rint(np.ldexp(values, shift)), -shift)
+
+
+def _sums(keys, y_cols, weight, n_keys, collective):
+    """Per key: weight, weighted target sums and squared-target sums, exact
+    (on grids) and summed over every process of ``collective``."""
     n_out = y_cols.shape[1]
-    w = np.bincount(keys, weights=weight, minlength=n_keys)
-    s = np.empty((n_keys, n_out))
-    q = np.empty((n_keys, n_out))
-    for o in range(n_out):
-        wy = weight * y_cols[:, o]
-        s[:, o] = np.bincount(keys, weights=wy, minlength=n_keys)
-        q[:, o] = np.bincount(keys, weights=wy * y_cols[:, o], minlength=n_keys)
-    return w, s, q
+    parts = [weight] + [weight * y_cols[:, o] for o in range(n_out)]
+    parts += [parts[1 + o] * y_cols[:, o] for o in range(n_out)]
+    maxima = allreduce_max(collective, [np.max(np.abs(v), initial=0.0) for v in parts])
+    n_rows = allreduce_sum_int(collective, keys.size)
+    sums = np.stack([np.bincount(keys, weights=_on_grid(v, m, n_rows), minlength=n_keys)
+                     for v, m in zip(parts, maxima)])
+    if collective.size > 1:  # exact: on the grids
+        sums = np.sum(collective.allgather(sums), axis=0)
+    return sums[0], sums[1:1 + n_out].T, sums[1 + n_out:].T
 
 
 def _smoothed(w, s, q, n_rows):
@@ -89,21 +123,25 @@ def _valid(column):
     return rows, column[rows].astype(np.intp)
 
 
-def fit_transform(X, features, n_positions, y_cols, weight, seed):
+def fit_transform(X, features, n_positions, y_cols, weight, seed, row_ids=None,
+                  collective=SINGLE_PROCESS):
     """Fit the statistics of the pooled ``features`` of ``X`` (category
     positions, NaN for missing) and return ``(stats, columns)``: the fitted
     dict and the training rows' cross-fitted columns, shape
-    (n_rows, len(features) * n_outputs). ``weight`` may be None."""
+    (n_rows, len(features) * n_outputs). ``weight`` may be None. With a
+    ``collective``, the rows of every process count (``row_ids``: each row's
+    index among all training rows; default ``0 .. n - 1``)."""
     n = X.shape[0]
     weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
     n_out = y_cols.shape[1]
     # centred, so that the variances (sums of squares minus squared sums) keep
     # their precision for targets far from 0; the means are shifted back
-    center = np.average(y_cols, axis=0, weights=weight) if weight.sum() > 0 else 0.0
+    means = [WeightedMean.of(y_cols[:, o], weight) for o in range(n_out)]
+    if collective.size > 1:
+        means = [sum(each[1:], each[0]) for each in zip(*collective.allgather(means))]
+    center = np.array([m.value() if float(m.weight) > 0 else 0.0 for m in means])
     y_cols = y_cols - center
-    folds = np.empty(n, dtype=np.intp)
-    folds[np.random.default_rng([seed, 0, _FOLD_STREAM]).permutation(n)] = (
-        np.arange(n) % N_FOLDS)
+    folds = folds_of(seed, np.arange(n) if row_ids is None else row_ids)
     columns = np.full((n, len(features) * n_out), np.nan)
     tables, weights = [], []
     for i, (f, size) in enumerate(zip(features, n_positions)):
@@ -112,13 +150,17 @@ def fit_transform(X, features, n_positions, y_cols, weight, seed):
         # the sums of every (fold, position) at once; a fold's table is
         # fitted on the sums of the other folds
         w, s, q = (a.reshape(N_FOLDS, size, -1) for a in _sums(
-            fold * size + codes, y_cols[rows], weight[rows], N_FOLDS * size))
+            fold * size + codes, y_cols[rows], weight[rows], N_FOLDS * size, collective))
         n_fold = np.bincount(fold, minlength=N_FOLDS)
+        n_valid = codes.size
+        if collective.size > 1:
+            n_fold = np.sum(collective.allgather(n_fold), axis=0)
+            n_valid = int(n_fold.sum())
         w_all, s_all, q_all = w.sum(axis=0)[:, 0], s.sum(axis=0), q.sum(axis=0)
-        tables.append(_smoothed(w_all, s_all, q_all, codes.size) + center)
+        tables.append(_smoothed(w_all, s_all, q_all, n_valid) + center)
         weights.append(w_all)
         by_fold = np.stack([_smoothed(w_all - w[k, :, 0], s_all - s[k], q_all - q[k],
-                                      codes.size - n_fold[k]) for k in range(N_FOLDS)])
+                                      n_valid - n_fold[k]) for k in range(N_FOLDS)])
         columns[rows, i * n_out:(i + 1) * n_out] = by_fold[fold, codes] + center
     stats = {"features": np.asarray(features, dtype=np.int64), "tables": tables,
              "weights": weights}
