@@ -312,12 +312,15 @@ def test_feature_parallel_classifier_with_validation_and_scorers(client):
 def test_a_worker_without_training_rows(client):
     # Training rows all on one worker, validation rows on the other: the second
     # shard has no training rows and adds empty histograms.
+    # (with a categorical feature: the second shard has no codes to count)
     a, b = sorted(client.scheduler_info()["workers"])
     X, y = regression_data(2000)
     X_val, y_val = regression_data(500, seed=3)
+    for data in (X, X_val):
+        data[:, 5] = np.arange(data.shape[0]) % 300  # pooled: codes up to 299
     dX, dy = client.persist([chunked(X, 500), chunked(y, 500)], workers=[a])
     dXv, dyv = client.persist([chunked(X_val, 250), chunked(y_val, 250)], workers=[b])
-    params = dict(PARAMS, early_stopping=True, n_iter_no_change=50)
+    params = dict(PARAMS, early_stopping=True, n_iter_no_change=50, categorical_features=[5])
     model = DaskHistGBDTRegressor(**params).fit(dX, dy, X_val=dXv, y_val=dyv)
     local = HistGBDTRegressor(**params).fit(X, y, X_val=X_val, y_val=y_val)
     assert_same_model(local, model)
@@ -748,20 +751,61 @@ def test_string_columns_take_the_local_fits_categories(client):
     np.testing.assert_array_equal(model.categorical_categories_[4], np.sort(cities))
 
 
-def test_high_cardinality_categories_are_refused_clearly(client):
-    # a local fit pools the rare categories (test_high_cardinality.py); a
-    # distributed one would need the counts before binning: refused
-    X, y = regression_data()
-    codes = np.arange(len(y)) % 300
-    frame = pd.DataFrame({"a": X[:, 0], "k": pd.Categorical([f"k{c}" for c in codes])})
-    with pytest.raises(ValueError, match="'k' has 300 categories.*at most 255.*locally"):
-        DaskHistGBDTRegressor(**PARAMS).fit(dd.from_pandas(frame, npartitions=2),
-                                            dd.from_pandas(pd.Series(y), npartitions=2))
-    X = X.copy()
-    X[:, 4] = codes
-    with pytest.raises(ValueError, match="below 255.*distributed fit.*locally"):
-        DaskHistGBDTRegressor(**dict(PARAMS, categorical_features=[4])).fit(
-            da.from_array(X, chunks=1000), da.from_array(y, chunks=1000))
+@pytest.mark.parametrize("n_classes", [None, 3])
+def test_high_cardinality_categories_are_pooled_as_locally(client, n_classes):
+    # more than 255 categories (a DataFrame's category column, and integer
+    # codes up to 2,000): the frequency order from every shard's counts, the
+    # target statistics over the ring (exact sums, folds by global row), the
+    # local model bit for bit, for uneven partitions and with a validation set
+    if n_classes is None:
+        X, y = regression_data(3000)
+        Dask, Local = DaskHistGBDTRegressor, HistGBDTRegressor
+    else:
+        X, y = classification_data(3000, n_classes=n_classes)
+        Dask, Local = DaskHistGBDTClassifier, HistGBDTClassifier
+    rng = np.random.default_rng(7)
+    codes = (rng.zipf(1.3, len(y)) % 2000).astype(float)  # skewed, some rare
+    y = y + (codes % 7 == 0) if n_classes is None else y
+    levels = [f"k{c}" for c in range(2000)]
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "codes": codes,
+                          "k": pd.Categorical([f"k{int(c)}" for c in codes[::-1]],
+                                              categories=levels)})
+    frame.loc[::37, "k"] = None
+    params = dict(PARAMS, categorical_features=["codes", "k"], max_iter=6,
+                  early_stopping=True, n_iter_no_change=50)
+    w = rng.uniform(0.5, 2.0, len(y))
+    train, val = np.arange(2400), np.arange(2400, 3000)  # unseen codes among val's
+
+    def split(data):
+        return dd.from_pandas(data, npartitions=1).repartition(divisions=[0, 700, 2399])
+
+    frame_val = frame.iloc[val].reset_index(drop=True)
+    frame_val.loc[::5, "codes"] = 5000.0
+    model = Dask(**params).fit(
+        split(frame.iloc[train]), split(pd.Series(y[train])),
+        sample_weight=split(pd.Series(w[train])),
+        X_val=dd.from_pandas(frame_val, npartitions=2),
+        y_val=dd.from_pandas(pd.Series(y[val]), npartitions=2))
+    local = Local(**params).fit(frame.iloc[train], y[train], sample_weight=w[train],
+                                X_val=frame_val, y_val=y[val])
+    assert model.evals_result_ == local.evals_result_
+    assert_same_model(local, model)
+    for f in (2, 3):
+        np.testing.assert_array_equal(model.categorical_categories_[f],
+                                      local.categorical_categories_[f])
+    for a, b in zip(model.booster_.target_stats["tables"], local.booster_.target_stats["tables"]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(model.predict(frame), local.predict(frame))
+    if n_classes is None:  # a warm start keeps the model's statistics, as locally
+        more = dict(max_iter=9, warm_start=True)
+        model.set_params(**more).fit(split(frame.iloc[train]), split(pd.Series(y[train])),
+                                     sample_weight=split(pd.Series(w[train])),
+                                     X_val=dd.from_pandas(frame_val, npartitions=2),
+                                     y_val=dd.from_pandas(pd.Series(y[val]), npartitions=2))
+        local.set_params(**more).fit(frame.iloc[train], y[train], sample_weight=w[train],
+                                     X_val=frame_val, y_val=y[val])
+        assert model.n_iter_ == local.n_iter_ == 9
+        assert_same_model(local, model)
 
 
 def test_the_doc_example_runs_as_a_script(tmp_path):

@@ -7,15 +7,10 @@ shard then receives the tuples already on it (no row moves between workers).
 import numpy as np
 
 from ..core._types import X_DTYPE
-from ..data.categorical import _Columns, _is_categorical_dtype, pooled_features, validate_X
+from ..data.binning import MAX_CATEGORIES, category_codes
+from ..data.categorical import (POOLED_BIN, _Columns, _frequency_order,
+                                _is_categorical_dtype, validate_X)
 from ..data.frames import normalize_frame
-
-# Pooling rare categories needs their counts over all rows before any shard
-# bins its rows: not done in a distributed fit.
-DASK_CATEGORIES = ("A distributed fit takes at most 255 categories per categorical "
-                   "feature (integer codes 0..254): fit hgbt.HistGBDTRegressor / "
-                   "HistGBDTClassifier locally (any number of categories: the rare ones "
-                   "are pooled), or group rare categories first.")
 
 
 def is_dask_collection(obj):
@@ -134,13 +129,58 @@ def set_schema(model, X, reset=True):
     _, encoding = validate_X(model, meta, categorical_features=model.categorical_features,
                              reset=reset, dtype=[X_DTYPE, np.float32],
                              ensure_all_finite=False, ensure_min_samples=0)
-    pooled = pooled_features(encoding)
-    if pooled:
-        f = pooled[0]
-        name = model.feature_names_in_[f] if hasattr(model, "feature_names_in_") else f
-        raise ValueError(f"Categorical feature {name!r} has "
-                         f"{len(encoding.categories[f])} categories. " + DASK_CATEGORIES)
     return encoding
+
+
+def codes_and_counts(column, feature):
+    """The distinct category codes (or, for a feature mapped by value, the
+    positions) of a column and how many rows hold each; the codes validated
+    as the local fit validates them (non-negative integers)."""
+    values = column[~np.isnan(column)]
+    if not (np.all(np.isfinite(values)) and np.all(values >= 0)
+            and np.all(values == np.floor(values))):
+        category_codes(column, feature)  # raises the local fit's error
+    codes, counts = np.unique(values, return_counts=True)
+    return codes.astype(np.intp), counts.astype(np.int64)
+
+
+def categories_of_all_rows(encoding, per_shard):
+    """The categories of every categorical feature from the codes and counts
+    of every shard's rows (``per_shard``: each shard's ``{feature: (codes,
+    counts)}``), as the local fit finds them on all rows: the fitted
+    ``encoding`` is completed in place (integer codes seen; pooled features
+    in frequency order, the local rule). Returns the codes the bin mapper
+    sees per feature (a pooled feature: its bins) and the re-coding each
+    shard applies to its rows (``{feature: ('positions', new position of
+    each old one) | ('codes', the pooled codes in order)}``)."""
+    mapper_codes, recode = {}, {}
+    for f in np.flatnonzero(encoding.mask).tolist():
+        # (a shard holding validation rows only has no training codes)
+        seen = [shard[f] for shard in per_shard if f in shard]
+        codes = np.unique(np.concatenate([np.empty(0, np.intp)] + [c for c, _ in seen]))
+        counts = np.zeros(codes.size, dtype=np.int64)
+        for shard_codes, shard_counts in seen:
+            counts[np.searchsorted(codes, shard_codes)] += shard_counts
+        if encoding.by_value[f]:
+            categories = encoding.categories[f]  # the dtype's, in its order
+            if len(categories) <= MAX_CATEGORIES:
+                mapper_codes[f] = codes
+                continue
+            every = np.zeros(len(categories), dtype=np.int64)
+            every[codes] = counts
+            order = _frequency_order(every)
+            position = np.empty(order.size, dtype=np.float64)
+            position[order] = np.arange(order.size)
+            encoding.categories[f] = np.asarray(categories)[order]
+            recode[f] = ("positions", position)
+            mapper_codes[f] = np.unique(np.minimum(position[codes], POOLED_BIN)).astype(np.intp)
+        elif codes.size > MAX_CATEGORIES or (codes.size and codes[-1] >= MAX_CATEGORIES):
+            encoding.categories[f] = codes[_frequency_order(counts)]
+            recode[f] = ("codes", encoding.categories[f])
+            mapper_codes[f] = np.arange(min(codes.size, POOLED_BIN + 1), dtype=np.intp)
+        else:
+            encoding.categories[f] = mapper_codes[f] = codes
+    return mapper_codes, recode
 
 
 def predict_blocks(X, func, n_outputs, dtype=np.float64):

@@ -7,6 +7,7 @@ lazily, block by block.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import secrets
 import typing
@@ -28,8 +29,8 @@ from ..estimators.fit_inputs import interaction_groups
 from ..estimators.monitoring import VALIDATION, Monitor
 from ..estimators.regressor import HistGBDTRegressor
 from ..model.booster import Booster
-from ._collections import (categorize_strings, is_dask_collection, partitions,
-                           predict_blocks, set_schema)
+from ._collections import (categories_of_all_rows, categorize_strings, is_dask_collection,
+                           partitions, predict_blocks, set_schema)
 from ._shard import Shard
 from ._training import (ShardGroup, WorkerLostError, boost_on_shards, lost_workers_raise,
                         merge)
@@ -222,28 +223,14 @@ class _DaskMixin:
         categories = {}
         encoding = booster.categorical
         if encoding is not None and not warm:
-            for f in np.flatnonzero(encoding.mask):
-                codes = [i["train"]["codes"][int(f)] for i in info]
-                categories[int(f)] = _union(codes)
-                if not encoding.by_value[f]:
-                    encoding.categories[f] = categories[int(f)]
+            categories, recode = categories_of_all_rows(
+                encoding, [i["train"]["codes"] for i in info])
+            if recode:  # pooled features: positions in the order of all rows
+                shards.call("recode", recode)
         if not warm or not hasattr(self, "_seed"):  # a saved model holds no seed
             self._seed = self._new_seed()
-        self._interaction_groups_ = interaction_groups(
-            self.interaction_cst, self.n_features_in_, getattr(self, "feature_names_in_", None))
-        self._monotonic_cst_ = self._check_monotonic_cst(self.n_features_in_)
         inputs = self._fit_inputs()  # with the classes and class weights now
-        bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
-                               n_threads=n_threads, is_categorical=self.is_categorical_)
         sizes = [i["partition_sizes"] for i in info]
-        if not warm:  # a warm start bins by its model's mapper
-            booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, placement,
-                                                 sizes, n_total, categories)
-        # the training rows scored each round: the local fit's, found on the shards
-        score_rows = training_score_rows(n_total, self._seed)
-        scored_located = _rows_on_shards(score_rows, placement, sizes)
-        local_rows = ([None] * len(placement) if score_rows is None else
-                      [local for local, _ in scored_located])
         # the shards' ring: each listens, then connects to the next in rank order
         addresses = shards.call("open_ring")
         token = secrets.randbits(63)
@@ -251,6 +238,36 @@ class _DaskMixin:
                                             for rank in range(len(addresses))])
         # each shard's rows by their index among all rows (the bagging draws')
         row_ids = [global_rows for _, global_rows in _rows_on_shards(None, placement, sizes)]
+        pooled = booster.pooled_features
+        if pooled and warm and booster.target_stats is None:
+            raise ValueError("This model was saved before pooled categorical features had "
+                             "target statistics: continue it locally (warm_start with "
+                             "to_local()), or fit it anew on the cluster.")
+        if pooled:
+            # the pooled features' target statistics, over the ring: a warm
+            # start keeps its model's (its training rows cross-fitted anew)
+            stats = shards.call("add_target_statistics", per_actor=[
+                (inputs, pooled, [len(encoding.categories[f]) for f in pooled], self._seed,
+                 ids, booster.target_stats if warm else None) for ids in row_ids])[0]
+            if not warm:
+                booster.target_stats = stats
+        self._set_internal_constraints(
+            interaction_groups(self.interaction_cst, self.n_features_in_,
+                               getattr(self, "feature_names_in_", None)),
+            self._check_monotonic_cst(self.n_features_in_))
+        if not warm:  # a warm start bins by its model's mapper
+            n_extra = booster.n_internal - self.n_features_in_
+            is_categorical = (None if self.is_categorical_ is None else
+                              np.concatenate([self.is_categorical_, np.zeros(n_extra, bool)]))
+            bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
+                                   n_threads=n_threads, is_categorical=is_categorical)
+            booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, placement,
+                                                 sizes, n_total, categories)
+        # the training rows scored each round: the local fit's, found on the shards
+        score_rows = training_score_rows(n_total, self._seed)
+        scored_located = _rows_on_shards(score_rows, placement, sizes)
+        local_rows = ([None] * len(placement) if score_rows is None else
+                      [local for local, _ in scored_located])
         monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,
                           True, callbacks, getattr(self, "evals_result_", None) if warm else None)
         scored, scored_order = None, None
@@ -302,22 +319,17 @@ class _DaskMixin:
         return self._fitted_copy(self._local_class, self._local_params(),
                                  skip=("telemetry_",))
 
-    def _lazy(self, method, X, n_outputs=None, dtype=np.float64):
+    def _lazy(self, method, X, iteration_range, n_outputs=None, dtype=np.float64):
         if not is_dask_collection(X):
-            return getattr(super(), method)(X)
+            return getattr(super(), method)(X, iteration_range)
         check_is_fitted(self)
-        return predict_blocks(X, getattr(self.to_local(), method), n_outputs, dtype)
+        return predict_blocks(X, functools.partial(getattr(self.to_local(), method),
+                                                   iteration_range=iteration_range),
+                              n_outputs, dtype)
 
     def _pickled_state(self, state):
         state["client"] = None  # a Client cannot be pickled; the default client is used
         return state
-
-
-def _union(arrays):
-    out = np.empty(0, dtype=np.intp)
-    for a in arrays:
-        out = np.union1d(out, a)
-    return out.astype(np.intp)
 
 
 def _start_shards(client, train, train_workers, val, val_workers, timeout):
@@ -355,8 +367,10 @@ def _scored_rows(targets, train_rows, val_rows, has_val):
     out = []
     for which, order in enumerate(orders[:1 + has_val]):
         y = np.concatenate([t[which][0] for t in targets])[order]
-        weights = [t[which][1] for t in targets]
-        w = None if weights[0] is None else np.concatenate(weights)[order]
+        # a shard without rows of the set has no weights, even in a weighted fit
+        weights = [t[which][1] for t in targets if t[which][0].shape[0]]
+        w = (None if not weights or weights[0] is None
+             else np.concatenate(weights)[order])
         out.append(ScoredRows(np.empty((y.shape[0], 0)), y, w))
     return out, tuple(orders)
 
@@ -396,8 +410,10 @@ def _fit_bin_mapper(bin_mapper, inputs, shards, placement, sizes, n_total, categ
     blocks = [X for X, _ in results]
     sample = (sp.vstack([sp.csr_matrix(X) for X in blocks], format="csr")
               if any(sp.issparse(X) for X in blocks) else np.concatenate(blocks))[order]
-    weights = [w for _, w in results]
-    weight = None if weights[0] is None else np.concatenate(weights)[order]
+    # a shard without training rows has no weights to send, even in a weighted fit
+    weights = [w for X, w in results if X.shape[0]]
+    weight = (None if not weights or weights[0] is None
+              else np.concatenate(weights)[order])
     return bin_mapper.fit_sample(sample, weight, categories)
 
 
@@ -459,9 +475,11 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
     else:
         __init__ = _dask_init(HistGBDTRegressor)
 
-    def predict(self, X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
-        """Predictions; lazy (a dask array) for a dask collection."""
-        return self._lazy("predict", X)
+    def predict(self, X: MatrixLike | da.Array | dd.DataFrame,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray | da.Array:
+        """Predictions; lazy (a dask array) for a dask collection
+        (``iteration_range``: as :meth:`hgbt.HistGBDTRegressor.predict`)."""
+        return self._lazy("predict", X, iteration_range)
 
 
 class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
@@ -511,20 +529,27 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
             self._class_weights = compute_class_weight(self.class_weight, classes=classes,
                                                         y=classes)
 
-    def predict(self, X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
-        """Predicted labels; lazy (a dask array) for a dask collection."""
-        return self._lazy("predict", X, dtype=getattr(self, "classes_", np.empty(0)).dtype)
+    def predict(self, X: MatrixLike | da.Array | dd.DataFrame,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray | da.Array:
+        """Predicted labels; lazy (a dask array) for a dask collection
+        (``iteration_range``: as :meth:`hgbt.HistGBDTClassifier.predict`)."""
+        return self._lazy("predict", X, iteration_range,
+                          dtype=getattr(self, "classes_", np.empty(0)).dtype)
 
-    def predict_proba(self,
-                      X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
+    def predict_proba(self, X: MatrixLike | da.Array | dd.DataFrame,
+                      iteration_range: tuple[int, int] | None = None
+                      ) -> np.ndarray | da.Array:
         """Class probabilities; lazy (a dask array) for a dask collection."""
-        return self._lazy("predict_proba", X, n_outputs=len(getattr(self, "classes_", [])))
+        return self._lazy("predict_proba", X, iteration_range,
+                          n_outputs=len(getattr(self, "classes_", [])))
 
-    def decision_function(self,
-                          X: MatrixLike | da.Array | dd.DataFrame) -> np.ndarray | da.Array:
+    def decision_function(self, X: MatrixLike | da.Array | dd.DataFrame,
+                          iteration_range: tuple[int, int] | None = None
+                          ) -> np.ndarray | da.Array:
         """Raw scores; lazy (a dask array) for a dask collection."""
         n_classes = len(getattr(self, "classes_", []))
-        return self._lazy("decision_function", X, None if n_classes <= 2 else n_classes)
+        return self._lazy("decision_function", X, iteration_range,
+                          None if n_classes <= 2 else n_classes)
 
 
 __all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRegressor", "WorkerLostError"]

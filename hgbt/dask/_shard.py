@@ -18,13 +18,14 @@ import scipy.sparse as sp
 
 from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
-from ..data.binning import category_codes
+from ..data import target_stats
 from ..data.bundling import FeatureLayout
+from ..data.categorical import pooled_positions
 from ..data.dataset import sparse_bins
 from ..engine.numeric_range import check_fit_range
 from ..core.collective import SINGLE_PROCESS
 from ..engine.row_state import LocalData, RowState, ValidationRows
-from ._collections import DASK_CATEGORIES
+from ._collections import codes_and_counts
 from ._halving import MIN_SIZE as HALVING_MIN_SIZE, join_halving
 from ._ring import join_ring, listen
 from ._training import ShardDraw
@@ -130,8 +131,9 @@ class Shard:
                 out[name] = {"n_rows": 0, "codes": {}, "labels": None}
                 continue
             # empty partitions are fine; scikit-learn's validation rejects them
-            X = _stacked([inputs.validate_X(x) for x in X_parts if x.shape[0]],
-                         inputs.n_features)
+            # pooled features as their categories' positions, as a local fit reads them
+            X = _stacked([inputs.validate_X(x, positions=True) for x in X_parts
+                          if x.shape[0]], inputs.n_features)
             if X.shape[0] != y.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} on one "
                                  "worker: X and y must be partitioned alike.")
@@ -144,14 +146,47 @@ class Shard:
             codes = {}
             if inputs.is_categorical is not None:
                 for f in np.flatnonzero(inputs.is_categorical):
-                    try:
-                        codes[int(f)] = category_codes(_column(X, f), f)
-                    except ValueError as exc:
-                        raise ValueError(f"{exc} {DASK_CATEGORIES}") from exc
+                    codes[int(f)] = codes_and_counts(_column(X, f), int(f))
             labels = np.unique(y, return_counts=True) if inputs.stratify else None
             setattr(self, "_" + name, (X, y, w))
             out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}
         return out
+
+    @_timed
+    def recode(self, recode):
+        """Re-code the pooled features' columns of the training and validation
+        rows into the positions of the categories of all rows
+        (:func:`~hgbt.dask._collections.categories_of_all_rows`)."""
+        for X in (self._train[0], self._val[0]):
+            for f, (kind, table) in recode.items():
+                column = X[:, f]
+                if kind == "positions":
+                    known = ~np.isnan(column)
+                    column[known] = table[column[known].astype(np.intp)]
+                else:
+                    X[:, f] = pooled_positions(column, table, False)
+
+    @_timed
+    def add_target_statistics(self, inputs, features, n_positions, seed, row_ids,
+                              model_stats=None):
+        """The pooled ``features``' target statistics over every shard's rows
+        (the ring), their columns appended to the rows here (the training
+        rows' cross-fitted, the validation rows' from the statistics of all
+        rows, or ``model_stats``, a warm start's); returns the statistics."""
+        X, y, w = self._train
+        y_encoded = inputs.encode_y(y)
+        stats, columns = target_stats.fit_transform(
+            X, features, n_positions,
+            target_stats.target_columns(y_encoded, len(inputs.classes) if inputs.stratify
+                                        else None),
+            inputs.class_weighted(w, y_encoded), seed, row_ids, self.ring)
+        used = stats if model_stats is None else model_stats
+        X_val, y_val, w_val = self._val
+        self._train = (target_stats.with_columns(X, features, columns), y, w)
+        self._val = (target_stats.with_columns(X_val, used["features"],
+                                               target_stats.transform(used, X_val)),
+                     y_val, w_val)
+        return stats
 
     @_timed
     def sample(self, local_rows, inputs):

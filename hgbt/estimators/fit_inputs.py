@@ -81,10 +81,12 @@ class FitInputs:
         encoding = booster.categorical
         self.is_categorical = None if encoding is None else encoding.mask
 
-    def validate_X(self, X):
+    def validate_X(self, X, positions=False):
         """``X`` validated and converted as the fitted estimator's ``predict``
-        converts it (DataFrame categories → codes; a float array)."""
-        return self.booster.prepare(X)
+        converts it (DataFrame categories → codes; a float array); with
+        ``positions``, pooled features as their categories' positions and no
+        target statistics (as a fit reads them)."""
+        return self.booster.prepare(X, positions=positions)
 
     def check_X_y(self, X, y):
         """The local ``fit``'s checks of validated rows and their targets
