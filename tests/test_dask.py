@@ -281,6 +281,8 @@ def test_every_loss_on_a_cluster_is_the_local_loss(client, params, weighted):
 @pytest.mark.parametrize("params", [dict(),
                                     dict(loss="quantile", quantile=0.3, subsample=0.6),
                                     dict(data_sample_strategy="goss", loss="huber"),
+                                    dict(loss="huber", early_stopping=True,
+                                         validation_fraction=None, n_iter_no_change=50),
                                     dict(use_quantized_grad=True, colsample_bynode=0.7)])
 def test_feature_parallel_is_the_local_fit(client, params):
     # every worker holds all rows and searches its block of the features; the
@@ -291,7 +293,9 @@ def test_feature_parallel_is_the_local_fit(client, params):
     chunks = (1, 0, 1900, 1099)
     model = DaskHistGBDTRegressor(**params, tree_learner="feature").fit(
         chunked(X, chunks), chunked(y, chunks), sample_weight=chunked(w, chunks))
-    assert_same_model(HistGBDTRegressor(**params).fit(X, y, sample_weight=w), model)
+    local = HistGBDTRegressor(**params).fit(X, y, sample_weight=w)
+    assert_same_model(local, model)
+    assert model.evals_result_ == getattr(local, "evals_result_", model.evals_result_)
     assert model.telemetry_["histograms_per_tree"] == [0] * len(
         model.telemetry_["histograms_per_tree"])
 

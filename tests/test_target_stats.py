@@ -338,3 +338,16 @@ def test_statistics_over_shards_are_those_of_all_rows(n_classes):
         np.testing.assert_array_equal(shard_stats["tables"][0], stats["tables"][0])
         np.testing.assert_array_equal(shard_stats["weights"][0], stats["weights"][0])
         np.testing.assert_array_equal(shard_columns, columns[shards[rank]])
+
+
+def test_an_outlier_costs_the_other_rows_no_precision():
+    # one squared target 1e10 times the others': the sums stay near float64's
+    rng = np.random.default_rng(2)
+    n, n_positions = 20_000, 50
+    X = np.column_stack([rng.integers(0, n_positions, n).astype(float)])
+    y = rng.normal(size=n)
+    y[7] = 1e5
+    stats, _ = target_stats.fit_transform(X, [0], [n_positions], y[:, None], None, seed=1)
+    codes = X[:, 0].astype(int)
+    reference = _smoothed_reference(y, np.ones(n), codes, n_positions)
+    np.testing.assert_allclose(stats["tables"][0][:, 0], reference, rtol=1e-9, atol=1e-9)

@@ -140,6 +140,7 @@ class HalvingCollective(RingCollective):
             self._swap(host, whole.view(np.uint8), bytearray(0))
             mine = parts[rank]
             self._swap(host, b"", mine.view(np.uint8))
+            self.n_histograms += 1
             return
         extra = rank + q if rank + q < self.size else None
         if extra is not None:

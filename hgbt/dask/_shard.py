@@ -83,11 +83,13 @@ def _gathered(ring, own, X_binned, y, w, row_ids):
     positions among them."""
     parts = ring.allgather((X_binned, y, w, np.asarray(row_ids, dtype=np.int64)))
     offset = sum(part[1].shape[0] for part in parts[:ring.rank])
-    weights = [part[2] for part in parts]
+    # a shard without training rows has no weights, even in a weighted fit
+    weighted = any(part[2] is not None for part in parts)
     return (offset + np.asarray(own, dtype=np.intp),
             np.asfortranarray(np.concatenate([part[0] for part in parts])),
             np.concatenate([part[1] for part in parts]),
-            None if weights[0] is None else np.concatenate(weights),
+            np.concatenate([np.ones(part[1].shape[0]) if part[2] is None else part[2]
+                            for part in parts]) if weighted else None,
             np.concatenate([part[3] for part in parts]))
 
 
@@ -158,6 +160,11 @@ class Shard:
         rows into the positions of the categories of all rows
         (:func:`~hgbt.dask._collections.categories_of_all_rows`)."""
         for X in (self._train[0], self._val[0]):
+            if sp.issparse(X) and recode:
+                raise ValueError(
+                    f"Categorical feature {min(recode)} has more than 255 categories or "
+                    "codes >= 255: such features need dense X (a dask array of dense "
+                    "blocks, or call .map_blocks(lambda b: b.toarray())).")
             for f, (kind, table) in recode.items():
                 column = X[:, f]
                 if kind == "positions":
@@ -267,8 +274,10 @@ class Shard:
         k_trees = loss.n_trees_per_iteration
         validation = ValidationRows(X_val, y_val, inputs.class_weighted(w_val, y_val),
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
+        # feature-parallel: the scores pool every shard's own rows, as locally
         self.state = RowState(loss, y, w, np.zeros((k_trees, y.shape[0]), dtype=Y_DTYPE),
-                             full_hessian, [validation], score_rows)
+                             full_hessian, [validation], score_rows,
+                             score_collective=self.ring if by_feature else None)
         binned = FeatureLayout.plain(X_binned, bin_mapper.n_bins_non_missing_,
                                      bin_mapper.zero_bins())
         self.data = LocalData(self.state, None, binned, bin_mapper.missing_bin + 1,

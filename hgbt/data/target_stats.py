@@ -17,10 +17,12 @@ fit the bins made other tables worse, so only pooled features get one.
   ``N_FOLDS - 1`` folds, so its own target never enters it; at prediction,
   and for validation rows, the statistics of all training rows are used. A
   row's fold is a hash of the seed and its index among all training rows.
-- **Exact sums**: the weights, weighted targets and squared targets are put
-  on power-of-two grids fine enough for 52 - log2(rows) bits of the largest,
-  so their sums do not depend on the order of the rows: the rows of a Dask
-  fit's workers (``collective``) give the statistics of one process.
+- **Exact sums**: the weights, weighted targets and squared targets are each
+  split into two parts on power-of-two grids (the high part's fine enough for
+  52 - log2(rows) bits of the largest value, the rest's as much finer), so
+  their sums do not depend on the order of the rows, and an outlier costs
+  the other rows little precision: the rows of a Dask fit's workers
+  (``collective``) give the statistics of one process.
 - Missing and unknown categories get NaN: the column's missing bin, which
   the trees route by their default direction, as the pooled column does.
 
@@ -85,12 +87,19 @@ def _sums(keys, y_cols, weight, n_keys, collective):
     n_out = y_cols.shape[1]
     parts = [weight] + [weight * y_cols[:, o] for o in range(n_out)]
     parts += [parts[1 + o] * y_cols[:, o] for o in range(n_out)]
-    maxima = allreduce_max(collective, [np.max(np.abs(v), initial=0.0) for v in parts])
     n_rows = allreduce_sum_int(collective, keys.size)
-    sums = np.stack([np.bincount(keys, weights=_on_grid(v, m, n_rows), minlength=n_keys)
-                     for v, m in zip(parts, maxima)])
+    # two limbs per value, each on its grid: the high part on the grid of the
+    # largest value, the rest on one 2**(52 - log2 n) times finer, so an
+    # outlier (a squared target far out) leaves the other rows ~64 bits
+    high = [_on_grid(v, m, n_rows) for v, m in zip(parts, allreduce_max(
+        collective, [np.max(np.abs(v), initial=0.0) for v in parts]))]
+    rest = [v - h for v, h in zip(parts, high)]
+    low = [_on_grid(r, m, n_rows) for r, m in zip(rest, allreduce_max(
+        collective, [np.max(np.abs(r), initial=0.0) for r in rest]))]
+    sums = np.stack([np.bincount(keys, weights=v, minlength=n_keys) for v in high + low])
     if collective.size > 1:  # exact: on the grids
         sums = np.sum(collective.allgather(sums), axis=0)
+    sums = sums[:len(parts)] + sums[len(parts):]
     return sums[0], sums[1:1 + n_out].T, sums[1 + n_out:].T
 
 

@@ -52,6 +52,10 @@ class RowState:
         :func:`~hgbt.engine.evaluation.training_score_rows`.
     offset : ndarray of shape (n_trees_per_iteration, n_samples) or None
         The rows' start scores (``init_score``), kept for a restart.
+    score_collective : Collective or None, default=None
+        The processes whose scored rows the loss statistics pool where the
+        loss's own collective does not (a feature-parallel Dask shard: all
+        rows here, its own scored); None: the loss's.
 
     Attributes
     ----------
@@ -61,8 +65,9 @@ class RowState:
     """
 
     def __init__(self, loss, y, sample_weight, raw, full_hessian=False, validation=(),
-                 score_rows=None, offset=None):
+                 score_rows=None, offset=None, score_collective=None):
         self.loss = loss
+        self.score_collective = score_collective
         self.offset = offset
         self.score_rows = score_rows
         self.y = y
@@ -127,12 +132,18 @@ class RowState:
         ``n_threads``)."""
         rows = self.score_rows
         train = (self.loss.loss_statistics(self.y, self.raw, n_threads) if rows is None else
-                 self.loss.reweighted(self._score_weight)
+                 self._scorer(self._score_weight)
                  .loss_statistics(self._score_y, self.raw[:, rows], n_threads))
-        # reweighted now, not once: it carries the loss's fitted state
-        # (Huber's delta), which the rounds update
-        return train, [self.loss.reweighted(vset.sample_weight).loss_statistics(
+        return train, [self._scorer(vset.sample_weight).loss_statistics(
             vset.y, vset.raw, n_threads) for vset in self.validation]
+
+    def _scorer(self, sample_weight):
+        # reweighted at each call, not once: it carries the loss's fitted state
+        # (Huber's delta), which the rounds update
+        scorer = self.loss.reweighted(sample_weight)
+        if self.score_collective is not None:
+            scorer.collective = self.score_collective
+        return scorer
 
 
 class LocalData:

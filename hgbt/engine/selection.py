@@ -66,20 +66,29 @@ def _allreduce_sum(collective, array):
     return np.sum(collective.allgather(array), axis=0, dtype=array.dtype)
 
 
-def weight_units(weights, collective=SINGLE_PROCESS):
-    """``weights`` (non-negative floats) as int64 multiples of ``2**-s``.
+def weight_units(weights, collective=SINGLE_PROCESS, n_rows=None):
+    """``weights`` (non-negative floats, or None: this process's ``n_rows``
+    rows weigh 1) as int64 multiples of ``2**-s``.
 
     ``s`` depends only on the largest weight and the number of rows of every
     process, so every process puts its rows on the same grid, and any sum of
     the units stays below ``2**62``. A weight below ``2**-s`` (under about
     ``2**-(62 - log2(n_rows))`` of the largest) rounds to 0. Returns None
-    when every weight is 0 (the caller counts rows instead).
+    when no process has weights, or every weight is 0 (the caller counts rows
+    instead). Every process makes the same calls whether it has weights or not
+    (a Dask worker holding validation rows only has none in a weighted fit).
     """
-    weights = np.asarray(weights, dtype=np.float64)
-    local = (float(weights.max()) if weights.size else 0.0, weights.size)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        n_rows = weights.size
+    local = (-1.0 if weights is None else float(weights.max(initial=0.0)), n_rows)
     if collective.size > 1:
         everyone = collective.allgather(local)
         local = (max(w for w, _ in everyone), sum(n for _, n in everyone))
+    if weights is None:
+        if not local[0] > 0:
+            return None
+        weights = np.ones(n_rows)
     max_weight, n_rows = local
     if not max_weight > 0:
         return None
@@ -153,7 +162,7 @@ def weighted_quantiles(values, weights, groups, n_groups, quantile,
     values = np.asarray(values, dtype=np.float64)
     groups = np.ascontiguousarray(groups, dtype=np.intp)
     keys = float_keys(values)
-    units = None if weights is None else weight_units(weights, collective)
+    units = weight_units(weights, collective, values.size)
     counts = np.bincount(groups, minlength=n_groups).astype(np.int64)
     if units is None:
         totals = _allreduce_sum(collective, counts)
