@@ -429,15 +429,23 @@ def test_voting_parallel_approximates_the_local_fit(client):
 
     X, y = regression_data(3000)
     X = with_noise(X, 0)
-    chunks = (1000, 1000, 1000)
+    workers = sorted(client.scheduler_info()["workers"])
+
+    def placed(array):  # rows 0..1799 on one worker, the rest on the other
+        halves = [array[:1800], array[1800:]]
+        return da.concatenate([da.from_delayed(client.scatter(h, workers=[w], hash=False),
+                                               shape=h.shape, dtype=h.dtype)
+                               for h, w in zip(halves, workers)])
+
     params = dict(PARAMS, max_iter=20)
     local = HistGBDTRegressor(**params).fit(X, y)
     exact = DaskHistGBDTRegressor(**params, tree_learner="voting", top_k=10).fit(
-        chunked(X, chunks), chunked(y, chunks))
+        placed(X), placed(y))
     assert_same_model(local, exact)
-    data = DaskHistGBDTRegressor(**params).fit(chunked(X, chunks), chunked(y, chunks))
+    data = DaskHistGBDTRegressor(**params).fit(placed(X), placed(y))
     voting = DaskHistGBDTRegressor(**params, tree_learner="voting", top_k=2).fit(
-        chunked(X, chunks), chunked(y, chunks))
+        placed(X), placed(y))
+    assert voting.telemetry_["n_workers"] == data.telemetry_["n_workers"] == 2
     X_test, y_test = regression_data(2000, seed=9)
     X_test = with_noise(X_test, 1)
     assert voting.score(X_test, y_test) > local.score(X_test, y_test) - 0.05
