@@ -456,9 +456,15 @@ def test_voting_parallel_approximates_the_local_fit(client):
 
 def test_feature_parallel_needs_a_feature_per_worker(client):
     X, y = regression_data(500)
+    a, b = sorted(client.scheduler_info()["workers"])
+    # one feature, rows on both workers
+    parts = [client.persist([chunked(X[rows, :1], 250), chunked(y[rows], 250)],
+                            workers=[w])
+             for rows, w in ((slice(0, 250), a), (slice(250, 500), b))]
+    dX = da.concatenate([p[0] for p in parts])
+    dy = da.concatenate([p[1] for p in parts])
     with pytest.raises(ValueError, match="at most one worker per feature"):
-        DaskHistGBDTRegressor(**PARAMS, tree_learner="feature").fit(
-            chunked(X[:, :1], 250), chunked(y, 250))
+        DaskHistGBDTRegressor(**PARAMS, tree_learner="feature").fit(dX, dy)
     with pytest.raises(ValueError, match="tree_learner"):
         DaskHistGBDTRegressor(**PARAMS, tree_learner="voting!").fit(
             chunked(X, 250), chunked(y, 250))
