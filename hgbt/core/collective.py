@@ -114,6 +114,25 @@ def allreduce_max(collective, values):
     return np.max(np.stack(collective.allgather(values)), axis=0)
 
 
+def allreduce_sum(collective, values):
+    """Elementwise sum of the array ``values`` (the same shape everywhere)
+    over the processes, in their common dtype (a process without rows may
+    hold integer zeros where the others hold floats); exact for integers,
+    and for floats on a grid (:mod:`hgbt.core.exact`)."""
+    values = np.asarray(values)
+    if collective.size == 1:
+        return values
+    return np.sum(np.stack(collective.allgather(values)), axis=0)
+
+
+def allreduce_merge(collective, items):
+    """Each of ``items`` (mergeable statistics: ``ExactSum``,
+    ``WeightedMean``) merged with ``+`` over the processes."""
+    if collective.size == 1:
+        return list(items)
+    return [sum(each[1:], each[0]) for each in zip(*collective.allgather(list(items)))]
+
+
 def allreduce_sum_int(collective, value):
     """The sum of an integer over the processes."""
     return int(value) if collective.size == 1 else int(sum(collective.allgather(int(value))))

@@ -7,9 +7,9 @@ shard then receives the tuples already on it (no row moves between workers).
 import numpy as np
 
 from ..core._types import X_DTYPE
-from ..data.binning import MAX_CATEGORIES, category_codes
-from ..data.categorical import (POOLED_BIN, _Columns, _frequency_order,
-                                _is_categorical_dtype, validate_X)
+from ..data.binning import MAX_CATEGORIES
+from ..data.categorical import (POOLED_BIN, _Columns, _frequency_order, _is_categorical_dtype,
+                                frequency_positions, validate_X)
 from ..data.frames import normalize_frame
 
 
@@ -132,18 +132,6 @@ def set_schema(model, X, reset=True):
     return encoding
 
 
-def codes_and_counts(column, feature):
-    """The distinct category codes (or, for a feature mapped by value, the
-    positions) of a column and how many rows hold each; the codes validated
-    as the local fit validates them (non-negative integers)."""
-    values = column[~np.isnan(column)]
-    if not (np.all(np.isfinite(values)) and np.all(values >= 0)
-            and np.all(values == np.floor(values))):
-        category_codes(column, feature)  # raises the local fit's error
-    codes, counts = np.unique(values, return_counts=True)
-    return codes.astype(np.intp), counts.astype(np.int64)
-
-
 def categories_of_all_rows(encoding, per_shard):
     """The categories of every categorical feature from the codes and counts
     of every shard's rows (``per_shard``: each shard's ``{feature: (codes,
@@ -168,9 +156,7 @@ def categories_of_all_rows(encoding, per_shard):
                 continue
             every = np.zeros(len(categories), dtype=np.int64)
             every[codes] = counts
-            order = _frequency_order(every)
-            position = np.empty(order.size, dtype=np.float64)
-            position[order] = np.arange(order.size)
+            order, position = frequency_positions(every)
             encoding.categories[f] = np.asarray(categories)[order]
             recode[f] = ("positions", position)
             mapper_codes[f] = np.unique(np.minimum(position[codes], POOLED_BIN)).astype(np.intp)

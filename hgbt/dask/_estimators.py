@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
+from ..data import target_stats
 from ..data.binning import BinMapper
 from ..data.dataset import MatrixLike
 from ..engine.evaluation import TRAIN, ScoredRows, training_score_rows
@@ -233,6 +234,10 @@ class _DaskMixin:
         sizes = [i["partition_sizes"] for i in info]
         # the shards' ring: each listens, then connects to the next in rank order
         addresses = shards.call("open_ring")
+        if self.tree_learner == "feature" and len(addresses) > self.n_features_in_:
+            raise ValueError(f"tree_learner='feature' shares the {self.n_features_in_} "
+                             f"features among the {len(addresses)} workers holding rows: "
+                             "at most one worker per feature; use tree_learner='data'.")
         token = secrets.randbits(63)
         shards.call("join_ring", per_actor=[(rank, addresses, token, self.timeout)
                                             for rank in range(len(addresses))])
@@ -256,9 +261,8 @@ class _DaskMixin:
                                getattr(self, "feature_names_in_", None)),
             self._check_monotonic_cst(self.n_features_in_))
         if not warm:  # a warm start bins by its model's mapper
-            n_extra = booster.n_internal - self.n_features_in_
-            is_categorical = (None if self.is_categorical_ is None else
-                              np.concatenate([self.is_categorical_, np.zeros(n_extra, bool)]))
+            is_categorical = target_stats.with_numeric_columns(self.is_categorical_,
+                                                               booster.target_stats)
             bin_mapper = BinMapper(max_bins=self.max_bins, random_state=self._seed,
                                    n_threads=n_threads, is_categorical=is_categorical)
             booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, placement,
@@ -280,10 +284,6 @@ class _DaskMixin:
                 [rows for _, rows in scored_located],
                 [rows for _, rows in _rows_on_shards(None, val_placement, val_sizes)],
                 has_val)
-        if self.tree_learner == "feature" and len(addresses) > self.n_features_in_:
-            raise ValueError(f"tree_learner='feature' shares the {self.n_features_in_} "
-                             f"features among the {len(addresses)} workers holding rows: "
-                             "at most one worker per feature; use tree_learner='data'.")
         statistics = shards.call("start", per_actor=[
             (inputs, booster.bin_mapper, self.n_threads, local, ids,
              self.data_sample_strategy == "goss", scored is not None,

@@ -128,67 +128,55 @@ class HalvingCollective(RingCollective):
         self._exchange(memoryview(out), memoryview(into), sock, sock)
 
     # -- reductions
+    def _trade(self, partner, out_parts, into_parts, add):
+        """Send ``out_parts`` (flat views) to ``partner`` while receiving its
+        pieces for ``into_parts``, added into them (``add``) or copied."""
+        out = np.concatenate(out_parts).view(np.uint8) if out_parts else b""
+        got = (np.empty(sum(p.shape[0] for p in into_parts), dtype=into_parts[0].dtype)
+               if into_parts else None)
+        self._swap(partner, out, bytearray(0) if got is None else got.view(np.uint8))
+        offset = 0
+        for piece in into_parts:
+            received = got[offset:offset + piece.shape[0]]
+            if add:
+                _add_into(piece, received)
+            else:
+                piece[:] = received
+            offset += piece.shape[0]
+
     def _reduce_blocks(self, part):
         """Sum ``part(r)`` (a flat view, rank ``r``'s block) over the
         processes into this rank's own ``part(rank)``; on a host also its
         extra's, which it then hands over."""
         q, rank = self._q, self.rank
         parts = [part(r) for r in range(self.size)]
-        whole = np.concatenate(parts) if parts else None
         if rank >= q:  # hand everything to the host, get this block back
-            host = rank - q
-            self._swap(host, whole.view(np.uint8), bytearray(0))
-            mine = parts[rank]
-            self._swap(host, b"", mine.view(np.uint8))
-            self.n_histograms += 1
-            return
-        extra = rank + q if rank + q < self.size else None
-        if extra is not None:
-            other = np.empty_like(whole)
-            self._swap(extra, b"", other.view(np.uint8))
-            _add_into(whole, other)
-            offset = 0
-            for r, piece in enumerate(parts):
-                piece[:] = whole[offset:offset + piece.shape[0]]
-                offset += piece.shape[0]
-        for partner, kept, sent in self._halving_steps():
-            out = np.concatenate([parts[r] for r in self._ranks_of(*sent)])
-            dest = [parts[r] for r in self._ranks_of(*kept)]
-            got = np.empty(sum(d.shape[0] for d in dest), dtype=out.dtype)
-            self._swap(partner, out.view(np.uint8), got.view(np.uint8))
-            offset = 0
-            for d in dest:
-                _add_into(d, got[offset:offset + d.shape[0]])
-                offset += d.shape[0]
-        if extra is not None:
-            self._swap(extra, parts[extra].view(np.uint8), bytearray(0))
+            self._trade(rank - q, parts, [], False)
+            self._trade(rank - q, [], [parts[rank]], False)
+        else:
+            extra = rank + q if rank + q < self.size else None
+            if extra is not None:
+                self._trade(extra, [], parts, True)
+            for partner, kept, sent in self._halving_steps():
+                self._trade(partner, [parts[r] for r in self._ranks_of(*sent)],
+                            [parts[r] for r in self._ranks_of(*kept)], True)
+            if extra is not None:
+                self._trade(extra, [parts[extra]], [], False)
         self.n_histograms += 1
 
     def _gather_blocks(self, part):
         """Every process's ``part(r)`` into every process (recursive doubling;
         each rank starts with its own summed block)."""
         q, rank = self._q, self.rank
+        parts = [part(r) for r in range(self.size)]
         if rank >= q:
-            whole = np.concatenate([part(r) for r in range(self.size)])
-            self._swap(rank - q, b"", whole.view(np.uint8))
-            offset = 0
-            for r in range(self.size):
-                piece = part(r)
-                piece[:] = whole[offset:offset + piece.shape[0]]
-                offset += piece.shape[0]
+            self._trade(rank - q, [], parts, False)
             return
         for partner, kept, sent in reversed(self._halving_steps()):
-            out = np.concatenate([part(r) for r in self._ranks_of(*kept)])
-            dest = [part(r) for r in self._ranks_of(*sent)]
-            got = np.empty(sum(d.shape[0] for d in dest), dtype=out.dtype)
-            self._swap(partner, out.view(np.uint8), got.view(np.uint8))
-            offset = 0
-            for d in dest:
-                d[:] = got[offset:offset + d.shape[0]]
-                offset += d.shape[0]
+            self._trade(partner, [parts[r] for r in self._ranks_of(*kept)],
+                        [parts[r] for r in self._ranks_of(*sent)], False)
         if rank + q < self.size:
-            whole = np.concatenate([part(r) for r in range(self.size)])
-            self._swap(rank + q, whole.view(np.uint8), bytearray(0))
+            self._trade(rank + q, parts, [], False)
 
     def allreduce_histogram(self, histogram):
         start = time.perf_counter()

@@ -20,12 +20,11 @@ from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..data import target_stats
 from ..data.bundling import FeatureLayout
-from ..data.categorical import pooled_positions
+from ..data.categorical import codes_with_counts, pooled_positions
 from ..data.dataset import sparse_bins
 from ..engine.numeric_range import check_fit_range
 from ..core.collective import SINGLE_PROCESS
 from ..engine.row_state import LocalData, RowState, ValidationRows
-from ._collections import codes_and_counts
 from ._halving import MIN_SIZE as HALVING_MIN_SIZE, join_halving
 from ._ring import join_ring, listen
 from ._training import ShardDraw
@@ -148,7 +147,7 @@ class Shard:
             codes = {}
             if inputs.is_categorical is not None:
                 for f in np.flatnonzero(inputs.is_categorical):
-                    codes[int(f)] = codes_and_counts(_column(X, f), int(f))
+                    codes[int(f)] = codes_with_counts(_column(X, f), int(f))
             labels = np.unique(y, return_counts=True) if inputs.stratify else None
             setattr(self, "_" + name, (X, y, w))
             out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}
@@ -181,12 +180,11 @@ class Shard:
         rows' cross-fitted, the validation rows' from the statistics of all
         rows, or ``model_stats``, a warm start's); returns the statistics."""
         X, y, w = self._train
-        y_encoded = inputs.encode_y(y)
+        y_encoded, weight = inputs.encoded(y, w)
         stats, columns = target_stats.fit_transform(
             X, features, n_positions,
             target_stats.target_columns(y_encoded, len(inputs.classes) if inputs.stratify
-                                        else None),
-            inputs.class_weighted(w, y_encoded), seed, row_ids, self.ring)
+                                        else None), weight, seed, row_ids, self.ring)
         used = stats if model_stats is None else model_stats
         X_val, y_val, w_val = self._val
         self._train = (target_stats.with_columns(X, features, columns), y, w)
@@ -200,8 +198,8 @@ class Shard:
         """Training rows (local indices) for the bin thresholds, and their weights
         (with class weights, as the local fit bins with them)."""
         X, y, w = self._train
-        w = None if w is None else w[local_rows]
-        return X[local_rows], inputs.class_weighted(w, inputs.encode_y(y[local_rows]))
+        return X[local_rows], inputs.encoded(y[local_rows],
+                                             None if w is None else w[local_rows])[1]
 
     @_timed
     def scored_targets(self, inputs, local_rows):
@@ -211,7 +209,7 @@ class Shard:
         before :meth:`start`, which drops the rows."""
         out = []
         for (_, y, w), rows in ((self._train, local_rows), (self._val, None)):
-            w = inputs.class_weighted(w, inputs.encode_y(y))
+            w = inputs.encoded(y, w)[1]
             if rows is not None:
                 y, w = y[rows], None if w is None else w[rows]
             out.append((y, w))
@@ -253,9 +251,7 @@ class Shard:
         self.n_threads = effective_n_threads(n_threads)
         by_feature = tree_learner == "feature"
         X, y, w = self._train
-        y = inputs.encode_y(y)
-        w = inputs.class_weighted(w, y)
-        check_fit_range(inputs.make_loss(w), y, w)
+        y, w = inputs.encoded(y, w)
         # every shard lays its columns out the same way: plain, each feature its
         # own column (sparse rows too: their bins written out)
         X_binned = _binned(X, bin_mapper, self.n_threads)
@@ -269,10 +265,11 @@ class Shard:
         # quantiles and a custom baseline pool the rows of every shard
         loss.collective = SINGLE_PROCESS if by_feature else self.ring
         loss.check_y_rows(y)
+        check_fit_range(loss, y, w)
         X_val, y_val, w_val = self._val
-        y_val = inputs.encode_y(y_val)
+        y_val, w_val = inputs.encoded(y_val, w_val)
         k_trees = loss.n_trees_per_iteration
-        validation = ValidationRows(X_val, y_val, inputs.class_weighted(w_val, y_val),
+        validation = ValidationRows(X_val, y_val, w_val,
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         # feature-parallel: the scores pool every shard's own rows, as locally
         self.state = RowState(loss, y, w, np.zeros((k_trees, y.shape[0]), dtype=Y_DTYPE),

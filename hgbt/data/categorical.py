@@ -393,16 +393,36 @@ def _frequency_order(counts):
     return np.concatenate([np.flatnonzero(keep), np.flatnonzero(~keep)])
 
 
+def frequency_positions(counts):
+    """The pooled order of categories with these ``counts`` (see
+    :func:`_frequency_order`) and each category's position in it (float64)."""
+    order = _frequency_order(counts)
+    position = np.empty(order.size, dtype=np.float64)
+    position[order] = np.arange(order.size)
+    return order, position
+
+
 def _pool_by_frequency(categories, codes):
     """By-value categories and float codes (positions) reordered by frequency."""
     valid = ~np.isnan(codes)
     counts = np.bincount(codes[valid].astype(np.intp), minlength=len(categories))
-    order = _frequency_order(counts)
-    position = np.empty(order.size, dtype=np.float64)
-    position[order] = np.arange(order.size)
+    order, position = frequency_positions(counts)
     codes = codes.copy()
     codes[valid] = position[codes[valid].astype(np.intp)]
     return np.asarray(categories)[order], codes
+
+
+def codes_with_counts(values, name):
+    """The distinct codes of a categorical column (or a by-value feature's
+    positions; NaN: missing) and the rows holding each; ValueError unless
+    they are non-negative integers (:func:`category_codes`' message)."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    if not (np.all(np.isfinite(values)) and np.all(values >= 0)
+            and np.all(values == np.floor(values))):
+        category_codes(values, name)  # negative, non-integer or infinite: its error
+    codes, counts = np.unique(values, return_counts=True)
+    return codes.astype(np.intp), counts.astype(np.int64)
 
 
 def _integer_categories(values, name):
@@ -411,13 +431,8 @@ def _integer_categories(values, name):
     try:
         return category_codes(values, name)
     except ValueError:
-        values = np.asarray(values, dtype=np.float64)
-        values = values[~np.isnan(values)]
-        if not (np.all(np.isfinite(values)) and np.all(values >= 0)
-                and np.all(values == np.floor(values))):
-            raise  # negative, non-integer or infinite: category_codes' error
-        codes, counts = np.unique(values, return_counts=True)
-        return codes[_frequency_order(counts)].astype(np.intp)
+        codes, counts = codes_with_counts(values, name)
+        return codes[_frequency_order(counts)]
 
 
 def pooled_positions(values, categories, by_value):

@@ -325,11 +325,8 @@ class Dataset:
         elif pooled:  # a model saved before target statistics: bins only
             X = target_stats.with_columns(X, pooled, np.empty((X.shape[0], 0)))
         if model is None:
-            is_categorical = None if self.categorical is None else self.categorical.mask
-            n_extra = 0 if stats is None else target_stats.n_columns(stats)
-            if is_categorical is not None:  # the statistics are numeric
-                is_categorical = np.concatenate([is_categorical,
-                                                 np.zeros(n_extra, dtype=bool)])
+            is_categorical = target_stats.with_numeric_columns(
+                None if self.categorical is None else self.categorical.mask, stats)
             mapper = BinMapper(max_bins=self.max_bins, random_state=seed,
                                n_threads=n_threads, is_categorical=is_categorical)
             mapper.fit(X, sample_weight=weight)

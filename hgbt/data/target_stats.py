@@ -38,8 +38,9 @@ import math
 
 import numpy as np
 
-from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum_int
-from ..core.exact import WeightedMean
+from ..core.collective import (SINGLE_PROCESS, allreduce_max, allreduce_merge, allreduce_sum,
+                               allreduce_sum_int)
+from ..core.exact import WeightedMean, grid_shift
 from .categorical import POOLED_BIN
 
 N_FOLDS = 5
@@ -77,7 +78,7 @@ def _on_grid(values, max_abs, n_rows):
     them (``|v| <= max_abs``) sum exactly in float64."""
     if not max_abs > 0 or not math.isfinite(max_abs):
         return values
-    shift = 52 - int(n_rows).bit_length() - math.frexp(max_abs)[1]
+    shift = grid_shift(max_abs, n_rows, 52)
     return np.ldexp(np.rint(np.ldexp(values, shift)), -shift)
 
 
@@ -96,9 +97,8 @@ def _sums(keys, y_cols, weight, n_keys, collective):
     rest = [v - h for v, h in zip(parts, high)]
     low = [_on_grid(r, m, n_rows) for r, m in zip(rest, allreduce_max(
         collective, [np.max(np.abs(r), initial=0.0) for r in rest]))]
-    sums = np.stack([np.bincount(keys, weights=v, minlength=n_keys) for v in high + low])
-    if collective.size > 1:  # exact: on the grids
-        sums = np.sum(collective.allgather(sums), axis=0)
+    sums = allreduce_sum(collective, np.stack(  # exact: on the grids
+        [np.bincount(keys, weights=v, minlength=n_keys) for v in high + low]))
     sums = sums[:len(parts)] + sums[len(parts):]
     return sums[0], sums[1:1 + n_out].T, sums[1 + n_out:].T
 
@@ -145,9 +145,8 @@ def fit_transform(X, features, n_positions, y_cols, weight, seed, row_ids=None,
     n_out = y_cols.shape[1]
     # centred, so that the variances (sums of squares minus squared sums) keep
     # their precision for targets far from 0; the means are shifted back
-    means = [WeightedMean.of(y_cols[:, o], weight) for o in range(n_out)]
-    if collective.size > 1:
-        means = [sum(each[1:], each[0]) for each in zip(*collective.allgather(means))]
+    means = allreduce_merge(collective,
+                            [WeightedMean.of(y_cols[:, o], weight) for o in range(n_out)])
     center = np.array([m.value() if float(m.weight) > 0 else 0.0 for m in means])
     y_cols = y_cols - center
     folds = folds_of(seed, np.arange(n) if row_ids is None else row_ids)
@@ -160,11 +159,8 @@ def fit_transform(X, features, n_positions, y_cols, weight, seed, row_ids=None,
         # fitted on the sums of the other folds
         w, s, q = (a.reshape(N_FOLDS, size, -1) for a in _sums(
             fold * size + codes, y_cols[rows], weight[rows], N_FOLDS * size, collective))
-        n_fold = np.bincount(fold, minlength=N_FOLDS)
-        n_valid = codes.size
-        if collective.size > 1:
-            n_fold = np.sum(collective.allgather(n_fold), axis=0)
-            n_valid = int(n_fold.sum())
+        n_fold = allreduce_sum(collective, np.bincount(fold, minlength=N_FOLDS))
+        n_valid = int(n_fold.sum())
         w_all, s_all, q_all = w.sum(axis=0)[:, 0], s.sum(axis=0), q.sum(axis=0)
         tables.append(_smoothed(w_all, s_all, q_all, n_valid) + center)
         weights.append(w_all)
@@ -208,6 +204,14 @@ def with_columns(X, features, columns):
         out[:, f] = np.minimum(X[:, f], POOLED_BIN)
     out[:, X.shape[1]:] = columns
     return out
+
+
+def with_numeric_columns(mask, stats):
+    """The categorical ``mask`` of the user's features extended to the trees'
+    features: the statistics' columns are numeric (None stays None)."""
+    if mask is None:
+        return None
+    return np.concatenate([mask, np.zeros(0 if stats is None else n_columns(stats), bool)])
 
 
 def sources(stats):

@@ -8,6 +8,8 @@ workers (:mod:`hgbt.engine.selection`).
 """
 from libc.stdint cimport int64_t, uint64_t
 
+import numpy as np
+
 ctypedef Py_ssize_t intp_t
 
 
@@ -22,6 +24,22 @@ def bucket_weights(const uint64_t[::1] keys, const int64_t[::1] weights,
         for i in range(rows.shape[0]):
             r = rows[i]
             out[groups[r], (keys[r] >> shift) & 255] += weights[r] if weighted else 1
+
+
+def narrow_rows(const uint64_t[::1] keys, const intp_t[::1] groups,
+                const intp_t[::1] rows, int shift, const intp_t[::1] bucket):
+    """The rows ``r`` of ``rows`` (in order) whose byte ``(keys[r] >> shift) &
+    255`` is their group's chosen ``bucket``: the candidates of the next pass."""
+    out = np.empty(rows.shape[0], dtype=np.intp)
+    cdef intp_t[::1] kept = out
+    cdef Py_ssize_t i, r, n = 0
+    with nogil:
+        for i in range(rows.shape[0]):
+            r = rows[i]
+            if <intp_t>((keys[r] >> shift) & 255) == bucket[groups[r]]:
+                kept[n] = r
+                n += 1
+    return out[:n]
 
 
 def group_weights(const int64_t[::1] weights, const intp_t[::1] groups,

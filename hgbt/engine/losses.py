@@ -48,7 +48,7 @@ from ._loss import (
     row_losses,
 )
 from ..core._types import G_H_DTYPE, Y_DTYPE
-from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum_int
+from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_merge, allreduce_sum_int
 from ..core.exact import ExactSum, WeightedMean
 from .selection import Agreed, weighted_quantile, weighted_quantiles
 
@@ -391,10 +391,9 @@ class HuberLoss(_QuantileBaselineLoss):
         medians = weighted_quantiles(residuals, sample_weight, leaves, n_leaves, 0.5,
                                      self.collective)
         step = np.clip(residuals - medians[leaves], -delta, delta)
-        means = WeightedMean.of_groups(step, sample_weight, leaves, n_leaves)
-        if self.collective.size > 1:  # exact sums: merged in any order
-            means = [sum(each[1:], each[0])
-                     for each in zip(*self.collective.allgather(means))]
+        # exact sums: merged in any order
+        means = allreduce_merge(self.collective,
+                                WeightedMean.of_groups(step, sample_weight, leaves, n_leaves))
         return medians + np.array([mean.value() for mean in means])
 
 
@@ -663,7 +662,7 @@ class CustomLoss(BaseLoss):
 
         def total(c):
             self.gradients(y, np.full((1, y.size), c), g, h, 1)
-            return float(sum(collective.allgather(ExactSum.of(g)), ExactSum()))
+            return float(allreduce_merge(collective, [ExactSum.of(g)])[0])
 
         # a bracket: [min(y, 0), max(y, 0)], widened while the sums keep one sign
         low, high = allreduce_max(collective, [-np.min(y, initial=np.inf),

@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from ..core.collective import SINGLE_PROCESS
-from ._selection import bucket_weights, group_weights, next_keys
+from ..core.collective import SINGLE_PROCESS, allreduce_sum
+from ..core.exact import grid_shift
+from ._selection import bucket_weights, group_weights, narrow_rows, next_keys
 
 __all__ = ["Agreed", "weighted_quantile", "weighted_quantiles", "radix_select",
            "weight_units"]
@@ -60,12 +61,6 @@ def key_values(keys):
     return np.where(keys & _SIGN, keys & ~_SIGN, ~keys).view(np.float64)
 
 
-def _allreduce_sum(collective, array):
-    if collective.size == 1:
-        return array
-    return np.sum(collective.allgather(array), axis=0, dtype=array.dtype)
-
-
 def weight_units(weights, collective=SINGLE_PROCESS, n_rows=None):
     """``weights`` (non-negative floats, or None: this process's ``n_rows``
     rows weigh 1) as int64 multiples of ``2**-s``.
@@ -92,8 +87,7 @@ def weight_units(weights, collective=SINGLE_PROCESS, n_rows=None):
     max_weight, n_rows = local
     if not max_weight > 0:
         return None
-    _, exponent = math.frexp(max_weight)  # max_weight < 2**exponent
-    shift = _WEIGHT_BITS - int(n_rows).bit_length() - exponent
+    shift = grid_shift(max_weight, n_rows, _WEIGHT_BITS)
     return np.rint(np.ldexp(weights, shift)).astype(np.int64)
 
 
@@ -119,14 +113,13 @@ def radix_select(keys, units, groups, n_groups, need, collective=SINGLE_PROCESS)
     for shift in range(56, -8, -8):
         buckets = np.zeros((n_groups, 256), dtype=np.int64)
         bucket_weights(keys, units, groups, rows, shift, buckets)
-        buckets = _allreduce_sum(collective, buckets)
+        buckets = allreduce_sum(collective, buckets)
         cumulative = below[:, None] + np.cumsum(buckets, axis=1)
         bucket = np.argmax(cumulative >= need[:, None], axis=1)
         at = buckets[every, bucket]
         below = cumulative[every, bucket] - at
         chosen |= bucket.astype(np.uint64) << np.uint64(shift)
-        digits = (keys[rows] >> np.uint64(shift)) & np.uint64(255)
-        rows = rows[digits == bucket[groups[rows]].astype(np.uint64)]
+        rows = narrow_rows(keys, groups, rows, shift, bucket.astype(np.intp))
     return chosen, below, at
 
 
@@ -165,12 +158,12 @@ def weighted_quantiles(values, weights, groups, n_groups, quantile,
     units = weight_units(weights, collective, values.size)
     counts = np.bincount(groups, minlength=n_groups).astype(np.int64)
     if units is None:
-        totals = _allreduce_sum(collective, counts)
+        totals = allreduce_sum(collective, counts)
     else:
         local = np.zeros((2, n_groups), dtype=np.int64)
         local[0] = counts
         group_weights(units, groups, local[1])
-        counts, totals = _allreduce_sum(collective, local)
+        counts, totals = allreduce_sum(collective, local)
         weightless = totals == 0  # count these groups' rows instead
         if weightless.any():
             units = np.where(weightless[groups], 1, units)

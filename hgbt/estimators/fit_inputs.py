@@ -103,6 +103,11 @@ class FitInputs:
             return encode_labels(self.classes, y)
         return np.ascontiguousarray(y, dtype=Y_DTYPE)
 
+    def encoded(self, y, sample_weight):
+        """``(encoded targets, class-weighted sample_weight)``, as the fit takes them."""
+        y = self.encode_y(y)
+        return y, self.class_weighted(sample_weight, y)
+
     def class_weighted(self, sample_weight, y_encoded):
         """``sample_weight`` (or None) times the class weights of the rows."""
         return class_weighted(self.class_weights, sample_weight, y_encoded)

@@ -18,6 +18,7 @@ from ._splitting cimport find_split, layout_params, split_params
 from ._voting cimport gather_rows, nominate, scatter_rows, tally
 
 from ..core._types import HISTOGRAM_DTYPE
+from ..core.collective import allreduce_sum
 
 
 cdef class Spread:
@@ -79,8 +80,8 @@ cdef class Spread:
         # (exact: the values lie on a grid). False on an error.
         with gil:
             try:
-                totals = np.sum(self.collective.allgather(
-                    (node.sum_gradients, node.sum_hessians, node.count)), axis=0)
+                totals = allreduce_sum(self.collective, np.array(
+                    [node.sum_gradients, node.sum_hessians, node.count], dtype=np.float64))
                 node.sum_gradients, node.sum_hessians = totals[0], totals[1]
                 node.count = <unsigned int>totals[2]
             except BaseException as exc:

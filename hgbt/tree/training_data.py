@@ -22,7 +22,7 @@ from ._partition import partition_rows, partition_rows_by_table, partition_rows_
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
 from ..core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
-from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum_int
+from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum, allreduce_sum_int
 from ..core.exact import GradientOverflowError, grid_exponent
 from ..data.bundling import FeatureLayout
 
@@ -213,7 +213,7 @@ class LocalTrainingData:
                            self._q_gradients, self._q_hessians, self._packed_buffer,
                            self.n_threads, self.row_ids, constant)
         self._packed = self._packed_buffer
-        self._constant_hessian = float(hessians[0]) if constant else 0.0
+        self._constant_hessian_value = float(hessians[0]) if constant else 0.0
         self._hist_gradients = self._q_gradients
         self._hist_hessians = hessians if constant else self._q_hessians
 
@@ -236,7 +236,7 @@ class LocalTrainingData:
         elif self._packed is not None:
             rows = None if stop - start == self._rows.shape[0] else self._rows[start:stop]
             build_histogram_packed(self.X_binned, rows, self._packed,
-                                   *self._exponents, *self._lanes, self._constant_hessian,
+                                   *self._exponents, *self._lanes, self._constant_hessian_value,
                                    self._acc, self._sums, out[:n_dense], self.n_threads,
                                    self._X_rows, self.layout.column_width[:n_dense])
         elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
@@ -327,7 +327,7 @@ class LocalTrainingData:
         if self._packed is not None:
             buffers.update(packed=self._packed, exponents=self._exponents,
                            packed_lanes=self._lanes,
-                           constant_hessian=self._constant_hessian, acc=self._acc,
+                           constant_hessian=self._constant_hessian_value, acc=self._acc,
                            sums=self._sums, X_rows=self._X_rows)
         else:
             buffers.update(ordered_gradients=self._ordered_gradients,
@@ -359,9 +359,9 @@ class LocalTrainingData:
         sum_hessians = np.empty(len(leaf_ids))
         leaf_sums(self._rows, *self._leaf_ranges(leaf_ids), self._gradients,
                   self._hessians, sum_gradients, sum_hessians, self.n_threads)
-        if self.collective.size > 1:  # exact: the values lie on a grid
-            sum_gradients, sum_hessians = np.sum(self.collective.allgather(
-                np.stack([sum_gradients, sum_hessians])), axis=0)
+        # exact over the processes: the values lie on a grid
+        sum_gradients, sum_hessians = allreduce_sum(
+            self.collective, np.stack([sum_gradients, sum_hessians]))
         return sum_gradients, sum_hessians
 
     def _leaf_ranges(self, leaf_ids):
