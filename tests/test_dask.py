@@ -300,6 +300,21 @@ def test_feature_parallel_is_the_local_fit(client, params):
         model.telemetry_["histograms_per_tree"])
 
 
+@pytest.mark.parametrize("tree_learner", ["data", "feature"])
+def test_huber_scored_before_its_first_round_on_one_worker(client, tree_learner):
+    # every partition on one worker (one shard, no ring): its empty validation
+    # set is scored with Huber's delta not yet fitted, as the training rows
+    a, _ = sorted(client.scheduler_info()["workers"])
+    X, y = regression_data(1500)
+    dX, dy = client.persist([chunked(X, 500), chunked(y, 500)], workers=[a])
+    params = dict(PARAMS, loss="huber", early_stopping=True, validation_fraction=None,
+                  n_iter_no_change=50)
+    model = DaskHistGBDTRegressor(**params, tree_learner=tree_learner).fit(dX, dy)
+    local = HistGBDTRegressor(**params).fit(X, y)
+    assert_same_model(local, model)
+    assert model.evals_result_ == local.evals_result_
+
+
 def test_feature_parallel_classifier_with_validation_and_scorers(client):
     X, y = classification_data(n_classes=3)
     params = dict(PARAMS, categorical_features=[4], max_iter=20, early_stopping=True,

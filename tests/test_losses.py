@@ -837,3 +837,12 @@ def test_a_pseudo_huber_fit_no_longer_starts_from_zero():
     assert abs(float(model.booster_.baseline[0]) - np.median(y)) < 100
     assert model.score(X, y) > 0.9
 
+
+
+def test_huber_scores_no_rows_without_error():
+    # a Dask shard scores its (possibly empty) validation set with the
+    # adaptive delta not yet fitted: no rows is no loss, not an error
+    loss = HuberLoss(None, None)
+    stats = loss.reweighted(None).loss_statistics(np.empty(0), np.empty((1, 0)))
+    assert np.isnan(stats.value())
+    assert np.isnan(loss._adaptive_delta(np.empty(0), np.empty(0), None))

@@ -367,8 +367,12 @@ class HuberLoss(_QuantileBaselineLoss):
         self.delta_ = self.delta
 
     def _adaptive_delta(self, y, raw, sample_weight):
-        return weighted_quantile(np.abs(y - raw), sample_weight, self.delta_quantile,
-                                 self.collective)
+        # NaN for no rows anywhere (an empty validation set of a Dask shard is
+        # scored too): there is nothing for the delta to score
+        residuals = np.abs(np.asarray(y, dtype=np.float64) - raw)
+        return float(weighted_quantiles(residuals, sample_weight,
+                                        np.zeros(residuals.size, dtype=np.intp), 1,
+                                        self.delta_quantile, self.collective)[0])
 
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
