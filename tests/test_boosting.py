@@ -9,6 +9,7 @@ import pytest
 
 from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.core._types import Y_DTYPE
+from hgbt.core.row_meta import NO_META
 from hgbt.data.bundling import FeatureLayout
 from hgbt.engine.boosting import FitRecord, TrainingData, TreeSource, boost
 from hgbt.engine.callbacks import CallbackRunner, EarlyStopping
@@ -33,9 +34,9 @@ def _problem(n=600, seed=0):
 
 
 def _local_data(model, X, y, validation=()):
-    loss = model._make_loss(None)
+    loss = model._make_loss()
     raw = np.zeros((1, X.shape[0]), dtype=Y_DTYPE)
-    rows = RowState(loss, np.ascontiguousarray(y, dtype=Y_DTYPE), None, raw,
+    rows = RowState(loss, np.ascontiguousarray(y, dtype=Y_DTYPE), NO_META, raw,
                     validation=validation)
     rows.set_baseline(baseline_prediction(model))
     X_binned = bin_mapper(model).transform(X)
@@ -147,7 +148,7 @@ def test_the_engine_drives_a_fake_source_to_the_estimators_model():
     assert data.calls.count("finish_round") == model.n_iter_
     # the scores are the loss of the raw predictions kept by the source
     scores = history.evals.evals["train"]["loss"]
-    assert scores[-1] == model._make_loss(None).loss(y, rows.raw)
+    assert scores[-1] == model._make_loss().loss(y, rows.raw)
     assert len(scores) == model.n_iter_ + 1 and list(history.evals.evals) == ["train"]
     assert history.evals.stop_reason == "max_iter reached"
 
@@ -345,7 +346,7 @@ def test_the_engine_compares_sizes_on_a_fake_source_with_validation_rows():
     X_train, X_val, y_train, y_val = (X[:1600], X[1600:], y[:1600], y[1600:])
     ours = HistGBDTRegressor(**SIZED).fit(X_train, y_train, X_val=X_val, y_val=y_val)
     rows, X_binned = _local_data(ours, X_train, y_train, [ValidationRows(
-        X_val, y_val, None, np.zeros((1, len(y_val))))])
+        X_val, y_val, NO_META, np.zeros((1, len(y_val))))])
     data = FakeData(rows, X_binned, bin_mapper(ours).missing_bin + 1,
                     baseline_prediction(ours))
     data.has_validation, data.n_validation_sets = True, 1

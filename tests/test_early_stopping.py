@@ -1,6 +1,8 @@
 """The early-stopping rule and validation split."""
 import numpy as np
 
+from hgbt.core.row_meta import NO_META, RowMeta
+
 from hgbt.engine.early_stopping import should_stop, split_validation
 
 
@@ -20,11 +22,12 @@ def test_split_validation_is_stratified_and_seeded():
     X = rng.normal(size=(1000, 2))
     y = (rng.random(1000) < 0.1).astype(float)
     w = rng.random(1000)
-    a = split_validation(X, y, w, 0.2, seed=3, stratify=True)
-    b = split_validation(X, y, w, 0.2, seed=3, stratify=True)
-    for u, v in zip(a, b):
+    a = split_validation(X, y, RowMeta(w), 0.2, seed=3, stratify=True)
+    b = split_validation(X, y, RowMeta(w), 0.2, seed=3, stratify=True)
+    for u, v in zip(a[:4], b[:4]):
         assert np.array_equal(u, v)
-    X_train, X_val, y_train, y_val, w_train, w_val = a
+    X_train, X_val, y_train, y_val, m_train, m_val = a
+    w_train, w_val = m_train.sample_weight, m_val.sample_weight
     assert len(y_val) == 200 and len(y_train) == 800
     assert abs(y_val.mean() - y.mean()) < 0.01  # stratified
     # rows stay together
@@ -46,7 +49,7 @@ def test_can_stratify_matches_the_split():
     for y, fraction in [(c, f) for c in cases for f in (0.1, 0.2, 30)]:
         X = rng.normal(size=(y.shape[0], 2))
         try:
-            split_validation(X, y, None, fraction, seed=0, stratify=True)
+            split_validation(X, y, NO_META, fraction, seed=0, stratify=True)
             ok = True
         except ValueError:
             ok = False

@@ -280,10 +280,10 @@ def test_validation_scored_like_training_rows():
     X_val, y_val = X[:1000] + 0.01, y[:1000]
     m = HistGBDTRegressor(loss="huber", max_iter=10, random_state=0).fit(
         X, y, X_val=X_val, y_val=y_val)
-    loss = m._make_loss(None)
+    loss = m._make_loss()
     raw_before_last_tree = list(m._staged_raw_predict(X))[-2]
     loss.gradients(y, raw_before_last_tree, *loss.allocate(len(y)), 1)  # last round's delta_
-    val = loss.reweighted(None).loss(y_val, m._raw_predict(X_val))
+    val = loss.for_rows(None).loss(y_val, m._raw_predict(X_val))
     np.testing.assert_allclose(m.validation_score_[-1], -val, rtol=1e-9)
 
 

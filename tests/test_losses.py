@@ -6,6 +6,8 @@ leaf refits against brute force and scipy minimisers; domains, buffers,
 numerical stability, custom losses, the factory and thread-count invariance.
 """
 import numpy as np
+
+from hgbt.core.row_meta import RowMeta
 import pytest
 from scipy.optimize import minimize, minimize_scalar
 from sklearn.metrics import log_loss as sk_log_loss
@@ -85,22 +87,22 @@ def ref_multinomial(loss, y, raw):
 
 # name: (constructor(sample_weight), reference, kind of y, smooth?)
 CASES = {
-    "squared": (lambda w: SquaredError(w), ref_squared, "real", True),
-    "absolute": (lambda w: AbsoluteError(w), ref_absolute, "real", False),
-    "quantile-0.1": (lambda w: QuantileLoss(0.1, w), ref_quantile, "real", False),
-    "quantile-0.5": (lambda w: QuantileLoss(0.5, w), ref_quantile, "real", False),
-    "quantile-0.9": (lambda w: QuantileLoss(0.9, w), ref_quantile, "real", False),
-    "huber-1": (lambda w: HuberLoss(1.0, w), ref_huber, "real", False),
-    "huber-auto": (lambda w: HuberLoss(None, w), ref_huber, "real", False),
-    "poisson": (lambda w: PoissonLoss(w), ref_poisson, "count", True),
-    "gamma": (lambda w: GammaLoss(w), ref_gamma, "positive", True),
-    "tweedie-1": (lambda w: TweedieLoss(1.0, w), ref_tweedie, "count", True),
-    "tweedie-1.3": (lambda w: TweedieLoss(1.3, w), ref_tweedie, "count", True),
-    "tweedie-1.5": (lambda w: TweedieLoss(1.5, w), ref_tweedie, "count", True),
-    "tweedie-1.9": (lambda w: TweedieLoss(1.9, w), ref_tweedie, "count", True),
-    "tweedie-2": (lambda w: TweedieLoss(2.0, w), ref_tweedie, "positive", True),
-    "binary": (lambda w: BinaryLogLoss(w), ref_binary, "binary", True),
-    "multinomial": (lambda w: MultinomialLogLoss(3, w), ref_multinomial, "classes", True),
+    "squared": (lambda w: SquaredError(RowMeta(w)), ref_squared, "real", True),
+    "absolute": (lambda w: AbsoluteError(RowMeta(w)), ref_absolute, "real", False),
+    "quantile-0.1": (lambda w: QuantileLoss(0.1, RowMeta(w)), ref_quantile, "real", False),
+    "quantile-0.5": (lambda w: QuantileLoss(0.5, RowMeta(w)), ref_quantile, "real", False),
+    "quantile-0.9": (lambda w: QuantileLoss(0.9, RowMeta(w)), ref_quantile, "real", False),
+    "huber-1": (lambda w: HuberLoss(1.0, RowMeta(w)), ref_huber, "real", False),
+    "huber-auto": (lambda w: HuberLoss(None, RowMeta(w)), ref_huber, "real", False),
+    "poisson": (lambda w: PoissonLoss(RowMeta(w)), ref_poisson, "count", True),
+    "gamma": (lambda w: GammaLoss(RowMeta(w)), ref_gamma, "positive", True),
+    "tweedie-1": (lambda w: TweedieLoss(1.0, RowMeta(w)), ref_tweedie, "count", True),
+    "tweedie-1.3": (lambda w: TweedieLoss(1.3, RowMeta(w)), ref_tweedie, "count", True),
+    "tweedie-1.5": (lambda w: TweedieLoss(1.5, RowMeta(w)), ref_tweedie, "count", True),
+    "tweedie-1.9": (lambda w: TweedieLoss(1.9, RowMeta(w)), ref_tweedie, "count", True),
+    "tweedie-2": (lambda w: TweedieLoss(2.0, RowMeta(w)), ref_tweedie, "positive", True),
+    "binary": (lambda w: BinaryLogLoss(RowMeta(w)), ref_binary, "binary", True),
+    "multinomial": (lambda w: MultinomialLogLoss(3, RowMeta(w)), ref_multinomial, "classes", True),
 }
 CONSTANT_HESSIAN = {"squared", "absolute", "quantile-0.1", "quantile-0.5",
                     "quantile-0.9", "huber-1", "huber-auto"}
@@ -219,13 +221,13 @@ def test_kernels_reject_mismatched_buffers():
     w = np.ones(10)
     g = np.empty((1, 10), dtype=G_H_DTYPE)
     with pytest.raises(ValueError, match="hessians has length 1"):
-        AbsoluteError(w).gradients(y, raw, g, np.ones((1, 1), G_H_DTYPE), 1)
+        AbsoluteError(RowMeta(w)).gradients(y, raw, g, np.ones((1, 1), G_H_DTYPE), 1)
     with pytest.raises(ValueError, match="hessians has length 1"):
         PoissonLoss().gradients(y, raw, g, np.ones((1, 1), G_H_DTYPE), 1)
     with pytest.raises(ValueError, match="gradients has length 9"):
         SquaredError().gradients(y, raw, g[:, :9], np.ones((1, 1), G_H_DTYPE), 1)
     with pytest.raises(ValueError, match="sample_weight has length 5"):
-        GammaLoss(np.ones(5)).gradients(y + 1, raw, g, g.copy(), 1)
+        GammaLoss(RowMeta(np.ones(5))).gradients(y + 1, raw, g, g.copy(), 1)
     with pytest.raises(ValueError, match="one per class"):
         MultinomialLogLoss(3).gradients(y, rng.random((3, 10)), g, g.copy(), 1)
 
@@ -264,7 +266,7 @@ def test_tweedie_endpoints_are_poisson_and_gamma():
     for power, other, seed in [(1.0, PoissonLoss, 5), (2.0, GammaLoss, 6)]:
         case = "tweedie-1" if power == 1 else "tweedie-2"
         tweedie, y, raw, w = make_problem(case, 500, seed, weighted=True)
-        reference = other(w)
+        reference = other(RowMeta(w))
         for a, b in zip(compute(tweedie, y, raw), compute(reference, y, raw)):
             np.testing.assert_array_equal(a, b)
         assert tweedie.loss(y, raw) == pytest.approx(reference.loss(y, raw), rel=1e-14)
@@ -351,7 +353,7 @@ def test_huber_loss_and_adaptive_delta():
     compute(loss, y, half)
     assert loss.delta_ == pytest.approx(0.5 * weighted_quantile(r, w, 0.9))
     # a given delta is never changed
-    fixed = HuberLoss(0.7, w)
+    fixed = HuberLoss(0.7, RowMeta(w))
     compute(fixed, y, raw)
     assert fixed.delta_ == 0.7
 
@@ -421,12 +423,12 @@ def test_baseline_is_optimal_constant(case, weighted):
 def test_specific_baselines():
     rng = np.random.default_rng(15)
     y, w = rng.gamma(2.0, 1.0, 100), rng.uniform(0, 2, 100)
-    assert PoissonLoss(w).baseline(y)[0] == pytest.approx(np.log(np.average(y, weights=w)))
-    assert SquaredError(w).baseline(y)[0] == pytest.approx(np.average(y, weights=w))
+    assert PoissonLoss(RowMeta(w)).baseline(y)[0] == pytest.approx(np.log(np.average(y, weights=w)))
+    assert SquaredError(RowMeta(w)).baseline(y)[0] == pytest.approx(np.average(y, weights=w))
     assert AbsoluteError().baseline(y[:99])[0] == np.median(y[:99])
-    assert HuberLoss(1.0, w).baseline(y)[0] == weighted_quantile(y, w, 0.5)
+    assert HuberLoss(1.0, RowMeta(w)).baseline(y)[0] == weighted_quantile(y, w, 0.5)
     assert HuberLoss().baseline(y[:99])[0] == np.median(y[:99])
-    assert QuantileLoss(0.25, w).baseline(y)[0] == weighted_quantile(y, w, 0.25)
+    assert QuantileLoss(0.25, RowMeta(w)).baseline(y)[0] == weighted_quantile(y, w, 0.25)
     # clipped means: finite baselines for a single observed class
     assert BinaryLogLoss().baseline(np.zeros(10))[0] == pytest.approx(
         np.log(1e-15), rel=1e-6)
@@ -534,7 +536,7 @@ def test_huber_refit_is_one_step_estimate(delta, weighted):
     (GammaLoss(), [1.0, -1.0], None, "strictly positive"),
     (PoissonLoss(), [1.0, -0.5], None, "loss='poisson' requires non-negative y"),
     (PoissonLoss(), [0.0, 0.0], None, "strictly positive \\(weighted\\) sum"),
-    (PoissonLoss(np.array([0.0, 1.0])), [3.0, 0.0], "w", "strictly positive"),
+    (PoissonLoss(RowMeta(np.array([0.0, 1.0]))), [3.0, 0.0], "w", "strictly positive"),
     (TweedieLoss(1.5), [1.0, -1.0], None, "loss='tweedie' requires non-negative y"),
     (TweedieLoss(2.0), [1.0, 0.0], None, "loss='tweedie' requires strictly positive"),
     (BinaryLogLoss(), [0.0, 2.0], None, "requires y in \\{0, 1\\}"),
@@ -649,7 +651,7 @@ def test_multinomial_is_stable_for_large_raw():
                     [0.0, -1000.0, 1000.0, -1000.0, 0.0]])
     y = np.array([0.0, 0.0, 2.0, 1.0, 1.0])
     w = np.array([1.0, 2.0, 1.0, 1.0, 3.0])
-    loss = MultinomialLogLoss(3, w)
+    loss = MultinomialLogLoss(3, RowMeta(w))
     g, h = compute(loss, y, raw)
     assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
     np.testing.assert_allclose(g.sum(axis=0), 0, atol=1e-6)
@@ -675,7 +677,7 @@ def squared_error_func(y_true, raw_prediction, sample_weight):
 
 def test_custom_loss_matches_builtin():
     loss, y, raw, w = make_problem("squared", 200, seed=23, weighted=True)
-    custom = get_loss(squared_error_func, w)
+    custom = get_loss(squared_error_func, RowMeta(w))
     assert isinstance(custom, CustomLoss) and not custom.constant_hessian
     g, h = custom.allocate(200)
     custom.gradients(y, raw, g, h, 2)
@@ -700,7 +702,7 @@ def test_custom_loss_receives_read_only_inputs():
         return np.zeros(3), np.ones(3, dtype=np.int64)
 
     y, raw, w = np.arange(3.0), np.full((1, 3), 5.0), np.array([1.0, 2.0, 3.0])
-    custom = CustomLoss(func, w)
+    custom = CustomLoss(func, RowMeta(w))
     g, h = custom.allocate(3)
     custom.gradients(y, raw, g, h, 1)
     assert seen["raw"].shape == (3,) and np.all(seen["raw"] == 5.0)
@@ -749,7 +751,7 @@ def test_custom_loss_validation(result, message):
 ])
 def test_get_loss(name, kwargs, cls, attrs):
     w = np.ones(3)
-    loss = get_loss(name, w, **kwargs)
+    loss = get_loss(name, RowMeta(w), **kwargs)
     assert type(loss) is cls and loss.sample_weight is w
     assert name in LOSS_NAMES
     for key, value in attrs.items():
@@ -843,6 +845,6 @@ def test_huber_scores_no_rows_without_error():
     # a Dask shard scores its (possibly empty) validation set with the
     # adaptive delta not yet fitted: no rows is no loss, not an error
     loss = HuberLoss(None, None)
-    stats = loss.reweighted(None).loss_statistics(np.empty(0), np.empty((1, 0)))
+    stats = loss.for_rows(None).loss_statistics(np.empty(0), np.empty((1, 0)))
     assert np.isnan(stats.value())
     assert np.isnan(loss._adaptive_delta(np.empty(0), np.empty(0), None))

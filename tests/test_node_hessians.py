@@ -6,6 +6,8 @@ import math
 import pickle
 
 import numpy as np
+
+from hgbt.core.row_meta import RowMeta
 import pytest
 from scipy.special import expit, softmax
 
@@ -108,7 +110,7 @@ def test_sum_hessians_are_the_hessians_of_the_rows_under_the_node(kind):
 
     # Exactly: the loss's own float32 hessians at the same raw predictions,
     # snapped to the grid, then summed (exact in float64 on the grid).
-    loss = model._make_loss(w)
+    loss = model._make_loss(RowMeta(w))
 
     def kernel_hessians(r):
         g = np.empty((raws[r].shape[0], N), dtype=np.float32)

@@ -6,6 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from hgbt.core.row_meta import RowMeta
 from hgbt.engine.losses import AbsoluteError, CustomLoss, HuberLoss, QuantileLoss
 from hgbt.engine.selection import (float_keys, key_values, radix_select, weight_units,
                                    weighted_quantiles)
@@ -125,10 +126,10 @@ def test_quantiles_over_shards_are_those_of_all_rows(weighted):
             np.testing.assert_array_equal(got[q], expected[q])
 
 
-@pytest.mark.parametrize("make", [lambda w: AbsoluteError(w), lambda w: QuantileLoss(0.3, w),
-                                  lambda w: HuberLoss(None, w), lambda w: HuberLoss(0.7, w),
+@pytest.mark.parametrize("make", [lambda w: AbsoluteError(RowMeta(w)), lambda w: QuantileLoss(0.3, RowMeta(w)),
+                                  lambda w: HuberLoss(None, RowMeta(w)), lambda w: HuberLoss(0.7, RowMeta(w)),
                                   lambda w: CustomLoss(lambda y, raw, sw: (
-                                      np.tanh(raw - y), np.ones_like(y)), w)])
+                                      np.tanh(raw - y), np.ones_like(y)), RowMeta(w))])
 def test_losses_over_shards_are_the_losses_of_all_rows(make):
     # baselines, leaf refits and Huber's adaptive delta pool every shard's rows
     rng = np.random.default_rng(3)

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
+from ..core.row_meta import RowMeta
 from ..data import target_stats
 from ..data.binning import BinMapper
 from ..data.dataset import MatrixLike
@@ -289,7 +290,7 @@ class _DaskMixin:
              self.data_sample_strategy == "goss", scored is not None,
              booster if warm else None, self.tree_learner, self.top_k)
             for local, ids in zip(local_rows, row_ids)])
-        loss = self._make_loss(None)
+        loss = self._make_loss()
         if not warm:  # a warm start's rows start from its model's predictions
             booster.baseline = loss.baseline_from_statistics(
                 merge([s for s in statistics if s is not None]))
@@ -371,7 +372,7 @@ def _scored_rows(targets, train_rows, val_rows, has_val):
         weights = [t[which][1] for t in targets if t[which][0].shape[0]]
         w = (None if not weights or weights[0] is None
              else np.concatenate(weights)[order])
-        out.append(ScoredRows(np.empty((y.shape[0], 0)), y, w))
+        out.append(ScoredRows(np.empty((y.shape[0], 0)), y, RowMeta(w)))
     return out, tuple(orders)
 
 

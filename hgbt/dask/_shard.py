@@ -24,6 +24,7 @@ from ..data.categorical import codes_with_counts, pooled_positions
 from ..data.dataset import sparse_bins
 from ..engine.numeric_range import check_fit_range
 from ..core.collective import SINGLE_PROCESS
+from ..core.row_meta import RowMeta
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ._halving import MIN_SIZE as HALVING_MIN_SIZE, join_halving
 from ._ring import join_ring, listen
@@ -261,7 +262,8 @@ class Shard:
             own, X_binned, y, w, row_ids = _gathered(self.ring, own, X_binned, y, w, row_ids)
             score_rows = own
         self._score_rows, self._send_raw = score_rows, send_raw
-        loss = inputs.make_loss(w)
+        meta = RowMeta(w)
+        loss = inputs.make_loss(meta)
         # quantiles and a custom baseline pool the rows of every shard
         loss.collective = SINGLE_PROCESS if by_feature else self.ring
         loss.check_y_rows(y)
@@ -269,10 +271,10 @@ class Shard:
         X_val, y_val, w_val = self._val
         y_val, w_val = inputs.encoded(y_val, w_val)
         k_trees = loss.n_trees_per_iteration
-        validation = ValidationRows(X_val, y_val, w_val,
+        validation = ValidationRows(X_val, y_val, RowMeta(w_val),
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         # feature-parallel: the scores pool every shard's own rows, as locally
-        self.state = RowState(loss, y, w, np.zeros((k_trees, y.shape[0]), dtype=Y_DTYPE),
+        self.state = RowState(loss, y, meta, np.zeros((k_trees, y.shape[0]), dtype=Y_DTYPE),
                              full_hessian, [validation], score_rows,
                              score_collective=self.ring if by_feature else None)
         binned = FeatureLayout.plain(X_binned, bin_mapper.n_bins_non_missing_,

@@ -6,26 +6,26 @@ The scores come from :mod:`hgbt.engine.evaluation`; the rule runs as the
 import math
 
 import numpy as np
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
 
-def split_validation(X, y, sample_weight, validation_fraction, seed, stratify,
-                     init_score=None):
-    """Hold out ``validation_fraction`` of the rows (stratified for classifiers).
+def split_validation(X, y, meta, validation_fraction, seed, stratify):
+    """Hold out ``validation_fraction`` of the rows (stratified for
+    classifiers; whole queries when ``meta`` has query ids, so a hold-out
+    never cuts a query).
 
-    Returns ``X_train, X_val, y_train, y_val, w_train, w_val`` (weights may be
-    None), then, with ``init_score`` (shape (n_trees, n_rows)), its two parts.
+    Returns ``X_train, X_val, y_train, y_val, meta_train, meta_val`` (the
+    rows' side information, :class:`~hgbt.core.row_meta.RowMeta`, goes along).
     """
-    arrays = [X, y] + [a for a in (sample_weight, None if init_score is None
-                                   else init_score.T) if a is not None]
-    parts = train_test_split(*arrays, test_size=validation_fraction,
-                             stratify=y if stratify else None, random_state=seed)
-    X_train, X_val, y_train, y_val = parts[:4]
-    w_train, w_val = (parts[4], parts[5]) if sample_weight is not None else (None, None)
-    if init_score is None:
-        return X_train, X_val, y_train, y_val, w_train, w_val
-    return (X_train, X_val, y_train, y_val, w_train, w_val,
-            np.ascontiguousarray(parts[-2].T), np.ascontiguousarray(parts[-1].T))
+    rows = np.arange(y.shape[0])
+    if meta.qid is not None:
+        train, held = next(GroupShuffleSplit(1, test_size=validation_fraction,
+                                             random_state=seed).split(rows, groups=meta.qid))
+        train, held = np.sort(train), np.sort(held)  # each query's rows in their order
+    else:
+        train, held = train_test_split(rows, test_size=validation_fraction,
+                                       stratify=y if stratify else None, random_state=seed)
+    return X[train], X[held], y[train], y[held], meta.take(train), meta.take(held)
 
 
 def can_stratify(y, validation_fraction):

@@ -44,8 +44,8 @@ class ScorerMetric:
         self.name = name
         self.scorer = check_scoring(estimator, scoring)
 
-    def __call__(self, view, X, y, sample_weight):
-        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+    def __call__(self, view, X, y, meta):
+        kwargs = {} if meta.sample_weight is None else {"sample_weight": meta.sample_weight}
         return float(self.scorer(view, X, y, **kwargs))
 
 
@@ -68,21 +68,21 @@ class ScoredRows:
         The validated rows (scorers get them; views ignore them).
     y : ndarray
         Targets as the user gave them (labels for a classifier).
-    sample_weight : ndarray or None
+    meta : RowMeta
+        The rows' side information (weights, query ids, ...).
     indices : ndarray or None
         For the training set: the scored subsample of its rows (None: all).
     """
 
-    def __init__(self, X, y, sample_weight, indices=None):
-        self.X, self.y, self.sample_weight, self.indices = X, y, sample_weight, indices
+    def __init__(self, X, y, meta, indices=None):
+        self.X, self.y, self.meta, self.indices = X, y, meta, indices
 
     @classmethod
-    def training(cls, X, y, sample_weight, rows):
+    def training(cls, X, y, meta, rows):
         """The training rows ``rows`` (of :func:`training_score_rows`; None: all)."""
         if rows is None:
-            return cls(X, y, sample_weight)
-        return cls(X[rows], y[rows], None if sample_weight is None else sample_weight[rows],
-                   rows)
+            return cls(X, y, meta)
+        return cls(X[rows], y[rows], meta.take(rows), rows)
 
 
 class Evaluator:
@@ -131,7 +131,7 @@ class Evaluator:
                                       else raw[:, scored.indices])
                 for metric in scorers:
                     scores[name][metric.name] = metric(view, scored.X, scored.y,
-                                                       scored.sample_weight)
+                                                       scored.meta)
         # in the metrics' order, whatever computed them first
         return {name: {m.name: scores[name][m.name] for m in self.metrics}
                 for name in self.set_names}

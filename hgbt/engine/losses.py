@@ -50,6 +50,7 @@ from ._loss import (
 from ..core._types import G_H_DTYPE, Y_DTYPE
 from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_merge, allreduce_sum_int
 from ..core.exact import ExactSum, WeightedMean
+from ..core.row_meta import NO_META, RowMeta
 from .selection import Agreed, weighted_quantile, weighted_quantiles
 
 _NO_WEIGHT = np.empty(0, dtype=Y_DTYPE)
@@ -60,8 +61,9 @@ class BaseLoss:
 
     Parameters
     ----------
-    sample_weight : ndarray of shape (n_samples,) or None
-        Non-negative row weights, already validated.
+    meta : RowMeta or None
+        The rows' side information (non-negative ``sample_weight``, already
+        validated; the objectives that need them read queries from it).
     """
 
     #: trees per boosting round (number of classes for multiclass)
@@ -79,20 +81,28 @@ class BaseLoss:
     #: the quantiles of the non-smooth losses are taken over all of them
     collective = SINGLE_PROCESS
 
-    def __init__(self, sample_weight=None):
-        self.sample_weight = sample_weight
+    def __init__(self, meta=None):
+        if meta is not None and not isinstance(meta, RowMeta):
+            raise TypeError(f"a loss takes its rows' side information as a RowMeta, got "
+                            f"{type(meta).__name__}: pass RowMeta(sample_weight=...).")
+        self.meta = NO_META if meta is None else meta
+
+    @property
+    def sample_weight(self):
+        """The rows' weights (None: all 1)."""
+        return self.meta.sample_weight
 
     @property
     def constant_hessian(self):
         """Whether the hessian is one constant for every row (counts suffice)."""
         return self.sample_weight is None and self.hessian_is_constant_unweighted
 
-    def reweighted(self, sample_weight):
+    def for_rows(self, meta):
         """The same loss, fitted state included (e.g. Huber's ``delta_``),
-        for other rows with weights ``sample_weight``: scores a validation set
+        for other rows of side information ``meta``: scores a validation set
         exactly as the training rows are scored."""
         other = copy.copy(self)
-        other.sample_weight = sample_weight
+        other.meta = NO_META if meta is None else meta
         return other
 
     def restart(self):
@@ -313,8 +323,8 @@ class QuantileLoss(_QuantileBaselineLoss):
 
     name = "quantile"
 
-    def __init__(self, quantile, sample_weight=None):
-        super().__init__(sample_weight)
+    def __init__(self, quantile, meta=None):
+        super().__init__(meta)
         self.quantile = _check_number(quantile, "quantile", 0.0, 1.0, True, True)
 
     @property
@@ -356,8 +366,8 @@ class HuberLoss(_QuantileBaselineLoss):
     #: quantile of |y - raw| that sets ``delta_`` when ``delta`` is None
     delta_quantile = 0.9
 
-    def __init__(self, delta=None, sample_weight=None):
-        super().__init__(sample_weight)
+    def __init__(self, delta=None, meta=None):
+        super().__init__(meta)
         if delta is not None:
             delta = _check_number(delta, "huber delta", 0.0, math.inf, True, True)
         self.delta = delta
@@ -491,8 +501,8 @@ class TweedieLoss(_LogLinkLoss):
 
     name = "tweedie"
 
-    def __init__(self, power, sample_weight=None):
-        super().__init__(sample_weight)
+    def __init__(self, power, meta=None):
+        super().__init__(meta)
         self.power = _check_number(power, "tweedie power", 1.0, 2.0, False, False)
 
     def check_y(self, y, totals=True):
@@ -569,8 +579,8 @@ class MultinomialLogLoss(BaseLoss):
     name = "log_loss"
     link = "softmax"
 
-    def __init__(self, n_classes, sample_weight=None):
-        super().__init__(sample_weight)
+    def __init__(self, n_classes, meta=None):
+        super().__init__(meta)
         if (not isinstance(n_classes, numbers.Integral) or isinstance(n_classes, bool)
                 or n_classes < 2):
             raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
@@ -629,8 +639,8 @@ class CustomLoss(BaseLoss):
     name = "custom"
     has_loss_values = False
 
-    def __init__(self, func, sample_weight=None):
-        super().__init__(sample_weight)
+    def __init__(self, func, meta=None):
+        super().__init__(meta)
         if not callable(func):
             raise ValueError(f"a custom loss must be callable, got {func!r}")
         self.func = func
@@ -750,7 +760,7 @@ LOSS_NAMES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
               "gamma", "tweedie", "log_loss")
 
 
-def get_loss(loss, sample_weight=None, *, n_classes=None, huber_delta=None,
+def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
              quantile=None, tweedie_power=1.5):
     """The loss instance for a name in ``LOSS_NAMES`` or a callable.
 
@@ -761,36 +771,36 @@ def get_loss(loss, sample_weight=None, *, n_classes=None, huber_delta=None,
     """
     if callable(loss):
         if n_classes is None:
-            return CustomLoss(loss, sample_weight)
+            return CustomLoss(loss, meta)
         if n_classes != 2:
             raise ValueError(f"a callable classifier loss takes two classes (one tree per "
                              f"round, on the log-odds); y has {n_classes}: use "
                              "loss='log_loss' for more.")
-        return CustomBinaryLoss(loss, sample_weight)
+        return CustomBinaryLoss(loss, meta)
     if not isinstance(loss, str) or loss not in LOSS_NAMES:
         raise ValueError(f"unknown loss {loss!r}; valid losses are "
                          f"{', '.join(repr(name) for name in LOSS_NAMES)} or a callable")
     if loss == "squared_error":
-        return SquaredError(sample_weight)
+        return SquaredError(meta)
     if loss == "absolute_error":
-        return AbsoluteError(sample_weight)
+        return AbsoluteError(meta)
     if loss == "huber":
-        return HuberLoss(huber_delta, sample_weight)
+        return HuberLoss(huber_delta, meta)
     if loss == "quantile":
         if quantile is None:
             raise ValueError("loss='quantile' requires quantile, a number in (0, 1)")
-        return QuantileLoss(quantile, sample_weight)
+        return QuantileLoss(quantile, meta)
     if loss == "poisson":
-        return PoissonLoss(sample_weight)
+        return PoissonLoss(meta)
     if loss == "gamma":
-        return GammaLoss(sample_weight)
+        return GammaLoss(meta)
     if loss == "tweedie":
-        return TweedieLoss(tweedie_power, sample_weight)
+        return TweedieLoss(tweedie_power, meta)
     if n_classes is None:
         raise ValueError("loss='log_loss' requires n_classes")
     if (not isinstance(n_classes, numbers.Integral) or isinstance(n_classes, bool)
             or n_classes < 2):
         raise ValueError(f"loss='log_loss' requires n_classes >= 2, got {n_classes!r}")
     if n_classes == 2:
-        return BinaryLogLoss(sample_weight)
-    return MultinomialLogLoss(n_classes, sample_weight)
+        return BinaryLogLoss(meta)
+    return MultinomialLogLoss(n_classes, meta)

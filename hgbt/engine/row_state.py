@@ -14,20 +14,26 @@ import numpy as np
 
 from ..core._types import SIZE_DTYPE
 from ..core.collective import SINGLE_PROCESS, allreduce_sum_int
+from ..core.row_meta import RowMeta
 from ..tree.training_data import LocalTrainingData
 from .round_plan import RoundTrees
 from .tree_team import TreeTeam
 
 
 class ValidationRows(NamedTuple):
-    """One validation set: rows, encoded targets, weights, raw predictions
-    (shape (n_trees_per_iteration, n_rows), updated by the rounds)."""
+    """One validation set: rows, encoded targets, side information (weights,
+    start scores, ...), raw predictions (shape (n_trees_per_iteration,
+    n_rows), updated by the rounds)."""
 
     X: object
     y: np.ndarray
-    sample_weight: Optional[np.ndarray]
+    meta: RowMeta
     raw: np.ndarray
-    offset: Optional[np.ndarray] = None  # start scores (init_score), same shape as raw
+
+    @property
+    def offset(self):
+        """The rows' start scores (``init_score``), same shape as raw, or None."""
+        return self.meta.init_score
 
 
 class RowState:
@@ -36,10 +42,12 @@ class RowState:
     Parameters
     ----------
     loss : BaseLoss
-        The fit's loss, built with ``sample_weight``.
+        The fit's loss, built with ``meta``.
     y : ndarray of shape (n_samples,)
         Encoded targets.
-    sample_weight : ndarray of shape (n_samples,) or None
+    meta : RowMeta
+        The rows' side information: weights, start scores (``init_score``,
+        kept for a restart), ...
     raw : ndarray of shape (n_trees_per_iteration, n_samples), float64
         Raw predictions of the rows, updated in place by the rounds.
     full_hessian : bool, default=False
@@ -50,8 +58,6 @@ class RowState:
     score_rows : ndarray or None, default=None
         The rows the training loss is scored on (None: all); see
         :func:`~hgbt.engine.evaluation.training_score_rows`.
-    offset : ndarray of shape (n_trees_per_iteration, n_samples) or None
-        The rows' start scores (``init_score``), kept for a restart.
     score_collective : Collective or None, default=None
         The processes whose scored rows the loss statistics pool where the
         loss's own collective does not (a feature-parallel Dask shard: all
@@ -64,30 +70,28 @@ class RowState:
         constant hessian), filled in place by :meth:`compute_gradients`.
     """
 
-    def __init__(self, loss, y, sample_weight, raw, full_hessian=False, validation=(),
-                 score_rows=None, offset=None, score_collective=None):
+    def __init__(self, loss, y, meta, raw, full_hessian=False, validation=(),
+                 score_rows=None, score_collective=None):
         self.loss = loss
         self.score_collective = score_collective
-        self.offset = offset
+        self.meta = meta
         self.score_rows = score_rows
         self.y = y
-        self.sample_weight = sample_weight
         self.raw = raw
         self.validation = list(validation)
         self.gradients, self.hessians = loss.allocate_buffers(y.shape[0], full_hessian)
         # hessians of shape (n_trees, 1): one value for every row
         self.constant_hessian = loss.constant_hessian and not full_hessian
-        # the scored rows' targets and weights, fixed for the fit
+        # the scored rows' targets and side information, fixed for the fit
         self._score_y = y if score_rows is None else y[score_rows]
-        self._score_weight = (sample_weight if score_rows is None or sample_weight is None
-                              else sample_weight[score_rows])
+        self._score_meta = meta if score_rows is None else meta.take(score_rows)
 
     def set_baseline(self, baseline):
         """Start every raw prediction at ``baseline`` (one value per tree of a
         round), plus its row's start score where the fit has them."""
         self.raw[:] = baseline[:, None]
-        if self.offset is not None:
-            self.raw += self.offset
+        if self.meta.init_score is not None:
+            self.raw += self.meta.init_score
         for vset in self.validation:
             vset.raw[:] = baseline[:, None]
             if vset.offset is not None:  # in place: a NamedTuple's field
@@ -132,15 +136,15 @@ class RowState:
         ``n_threads``)."""
         rows = self.score_rows
         train = (self.loss.loss_statistics(self.y, self.raw, n_threads) if rows is None else
-                 self._scorer(self._score_weight)
+                 self._scorer(self._score_meta)
                  .loss_statistics(self._score_y, self.raw[:, rows], n_threads))
-        return train, [self._scorer(vset.sample_weight).loss_statistics(
+        return train, [self._scorer(vset.meta).loss_statistics(
             vset.y, vset.raw, n_threads) for vset in self.validation]
 
-    def _scorer(self, sample_weight):
-        # reweighted at each call, not once: it carries the loss's fitted state
+    def _scorer(self, meta):
+        # made at each call, not once: it carries the loss's fitted state
         # (Huber's delta), which the rounds update
-        scorer = self.loss.reweighted(sample_weight)
+        scorer = self.loss.for_rows(meta)
         if self.score_collective is not None:
             scorer.collective = self.score_collective
         return scorer
@@ -202,7 +206,7 @@ class LocalData:
         self._X, self._missing_bin = X, n_bins - 1
         self._X_binned = binned.X_dense if binned.is_plain else None
         self._unsampled = None
-        self._refit_weight = state.sample_weight
+        self._refit_weight = state.meta.sample_weight
 
         def make_source(threads):
             source = LocalTrainingData(binned, n_bins, threads, collective, row_ids,
@@ -245,7 +249,7 @@ class LocalData:
         self._unsampled = _complement(rows, self.n_rows)
         if self.state.loss.needs_leaf_refit and sampler.needs_full_hessian:
             # Leaf refits weight GOSS's up-weighted rows as the gradients do.
-            weight = self.state.sample_weight
+            weight = self.state.meta.sample_weight
             self._refit_weight = (np.ones(self.n_rows) if weight is None
                                   else weight.copy())
             self._refit_weight[sampler.reweighted_rows] *= sampler.other_weight

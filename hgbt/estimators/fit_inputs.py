@@ -112,10 +112,9 @@ class FitInputs:
         """``sample_weight`` (or None) times the class weights of the rows."""
         return class_weighted(self.class_weights, sample_weight, y_encoded)
 
-    def make_loss(self, sample_weight):
-        """The fit's loss over rows weighted by ``sample_weight``."""
-        return get_loss(**objective_from_params(self.loss_params, self.classes),
-                        sample_weight=sample_weight)
+    def make_loss(self, meta):
+        """The fit's loss over rows of side information ``meta`` (a RowMeta)."""
+        return get_loss(**objective_from_params(self.loss_params, self.classes), meta=meta)
 
 
 def same_rows(X_a, y_a, w_a, X_b, y_b, w_b):

@@ -24,6 +24,7 @@ from ..core._openmp import effective_n_threads
 from ..core.load import ThreadGovernor
 from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS, unknown_parameter_message
+from ..core.row_meta import RowMeta
 from ..data import target_stats
 from ..data.dataset import BINNING_PARAMS, Dataset, MatrixLike, new_seed
 from ..data.categorical import same_encoding, validate_X
@@ -151,9 +152,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _is_fitted(self):
         return hasattr(self, "booster_")
 
-    def _make_loss(self, sample_weight):
-        """The fit's loss over rows weighted by ``sample_weight``."""
-        return get_loss(**self._objective(), sample_weight=sample_weight)
+    def _make_loss(self, meta=None):
+        """The fit's loss over rows of side information ``meta`` (a RowMeta)."""
+        return get_loss(**self._objective(), meta=meta)
 
     def _fit_inputs(self):
         """This fit's input validation, target encoding, class weights and
@@ -325,15 +326,16 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         k_trees = len(self.classes_) if self._stratify and len(self.classes_) > 2 else 1
         init_score, init_score_val, eval_init_score = _dataset_scores(
             init_scores, dataset, X_val, [X_i for X_i, _, _ in eval_rows])
-        offset = check_init_score(init_score, X.shape[0], k_trees)
-        offsets = [check_init_score(s, X_v.shape[0], k_trees, f"eval_init_score[{i}]")
-                   for i, (s, (X_v, _, _)) in enumerate(zip(eval_init_scores(
-                       init_score, eval_init_score, len(validation), X_val is not None,
-                       init_score_val), validation))]
+        meta = RowMeta(sample_weight, check_init_score(init_score, X.shape[0], k_trees))
+        validation = [(X_v, y_v, RowMeta(w_v, check_init_score(
+                          s, X_v.shape[0], k_trees, f"eval_init_score[{i}]")))
+                      for i, (s, (X_v, y_v, w_v)) in enumerate(zip(eval_init_scores(
+                          init_score, eval_init_score, len(validation), X_val is not None,
+                          init_score_val), validation))]
         # LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val,
         # y_val)]: a set of the training rows is scored, never watched
-        training = [name for name, (X_v, y_v, w_v) in zip(names, validation)
-                    if same_rows(X_v, y_v, w_v, X, y, sample_weight)]
+        training = [name for name, (X_v, y_v, m_v) in zip(names, validation)
+                    if same_rows(X_v, y_v, m_v.sample_weight, X, y, sample_weight)]
         others = [name for name in names if name not in training]
         early_stopping = (self._early_stopping_enabled(y, X_val is not None) if not given
                           else self._dataset_early_stopping(X_val is not None or others))
@@ -347,27 +349,24 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 f"eval_set {training} holds the training rows, which early stopping never "
                 "watches: it holds out validation_fraction of the rows instead",
                 UserWarning, stacklevel=4)
-        X_train, y_train, w_train = X, y, sample_weight
+        X_train, y_train, meta_train = X, y, meta
         if X_val is not None:
             if not early_stopping:
                 raise ValueError("X_val and y_val are only used for early stopping, "
                                  "which early_stopping=False turns off (eval_set scores "
                                  "sets without it).")
-            validation.insert(0, self._validation_set(X_val, y_val, sample_weight_val,
-                                                      "X_val", dataset))
-            offsets.insert(0, check_init_score(init_score_val, validation[0][0].shape[0],
-                                               k_trees, "init_score_val"))
+            X_v, y_v, w_v = self._validation_set(X_val, y_val, sample_weight_val, "X_val",
+                                                 dataset)
+            validation.insert(0, (X_v, y_v, RowMeta(w_v, check_init_score(
+                init_score_val, X_v.shape[0], k_trees, "init_score_val"))))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
               and (not others or self.early_stopping_set == VALIDATION)):
             # the hold-out, unless another set is watched
-            X_train, X_hold, y_train, y_hold, w_train, w_hold, *scores = split_validation(
-                X, y, sample_weight, self.validation_fraction, self._seed, self._stratify,
-                offset)
-            validation.insert(0, (X_hold, y_hold, w_hold))
-            offset, held = scores or (None, None)  # the rows' start scores go along
-            offsets.insert(0, held)
+            X_train, X_hold, y_train, y_hold, meta_train, meta_hold = split_validation(
+                X, y, meta, self.validation_fraction, self._seed, self._stratify)
+            validation.insert(0, (X_hold, y_hold, meta_hold))
             names.insert(0, VALIDATION)
             dataset = Dataset.from_prepared(
                 X_train, None, None, categorical=dataset.categorical,
@@ -379,11 +378,12 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         X_user = booster.user_codes(X_train)  # as a scikit-learn callback may predict it
         binned = dataset.construct(
             target_stats.target_columns(y_train, len(self.classes_) if self._stratify
-                                        else None), w_train, self._binning_key(), self._seed,
+                                        else None), meta_train.sample_weight,
+            self._binning_key(), self._seed,
             n_threads, (booster.bin_mapper, booster.target_stats) if warm else None)
         if not warm:
             booster.bin_mapper, booster.target_stats = binned.bin_mapper, binned.target_stats
-        validation = [(booster.pooled_input(X_v), y_v, w_v) for X_v, y_v, w_v in validation]
+        validation = [(booster.pooled_input(X_v), y_v, m_v) for X_v, y_v, m_v in validation]
         self._set_internal_constraints(interactions, monotonic)
         callbacks = list(callbacks or ())
         if uses_sklearn_callbacks(self):
@@ -396,7 +396,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             context = self._init_callback_context(max_subtasks=rounds)
             callbacks.append(SklearnRounds(
                 context, X_user, self._decode(y_train),
-                None if w_train is None else {"sample_weight": w_train}, _round_state))
+                None if meta_train.sample_weight is None
+                else {"sample_weight": meta_train.sample_weight}, _round_state))
         if watched is None and training and VALIDATION in names:
             watched = VALIDATION  # the hold-out made instead
         monitor = Monitor(self, [TRAIN] + names, early_stopping, not self._custom_loss(),
@@ -404,8 +405,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                           watched=watched,
                           watched_because=(f"{', '.join(training)} holds the training rows"
                                            if watched is not None else None))
-        self._fit_rounds(binned.X, binned.layout, y_train, w_train, validation, monitor,
-                         early_stopping, warm, n_threads, (offset, offsets))
+        self._fit_rounds(binned.X, binned.layout, y_train, meta_train, validation, monitor,
+                         early_stopping, warm, n_threads)
 
     def _dataset_rows(self, dataset, y, sample_weight, warm):
         """A Dataset given to ``fit``: its rows checked against this fit (its
@@ -568,15 +569,14 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _class_weighted(self, sample_weight, y):
         return sample_weight  # overridden by the classifier (class_weight)
 
-    def _fit_rounds(self, X, binned, y, sample_weight, validation, monitor,
-                    early_stopping, warm, n_threads, offsets=(None, None)):
-        loss = self._make_loss(sample_weight)
+    def _fit_rounds(self, X, binned, y, meta, validation, monitor, early_stopping, warm,
+                    n_threads):
+        loss = self._make_loss(meta)
         loss.check_y(y)
-        check_fit_range(loss, y, sample_weight)
+        check_fit_range(loss, y, meta.sample_weight)
         n_samples, k_trees = X.shape[0], loss.n_trees_per_iteration
         booster = self.booster_
-        offset, val_offsets = offsets
-        val_offsets = val_offsets or [None] * len(validation)
+        offset = meta.init_score
         if not warm:  # rows given start scores start there only (as the peers')
             booster.baseline = (loss.baseline(y) if offset is None
                                 else np.zeros(k_trees, dtype=np.float64))
@@ -589,14 +589,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raw += offset
         score_rows = training_score_rows(n_samples, self._seed)  # the loss's and scorers'
         full_hessian = self._boost_settings(n_threads).full_hessian
-        state = RowState(loss, y, sample_weight, raw, full_hessian,
-                         [ValidationRows(X_v, y_v, w_v, _plus(booster.raw_predict_prepared(
-                             X_v, None, n_threads), off), off)
-                          for (X_v, y_v, w_v), off in zip(validation, val_offsets)],
-                         score_rows, offset)
+        state = RowState(loss, y, meta, raw, full_hessian,
+                         [ValidationRows(X_v, y_v, m_v, _plus(booster.raw_predict_prepared(
+                             X_v, None, n_threads), m_v.init_score))
+                          for X_v, y_v, m_v in validation], score_rows)
         evaluator = monitor.evaluator(self, scored_rows(
-            score_rows, (X, self._decode(y), sample_weight),
-            [(X_v, self._decode(y_v), w_v) for X_v, y_v, w_v in validation]
+            score_rows, (X, self._decode(y), meta),
+            [(X_v, self._decode(y_v), m_v) for X_v, y_v, m_v in validation]
         ) if monitor.needs_predictions else None, self._round_view)
 
         def run(settings, record, runner):

@@ -271,7 +271,7 @@ def scored_rows(train_rows, train, validation):
     """Per set, the rows scorers read: the training rows ``train_rows``
     (:func:`~hgbt.engine.evaluation.training_score_rows`; None: all), every
     validation row. ``train`` and each of
-    ``validation`` are ``(X, y as the user's labels, sample_weight)``."""
+    ``validation`` are ``(X, y as the user's labels, RowMeta)``."""
     return [ScoredRows.training(*train, train_rows)] + [ScoredRows(*rows)
                                                         for rows in validation]
 
