@@ -18,7 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
 DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md",
-        ROOT / "doc" / "explain.md", ROOT / "doc" / "plots.md", ROOT / "doc" / "native.md")
+        ROOT / "doc" / "explain.md", ROOT / "doc" / "plots.md", ROOT / "doc" / "native.md",
+        ROOT / "doc" / "ranking.md")
 
 
 def _installed(*modules):

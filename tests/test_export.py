@@ -92,6 +92,22 @@ def test_regressor_onnx_and_treelite_match_predict(loss, y_map):
     close(treelite.gtil.predict(tl, X, pred_margin=True).reshape(-1), raw, rtol=1e-9)
 
 
+def test_ranker_onnx_and_treelite_match_predict():
+    from hgbt import HistGBDTRanker
+    X, y = make_data(1500, 0)
+    relevance = np.digitize(y, np.quantile(y, [0.5, 0.8, 0.95]))
+    qid = np.repeat(np.arange(75), 20)
+    model = HistGBDTRanker(categorical_features=[3], max_iter=25, random_state=0,
+                           early_stopping=False).fit(X, relevance, qid=qid)
+    X = rows()
+    (got,) = onnx_run(model, X)
+    close(got[:, 0], model.predict(X.astype(np.float32)))
+    (got,) = onnx_run(model, X, dtype=np.float64)
+    close(got[:, 0], model.predict(X))
+    tl = to_treelite(model)
+    close(treelite.gtil.predict(tl, X).reshape(-1), model.predict(X), rtol=1e-9)
+
+
 def test_float32_thresholds_route_float32_values_exactly():
     # just above and below and on each threshold of a model fit on values
     # that are not float32 numbers

@@ -30,6 +30,7 @@ from hgbt.engine.losses import (
     get_loss,
     weighted_quantile,
 )
+from hgbt.engine.ranking import LambdaRankLoss
 from hgbt.core._types import G_H_DTYPE, Y_DTYPE
 
 
@@ -762,7 +763,7 @@ def test_get_loss(name, kwargs, cls, attrs):
 @pytest.mark.parametrize("args, kwargs, message", [
     (("hinge",), {}, "unknown loss 'hinge'; valid losses are 'squared_error', "
                      "'absolute_error', 'huber', 'quantile', 'poisson', 'gamma', "
-                     "'tweedie', 'log_loss' or a callable"),
+                     "'tweedie', 'log_loss', 'lambdarank', 'pairwise' or a callable"),
     ((3,), {}, "unknown loss 3"),
     (("quantile",), {}, "loss='quantile' requires quantile"),
     (("quantile",), {"quantile": 1.5}, "quantile must be"),
@@ -779,7 +780,8 @@ def test_get_loss_errors(args, kwargs, message):
 _EVERY_LOSS = [SquaredError(), AbsoluteError(), QuantileLoss(0.3), HuberLoss(), PoissonLoss(),
                GammaLoss(), TweedieLoss(1.5), BinaryLogLoss(), MultinomialLogLoss(3),
                CustomLoss(lambda y, raw, w: (raw - y, np.ones_like(y))),
-               CustomBinaryLoss(lambda y, raw, w: (raw - y, np.ones_like(y)))]
+               CustomBinaryLoss(lambda y, raw, w: (raw - y, np.ones_like(y))),
+               LambdaRankLoss(RowMeta(qid=np.zeros(5)))]
 
 
 def test_every_loss_class_has_its_link_checked():

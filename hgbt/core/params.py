@@ -36,14 +36,15 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from ._types import MAX_TREE_DEPTH
 
 #: the estimators, by the kind of target they take
-REGRESSOR, CLASSIFIER = "regressor", "classifier"
-BOTH = (REGRESSOR, CLASSIFIER)
+REGRESSOR, CLASSIFIER, RANKER = "regressor", "classifier", "ranker"
+ALL = (REGRESSOR, CLASSIFIER, RANKER)
 STAGES = ("objective", "binning", "tree", "boosting", "early_stopping", "estimator")
 # LightGBM's quantization uses a few levels; more than this would only shrink
 # the blocks of rows the histogram kernel packs (training_data.packed_lanes).
 MAX_GRAD_QUANT_BINS = 1024
 REGRESSION_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
                      "gamma", "tweedie")
+RANKING_LOSSES = ("lambdarank", "pairwise")
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Param:
     stage : str
         Where it acts (see the module doc).
     estimators : tuple of str
-        The estimators that take it (``'regressor'``, ``'classifier'``).
+        The estimators that take it (``'regressor'``, ``'classifier'``, ``'ranker'``).
     lightgbm, xgboost, sklearn : str or None
         The closest parameter of each (None: none).
     annotation : str
@@ -74,7 +75,7 @@ class Param:
     constraint: list
     doc: str
     stage: str
-    estimators: tuple = BOTH
+    estimators: tuple = ALL
     lightgbm: str | None = None
     xgboost: str | None = None
     sklearn: str | None = None
@@ -119,7 +120,7 @@ def annotation_of(constraint: list) -> str:
     return " | ".join(parts)
 
 
-def _p(name, default, constraint, doc, stage, estimators=BOTH, lightgbm=None, xgboost=None,
+def _p(name, default, constraint, doc, stage, estimators=ALL, lightgbm=None, xgboost=None,
        sklearn=None, annotation=None):
     return Param(name, default, constraint, doc, stage, estimators, lightgbm, xgboost,
                  sklearn, annotation)
@@ -153,131 +154,148 @@ PARAMS = (
     _p("tweedie_power", 1.5, [Interval(Real, 1, 2, closed="both")],
        "Power of the Tweedie deviance.", "objective", (REGRESSOR,),
        "tweedie_variance_power", "tweedie_variance_power"),
+    _p("loss", "lambdarank", [StrOptions(set(RANKING_LOSSES))],
+       "LambdaMART optimising NDCG, or the pairwise logistic loss (RankNet).",
+       "objective", (RANKER,), "objective", "objective"),
+    _p("lambdarank_truncation_level", 30, [Interval(Integral, 1, None, closed="left")],
+       "LambdaMART: only pairs with a row in these top ranks count.", "objective",
+       (RANKER,), "lambdarank_truncation_level", "lambdarank_num_pair_per_sample"),
+    _p("lambdarank_norm", True, ["boolean"],
+       "Scale each query's gradients by log2(1 + L) / L, L its pairs' total |lambda|.",
+       "objective", (RANKER,), "lambdarank_norm"),
+    _p("label_gain", None, ["array-like", None],
+       "The gain of each relevance label; None: 2^label - 1.", "objective", (RANKER,),
+       "label_gain"),
+    _p("sigmoid", 1.0, [Interval(Real, 0, None, closed="neither")],
+       "Slope of the pairwise logistic loss.", "objective", (RANKER,), "sigmoid"),
     _p("learning_rate", 0.15, [Interval(Real, 0, None, closed="neither")],
-       "Shrinkage of every leaf value.", "boosting", BOTH, "learning_rate", "eta",
+       "Shrinkage of every leaf value.", "boosting", ALL, "learning_rate", "eta",
        "learning_rate"),
     _p("max_iter", 150, [Interval(Integral, 1, None, closed="left")],
-       "Boosting rounds (K trees a round for K > 2 classes).", "boosting", BOTH,
+       "Boosting rounds (K trees a round for K > 2 classes).", "boosting", ALL,
        "num_iterations", "num_boost_round", "max_iter"),
     _p("max_leaf_nodes", "auto", [Interval(Integral, 2, None, closed="left"), None,
                                   StrOptions({"auto"})],
        "Leaves per tree; None: no limit; 'auto': 31, or 63 when it scores better.",
-       "tree", BOTH, "num_leaves", "max_leaves", "max_leaf_nodes"),
+       "tree", ALL, "num_leaves", "max_leaves", "max_leaf_nodes"),
     _p("max_depth", None, [Interval(Integral, 1, MAX_TREE_DEPTH, closed="both"), None],
        f"Depth limit of a tree (the root at 0); None: {MAX_TREE_DEPTH}, the deepest "
-       "tree a model file holds.", "tree", BOTH, "max_depth",
+       "tree a model file holds.", "tree", ALL, "max_depth",
        "max_depth", "max_depth"),
     _p("min_samples_leaf", 20, [Interval(Integral, 1, None, closed="left")],
-       "Fewest rows in a leaf.", "tree", BOTH, "min_data_in_leaf", None,
+       "Fewest rows in a leaf.", "tree", ALL, "min_data_in_leaf", None,
        "min_samples_leaf"),
     _p("min_child_weight", 1e-3, [_NON_NEGATIVE],
-       "Smallest hessian sum in a leaf.", "tree", BOTH, "min_sum_hessian_in_leaf",
+       "Smallest hessian sum in a leaf.", "tree", ALL, "min_sum_hessian_in_leaf",
        "min_child_weight"),
     _p("min_gain_to_split", 0.0, [_NON_NEGATIVE],
-       "Subtracted from every split's gain.", "tree", BOTH, "min_gain_to_split",
+       "Subtracted from every split's gain.", "tree", ALL, "min_gain_to_split",
        "gamma"),
     _p("l1_regularization", 0.0, [_NON_NEGATIVE],
-       "L1 penalty on leaf values.", "tree", BOTH, "lambda_l1", "alpha"),
+       "L1 penalty on leaf values.", "tree", ALL, "lambda_l1", "alpha"),
     _p("l2_regularization", "auto", [_NON_NEGATIVE, StrOptions({"auto"})],
-       "L2 penalty on leaf values; 'auto': the tree size's (1 or 10).", "tree", BOTH,
+       "L2 penalty on leaf values; 'auto': the tree size's (1 or 10).", "tree", ALL,
        "lambda_l2", "lambda", "l2_regularization"),
     _p("max_bins", 255, [Interval(Integral, 2, 255, closed="both")],
-       "Value bins per feature, plus one for missing values.", "binning", BOTH,
+       "Value bins per feature, plus one for missing values.", "binning", ALL,
        "max_bin", "max_bin", "max_bins"),
     _p("enable_bundle", True, ["boolean"],
-       "Bundle rarely non-zero features into shared columns.", "binning", BOTH,
+       "Bundle rarely non-zero features into shared columns.", "binning", ALL,
        "enable_bundle"),
     _p("max_conflict_rate", 0.0, [Interval(Real, 0, 1, closed="left")],
        "Share of rows on which bundled features may both be non-zero.", "binning",
-       BOTH, "max_conflict_rate"),
+       ALL, "max_conflict_rate"),
     _p("use_quantized_grad", False, ["boolean"],
-       "Histograms of stochastically rounded integer gradients.", "boosting", BOTH,
+       "Histograms of stochastically rounded integer gradients.", "boosting", ALL,
        "use_quantized_grad"),
     _p("num_grad_quant_bins", 32,
        [Interval(Integral, 2, MAX_GRAD_QUANT_BINS, closed="both")],
-       "Levels of the quantized gradients.", "boosting", BOTH, "num_grad_quant_bins"),
+       "Levels of the quantized gradients.", "boosting", ALL, "num_grad_quant_bins"),
     _p("grow_policy", "lossguide", [StrOptions({"lossguide", "depthwise"})],
-       "Best-first by gain, or level by level.", "tree", BOTH, None, "grow_policy"),
+       "Best-first by gain, or level by level.", "tree", ALL, None, "grow_policy"),
     _p("early_stopping", "auto", [StrOptions({"auto", "cv"}), "boolean"],
        "Stop when the watched score stops improving; 'auto': from 100 rows ('cv' "
        "below 10,000); 'cv': rounds cross-validated, then all rows.",
-       "early_stopping", BOTH, None, None, "early_stopping"),
+       "early_stopping", ALL, None, None, "early_stopping"),
     _p("scoring", "loss", [str, callable, None],
-       "The metric early stopping watches.", "early_stopping", BOTH, "metric",
+       "The metric early stopping watches.", "early_stopping", (REGRESSOR, CLASSIFIER),
+       "metric", "eval_metric", "scoring"),
+    _p("scoring", "ndcg@10", [str, callable, None],
+       "The metric early stopping watches.", "early_stopping", (RANKER,), "metric",
        "eval_metric", "scoring"),
     _p("eval_metric", None, [str, callable, list, tuple, dict, None],
-       "More metrics recorded on every set.", "early_stopping", BOTH, "metric",
+       "More metrics recorded on every set.", "early_stopping", ALL, "metric",
        "eval_metric"),
     _p("early_stopping_set", None, [str, None],
-       "The set early stopping watches.", "early_stopping", BOTH),
+       "The set early stopping watches.", "early_stopping", ALL),
     _p("truncate_at_best", False, ["boolean"],
-       "Drop the rounds after the best one.", "early_stopping", BOTH),
+       "Drop the rounds after the best one.", "early_stopping", ALL),
     _p("validation_fraction", 0.1, [Interval(Real, 0, 1, closed="neither"),
                                     Interval(Integral, 1, None, closed="left"), None],
        "The hold-out of early stopping: a share or a count of rows.", "early_stopping",
-       BOTH, None, None, "validation_fraction"),
+       ALL, None, None, "validation_fraction"),
     _p("n_iter_no_change", 8, [Interval(Integral, 1, None, closed="left")],
-       "Rounds without improvement before stopping.", "early_stopping", BOTH,
+       "Rounds without improvement before stopping.", "early_stopping", ALL,
        "early_stopping_round", "early_stopping_rounds", "n_iter_no_change"),
     _p("tol", 1e-7, [_NON_NEGATIVE],
-       "The least improvement that counts.", "early_stopping", BOTH,
+       "The least improvement that counts.", "early_stopping", ALL,
        "early_stopping_min_delta", None, "tol"),
     _p("warm_start", False, ["boolean"],
-       "Continue from the fitted rounds.", "estimator", BOTH, "init_model",
+       "Continue from the fitted rounds.", "estimator", ALL, "init_model",
        "xgb_model", "warm_start"),
     _p("subsample", 1.0, [_UNIT],
-       "Share of rows drawn for each round (bagging).", "boosting", BOTH,
+       "Share of rows drawn for each round (bagging).", "boosting", ALL,
        "bagging_fraction", "subsample"),
     _p("data_sample_strategy", "bagging", [StrOptions({"bagging", "goss"})],
-       "Row sampling: 'bagging' or 'goss'.", "boosting", BOTH, "data_sample_strategy"),
+       "Row sampling: 'bagging' or 'goss'.", "boosting", ALL, "data_sample_strategy"),
     _p("goss_top_rate", 0.2, [_UNIT],
-       "GOSS: share of rows kept by largest gradient.", "boosting", BOTH, "top_rate"),
+       "GOSS: share of rows kept by largest gradient.", "boosting", ALL, "top_rate"),
     _p("goss_other_rate", 0.1, [_UNIT],
-       "GOSS: share of the other rows sampled.", "boosting", BOTH, "other_rate"),
+       "GOSS: share of the other rows sampled.", "boosting", ALL, "other_rate"),
     _p("colsample_bytree", 1.0, [_UNIT],
-       "Share of features each tree may split on.", "boosting", BOTH,
+       "Share of features each tree may split on.", "boosting", ALL,
        "feature_fraction", "colsample_bytree"),
     _p("colsample_bynode", 1.0, [_UNIT],
-       "Share of the tree's features each node may split on.", "boosting", BOTH,
+       "Share of the tree's features each node may split on.", "boosting", ALL,
        "feature_fraction_bynode", "colsample_bynode", "max_features"),
     _p("categorical_features", "from_dtype",
        ["array-like", StrOptions({"from_dtype"}), None],
        "The categorical columns: from the dtypes, a mask, indices or names.",
-       "binning", BOTH, "categorical_feature", "enable_categorical",
+       "binning", ALL, "categorical_feature", "enable_categorical",
        "categorical_features"),
     _p("max_cat_to_onehot", 4, [Interval(Integral, 1, None, closed="left")],
-       "Up to this many categories: one category against the rest.", "tree", BOTH,
+       "Up to this many categories: one category against the rest.", "tree", ALL,
        "max_cat_to_onehot", "max_cat_to_onehot"),
     _p("cat_smooth", 50.0, [_NON_NEGATIVE],
-       "Added to the hessian when sorting categories.", "tree", BOTH, "cat_smooth"),
+       "Added to the hessian when sorting categories.", "tree", ALL, "cat_smooth"),
     _p("cat_l2", 10.0, [_NON_NEGATIVE],
-       "Extra L2 of a sorted categorical split's children.", "tree", BOTH, "cat_l2"),
+       "Extra L2 of a sorted categorical split's children.", "tree", ALL, "cat_l2"),
     _p("min_data_per_group", 100, [Interval(Integral, 0, None, closed="left")],
-       "Rows between candidates of a sorted categorical split.", "tree", BOTH,
+       "Rows between candidates of a sorted categorical split.", "tree", ALL,
        "min_data_per_group"),
     _p("max_cat_threshold", 8, [Interval(Integral, 1, None, closed="left")],
-       "Most categories taken from either end of the sorted order.", "tree", BOTH,
+       "Most categories taken from either end of the sorted order.", "tree", ALL,
        "max_cat_threshold", "max_cat_threshold"),
     _p("monotonic_cst", None, ["array-like", dict, None],
-       "Per feature -1, 0 or 1: a decreasing, free or increasing effect.", "tree", BOTH,
+       "Per feature -1, 0 or 1: a decreasing, free or increasing effect.", "tree", ALL,
        "monotone_constraints", "monotone_constraints", "monotonic_cst"),
     _p("interaction_cst", None, [list, tuple, StrOptions({"pairwise", "no_interactions"}),
                                  None],
-       "Groups of features a branch may combine.", "tree", BOTH,
+       "Groups of features a branch may combine.", "tree", ALL,
        "interaction_constraints", "interaction_constraints", "interaction_cst"),
     _p("importance_type", "gain", [StrOptions({"gain", "split"})],
        "What feature_importances_ counts: split gain or number of splits.", "estimator",
-       BOTH, "importance_type", "importance_type"),
+       ALL, "importance_type", "importance_type"),
     _p("n_threads", None, [Interval(Integral, 1, None, closed="left"),
                            Options(Integral, {-1}), None],
        "OpenMP threads; None or -1: every usable CPU other processes leave free.",
-       "estimator", BOTH, "num_threads",
+       "estimator", ALL, "num_threads",
        "nthread"),
     _p("random_state", None, ["random_state"],
-       "Seeds binning, the hold-out and every sampling.", "boosting", BOTH, "seed",
+       "Seeds binning, the hold-out and every sampling.", "boosting", ALL, "seed",
        "seed", "random_state"),
     _p("verbose", 0, ["verbose"],
-       "Print the scores every this many rounds.", "estimator", BOTH, "verbosity",
+       "Print the scores every this many rounds.", "estimator", ALL, "verbosity",
        "verbosity", "verbose"),
 )
 
@@ -303,7 +321,8 @@ TREE_PARAMS = ("grow_policy", "max_leaf_nodes", "max_depth", "min_samples_leaf",
 
 
 def params_of(estimator: str) -> list[Param]:
-    """The parameters of ``'regressor'`` or ``'classifier'``, in signature order."""
+    """The parameters of ``'regressor'``, ``'classifier'`` or ``'ranker'``, in
+    signature order."""
     return [p for p in PARAMS if estimator in p.estimators]
 
 

@@ -91,3 +91,33 @@ class RowMeta:
 
 
 NO_META = RowMeta()
+
+
+def check_qid(qid, n_rows, name="qid"):
+    """``qid`` (one query id per row: integers, strings, any sortable values)
+    as int64 codes, checked; None stays None."""
+    if qid is None:
+        return None
+    values = np.asarray(qid)
+    if values.ndim != 1 or values.shape[0] != n_rows:
+        raise ValueError(f"{name} must hold one query id per row: shape ({n_rows},), "
+                         f"got {values.shape}.")
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} holds NaN or infinite query ids.")
+    try:
+        codes = np.unique(values, return_inverse=True)[1]
+    except TypeError as exc:
+        raise TypeError(f"{name}: query ids must be sortable values of one kind "
+                        f"(integers or strings): {exc}") from None
+    return codes.reshape(-1).astype(np.int64)
+
+
+def qid_from_group(group, n_rows, name="group"):
+    """Query ids from ``group``, the sizes of consecutive queries (LightGBM's
+    ``group``), checked to cover the ``n_rows`` rows."""
+    sizes = np.asarray(group)
+    if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or np.any(sizes < 1) \
+            or sizes.sum() != n_rows:
+        raise ValueError(f"{name} must list the sizes of consecutive queries: positive "
+                         f"integers summing to the {n_rows} rows, got {group!r}.")
+    return np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)

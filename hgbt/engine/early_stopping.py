@@ -19,6 +19,10 @@ def split_validation(X, y, meta, validation_fraction, seed, stratify):
     """
     rows = np.arange(y.shape[0])
     if meta.qid is not None:
+        if meta.queries.n_queries < 2:
+            raise ValueError("a hold-out for early stopping keeps queries whole: it needs "
+                             "at least 2 queries; pass X_val (with qid_val) or "
+                             "early_stopping=False.")
         train, held = next(GroupShuffleSplit(1, test_size=validation_fraction,
                                              random_state=seed).split(rows, groups=meta.qid))
         train, held = np.sort(train), np.sort(held)  # each query's rows in their order

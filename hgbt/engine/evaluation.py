@@ -49,14 +49,20 @@ class ScorerMetric:
         return float(self.scorer(view, X, y, **kwargs))
 
 
-def training_score_rows(n_rows, seed):
+def training_score_rows(n_rows, seed, queries=None):
     """The training rows scored every round, sorted: None (all of them) up to
     :data:`MAX_TRAIN_SCORE_ROWS` rows, else a subsample of that many drawn
-    from ``seed``. A distributed fit draws the same global rows."""
+    from ``seed``; with ``queries`` (:class:`~hgbt.core.row_meta.Queries`),
+    whole queries drawn until they hold that many rows. A distributed fit
+    draws the same global rows."""
     if n_rows <= MAX_TRAIN_SCORE_ROWS:
         return None
-    return np.sort(np.random.default_rng(seed).choice(n_rows, MAX_TRAIN_SCORE_ROWS,
-                                                      replace=False))
+    rng = np.random.default_rng(seed)
+    if queries is None:
+        return np.sort(rng.choice(n_rows, MAX_TRAIN_SCORE_ROWS, replace=False))
+    drawn = rng.permutation(queries.n_queries)
+    last = int(np.searchsorted(np.cumsum(queries.sizes[drawn]), MAX_TRAIN_SCORE_ROWS))
+    return np.sort(queries.rows_of(drawn[:last + 1]))
 
 
 class ScoredRows:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.base import clone, is_classifier
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 from sklearn.utils import _safe_indexing
 
 from ..core.params import AUTO_TREE_SIZES
@@ -166,11 +166,12 @@ def indexable(X):
     return X if len(getattr(X, "shape", ())) == 2 else None
 
 
-def plan_rounds(estimator, X, y, sample_weight, init_score, X_val, eval_set, warm,
+def plan_rounds(estimator, X, y, sample_weight, init_score, qid, X_val, eval_set, warm,
                 min_rows, new_seed):
     """``(choice, fresh)``: the :class:`CVChoice` a fit runs (None: a hold-out,
     or no early stopping), and whether its folds were fitted now (else the
-    rest of a checkpoint's rounds). ``new_seed()`` seeds the folds."""
+    rest of a checkpoint's rounds). ``new_seed()`` seeds the folds; with
+    ``qid`` (a ranker's query ids) the folds keep queries whole."""
     from ..data.dataset import Dataset
     if warm and estimator.early_stopping in ("auto", "cv"):
         resumed = CVChoice.resumed(estimator)
@@ -180,12 +181,19 @@ def plan_rounds(estimator, X, y, sample_weight, init_score, X_val, eval_set, war
             if estimator.early_stopping == "auto" else None)
     if rows is None and estimator.early_stopping != "cv":
         return None, False
+    n_queries = None if qid is None else np.unique(np.asarray(qid)).size
+    if n_queries is not None and n_queries < N_FOLDS:
+        if estimator.early_stopping != "cv":
+            return None, False  # 'auto': a hold-out of whole queries instead
+        raise ValueError(f"early_stopping='cv' folds whole queries: it needs at least "
+                         f"{N_FOLDS} queries, got {n_queries}.")
     check_cv_fit(estimator, warm, X_val, isinstance(X, Dataset))
     rows = indexable(X) if rows is None else rows
     if rows is None:
         raise ValueError("early_stopping='cv' needs X as an array, a sparse matrix or a "
                          "data frame, whose rows the folds can take.")
-    return choose_rounds(estimator, rows, y, sample_weight, init_score, new_seed()), True
+    return choose_rounds(estimator, rows, y, sample_weight, init_score, new_seed(),
+                         qid), True
 
 
 def _sizes(estimator):
@@ -198,7 +206,7 @@ def _sizes(estimator):
             for size in AUTO_TREE_SIZES]
 
 
-def _fold_curves(estimator, size, folds, X, y, sample_weight, init_score):
+def _fold_curves(estimator, size, folds, X, y, sample_weight, init_score, qid):
     """The watched metric on each held-out fold after every round."""
     metric = metric_name(estimator.scoring)
     curves = []
@@ -225,12 +233,14 @@ def _fold_curves(estimator, size, folds, X, y, sample_weight, init_score):
             warnings.filterwarnings(
                 "ignore", message="(overflow|invalid value|divide by zero) encountered",
                 category=RuntimeWarning)
-            model.fit(rows(X, train), y[train], rows(sample_weight, train),
+            model.fit(rows(X, train), y[train], sample_weight=rows(sample_weight, train),
                       eval_set=[(rows(X, held_out), y[held_out])], eval_names=["cv"],
                       eval_sample_weight=[rows(sample_weight, held_out)],
                       init_score=rows(init_score, train),
                       eval_init_score=None if init_score is None else [rows(init_score,
-                                                                            held_out)])
+                                                                            held_out)],
+                      **({} if qid is None else {"qid": qid[train],
+                                                 "eval_qid": [qid[held_out]]}))
         scores = model.evals_result_.get("cv", {}).get(metric)
         if scores is None:
             raise ValueError("early_stopping='cv' has no score to average: a callable "
@@ -243,7 +253,7 @@ def _fold_curves(estimator, size, folds, X, y, sample_weight, init_score):
     return metric, np.vstack([np.pad(c, (0, length - c.size), mode="edge") for c in curves])
 
 
-def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
+def choose_rounds(estimator, X, y, sample_weight, init_score, seed, qid=None):
     """Cross-validate ``estimator``'s rounds (and its 'auto' tree sizes) on
     the rows ``X`` (as :func:`indexable` gives them), ``y``.
 
@@ -256,14 +266,16 @@ def choose_rounds(estimator, X, y, sample_weight, init_score, seed):
     if init_score is not None:  # checked on every row, before the folds cut it
         k = np.unique(y).size if is_classifier(estimator) else 1
         check_init_score(init_score, y.shape[0], k if k > 2 else 1)
-    splitter = (StratifiedKFold if is_classifier(estimator) else KFold)(
+    splitter = (GroupKFold if qid is not None else StratifiedKFold
+                if is_classifier(estimator) else KFold)(
         n_splits=N_FOLDS, shuffle=True, random_state=seed)
-    folds = list(splitter.split(np.zeros((y.shape[0], 1)), y))
+    qid = None if qid is None else np.asarray(qid)
+    folds = list(splitter.split(np.zeros((y.shape[0], 1)), y, groups=qid))
     lower_is_better = metric_name(estimator.scoring) == "loss"
     best = None
     trials = []
     for size in _sizes(estimator):
-        metric, curves = _fold_curves(estimator, size, folds, X, y, weight, init_score)
+        metric, curves = _fold_curves(estimator, size, folds, X, y, weight, init_score, qid)
         mean = curves.mean(axis=0)
         oriented = -mean if lower_is_better else mean  # higher is better
         # entry 0 scores the start (no tree); the first round of the best

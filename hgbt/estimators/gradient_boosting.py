@@ -24,7 +24,7 @@ from ..core._openmp import effective_n_threads
 from ..core.load import ThreadGovernor
 from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS, unknown_parameter_message
-from ..core.row_meta import RowMeta
+from ..core.row_meta import RowMeta, check_qid
 from ..data import target_stats
 from ..data.dataset import BINNING_PARAMS, Dataset, MatrixLike, new_seed
 from ..data.categorical import same_encoding, validate_X
@@ -241,6 +241,17 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             init_score_val: ArrayLike | None = None,
             eval_init_score: list[ArrayLike | None] | None = None) -> Estimator:
         # the docstring, with every argument, is docstrings.FIT_DOC (set below)
+        return self._fit_rows(X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
+                              eval_names, eval_sample_weight, callbacks,
+                              (init_score, init_score_val, eval_init_score))
+
+    fit.__doc__ = FIT_DOC
+
+    def _fit_rows(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
+                  eval_names, eval_sample_weight, callbacks, init_scores,
+                  qids=(None, None, None)):
+        """``fit`` with each set's per-row arguments: ``init_scores`` and
+        ``qids`` are the training rows', X_val's and eval_set's (a list)."""
         self._validate_params()
         with running_fit():
             saved = dict(vars(self))
@@ -250,7 +261,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                     type(self)._fit
                 # cross-validated rounds (or a checkpoint's rest of them), then all rows
                 choice, fresh = plan_rounds(
-                    self, X, y, sample_weight, init_score, X_val, eval_set,
+                    self, X, y, sample_weight, init_scores[0], qids[0], X_val, eval_set,
                     self.warm_start and self._is_fitted(), AUTO_EARLY_STOPPING_ROWS,
                     self._new_seed)
                 if choice is not None:
@@ -258,8 +269,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 if fresh:  # before the rounds: a checkpoint of them says where they end
                     self.cv_results_ = choice.results()
                 fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
-                    eval_names, eval_sample_weight, callbacks,
-                    (init_score, init_score_val, eval_init_score))
+                    eval_names, eval_sample_weight, callbacks, init_scores, qids)
                 if choice is not None:  # the fit's history knows nothing of the folds
                     del self._cv_choice
                     self.best_iteration_, self.best_score_ = self.n_iter_, choice.best_score
@@ -271,10 +281,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 raise
         return self
 
-    fit.__doc__ = FIT_DOC
-
     def _fit(self, X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
-             eval_names, eval_sample_weight, callbacks, init_scores=(None, None, None)):
+             eval_names, eval_sample_weight, callbacks, init_scores=(None, None, None),
+             qids=(None, None, None)):
         warm = self.warm_start and self._is_fitted()
         given = isinstance(X, Dataset)  # the user's: binned once, no hold-out from it
         if given:
@@ -326,18 +335,21 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         k_trees = len(self.classes_) if self._stratify and len(self.classes_) > 2 else 1
         init_score, init_score_val, eval_init_score = _dataset_scores(
             init_scores, dataset, X_val, [X_i for X_i, _, _ in eval_rows])
-        meta = RowMeta(sample_weight, check_init_score(init_score, X.shape[0], k_trees))
+        qid, qid_val, eval_qid = self._check_qids(qids, len(validation), X_val is not None)
+        meta = RowMeta(sample_weight, check_init_score(init_score, X.shape[0], k_trees),
+                       check_qid(qid, X.shape[0]))
         validation = [(X_v, y_v, RowMeta(w_v, check_init_score(
-                          s, X_v.shape[0], k_trees, f"eval_init_score[{i}]")))
-                      for i, (s, (X_v, y_v, w_v)) in enumerate(zip(eval_init_scores(
+                          s, X_v.shape[0], k_trees, f"eval_init_score[{i}]"),
+                          check_qid(q, X_v.shape[0], f"eval_qid[{i}]")))
+                      for i, (s, q, (X_v, y_v, w_v)) in enumerate(zip(eval_init_scores(
                           init_score, eval_init_score, len(validation), X_val is not None,
-                          init_score_val), validation))]
+                          init_score_val), eval_qid, validation))]
         # LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val,
         # y_val)]: a set of the training rows is scored, never watched
         training = [name for name, (X_v, y_v, m_v) in zip(names, validation)
                     if same_rows(X_v, y_v, m_v.sample_weight, X, y, sample_weight)]
         others = [name for name in names if name not in training]
-        early_stopping = (self._early_stopping_enabled(y, X_val is not None) if not given
+        early_stopping = (self._early_stopping_enabled(y, X_val is not None, meta) if not given
                           else self._dataset_early_stopping(X_val is not None or others))
         watched = None  # the Monitor's default: X_val's, else the first eval_set's
         if training and early_stopping and self.early_stopping_set is None \
@@ -358,7 +370,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             X_v, y_v, w_v = self._validation_set(X_val, y_val, sample_weight_val, "X_val",
                                                  dataset)
             validation.insert(0, (X_v, y_v, RowMeta(w_v, check_init_score(
-                init_score_val, X_v.shape[0], k_trees, "init_score_val"))))
+                init_score_val, X_v.shape[0], k_trees, "init_score_val"),
+                check_qid(qid_val, X_v.shape[0], "qid_val"))))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
@@ -400,13 +413,23 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 else {"sample_weight": meta_train.sample_weight}, _round_state))
         if watched is None and training and VALIDATION in names:
             watched = VALIDATION  # the hold-out made instead
-        monitor = Monitor(self, [TRAIN] + names, early_stopping, not self._custom_loss(),
+        monitor = Monitor(self, [TRAIN] + names, early_stopping, self._has_loss_value(),
                           callbacks, getattr(self, "evals_result_", None) if warm else None,
                           watched=watched,
                           watched_because=(f"{', '.join(training)} holds the training rows"
                                            if watched is not None else None))
         self._fit_rounds(binned.X, binned.layout, y_train, meta_train, validation, monitor,
                          early_stopping, warm, n_threads)
+
+    def _check_qids(self, qids, n_eval_sets, has_val):
+        """The query ids of the training rows, X_val and each eval_set entry
+        (a list): a ranker's fit needs them for every set (see the ranker)."""
+        qid, qid_val, eval_qid = qids
+        eval_qid = [None] * n_eval_sets if eval_qid is None else list(eval_qid)
+        if len(eval_qid) != n_eval_sets:
+            raise ValueError(f"eval_qid has {len(eval_qid)} entries; eval_set has "
+                             f"{n_eval_sets}.")
+        return qid, qid_val, eval_qid
 
     def _dataset_rows(self, dataset, y, sample_weight, warm):
         """A Dataset given to ``fit``: its rows checked against this fit (its
@@ -546,7 +569,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             raise ValueError("monotonic_cst cannot constrain a categorical feature.")
         return out.astype(np.int8)
 
-    def _early_stopping_enabled(self, y, has_val):
+    def _early_stopping_enabled(self, y, has_val, meta):
         if hasattr(self, "_cv_choice"):  # the rounds are chosen: the fit runs them all
             return False
         if (self.early_stopping == "auto" and self.warm_start and self._is_fitted()
@@ -556,15 +579,21 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             if has_val:
                 return True
             # A custom objective has no loss value to score; a class too rare
-            # for a stratified hold-out keeps a small fit as it was.
+            # for a stratified hold-out, or a single query (a hold-out keeps
+            # queries whole), keeps a small fit as it was.
             return (y.shape[0] >= AUTO_EARLY_STOPPING_ROWS
                     and not (self._custom_loss() and self.scoring == "loss")
                     and not (self._stratify and self.validation_fraction is not None
-                             and not can_stratify(y, self.validation_fraction)))
+                             and not can_stratify(y, self.validation_fraction))
+                    and (meta.queries is None or meta.queries.n_queries >= 2))
         return bool(self.early_stopping)
 
     def _custom_loss(self):
         return callable(getattr(self, "loss", None))
+
+    def _has_loss_value(self):
+        """Whether the fit's loss has a value to record ('loss')."""
+        return not self._custom_loss()
 
     def _class_weighted(self, sample_weight, y):
         return sample_weight  # overridden by the classifier (class_weight)
@@ -587,7 +616,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                      X=X, n_threads=n_threads)
         if offset is not None:
             raw += offset
-        score_rows = training_score_rows(n_samples, self._seed)  # the loss's and scorers'
+        # the loss's and scorers' (whole queries of a ranker)
+        score_rows = training_score_rows(n_samples, self._seed, meta.queries)
         full_hessian = self._boost_settings(n_threads).full_hessian
         state = RowState(loss, y, meta, raw, full_hessian,
                          [ValidationRows(X_v, y_v, m_v, _plus(booster.raw_predict_prepared(

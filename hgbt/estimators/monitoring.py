@@ -20,6 +20,7 @@ from ..engine.evaluation import TRAIN, Evaluator, LossMetric, ScorerMetric, Scor
 from ..engine.history import EvalHistory
 from ..engine.interrupts import ShutdownStop
 from ..engine.progress import LogPrinter
+from ..engine.ranking import QueryMetric, parse_query_metric
 
 #: the name of the ``X_val`` set, or of the hold-out of ``validation_fraction``
 VALIDATION = "validation"
@@ -83,6 +84,15 @@ class ClassificationRound(ClassifierMixin, _RoundView):
         return self.classes[np.argmax(self.predict_proba(X), axis=1)]
 
 
+class RankingRound(_RoundView):
+    """A ranker's scores of the rounds so far (see :class:`_RoundView`)."""
+
+    def predict(self, X):
+        """The scored rows' ranking scores."""
+        self._check(X)
+        return self.raw[0]
+
+
 # ------------------------------------------------------------ metrics, sets
 def metric_name(scoring):
     """The history's name of a metric: the scorer name, 'score' for None (the
@@ -118,7 +128,8 @@ def check_metric_name(value, parameter):
     giving the scorer for LightGBM's and XGBoost's names."""
     from sklearn.metrics import get_scorer_names
 
-    if not isinstance(value, str) or value == "loss" or value in get_scorer_names():
+    if not isinstance(value, str) or value == "loss" or value in get_scorer_names() \
+            or parse_query_metric(value) is not None:
         return
     hint = _PEER_METRICS.get(value.lower())
     use = (f"use {hint} (for LightGBM's or XGBoost's {value!r}). " if hint else
@@ -258,6 +269,8 @@ class Monitor:
         if not self.scored:
             return None
         metrics = [LossMetric() if scoring == "loss" else
+                   QueryMetric(scoring, getattr(estimator, "label_gain", None))
+                   if parse_query_metric(scoring) is not None else
                    ScorerMetric(name, scoring, estimator)
                    for name, scoring in self.metrics.items()]
         return Evaluator(metrics, self.set_names, scored_rows, make_view)

@@ -31,7 +31,8 @@ from ..data.binning import BinMapper
 from ..data.categorical import CategoricalEncoding, pooled_features, validate_X
 from ..data.dataset import Dataset, MatrixLike
 from ..data.sparse import ACCEPTED_FORMATS, as_csr, check_sparse_format
-from ..engine.losses import BaseLoss, get_loss
+from ..engine.base_loss import BaseLoss
+from ..engine.losses import get_loss
 from ..tree.predictor import ForestPredictor, TreePredictor
 from .explain import contributions, interactions, leaves
 from .tables import dump_text, importance_frame, trees_frame
@@ -460,7 +461,8 @@ def fitted_booster(model: BaseHistGBDT | Booster) -> tuple[Booster, int]:
 
 
 #: the estimator parameters that define the loss (:func:`get_loss`'s arguments)
-LOSS_PARAMS = ("loss", "huber_delta", "quantile", "tweedie_power")
+LOSS_PARAMS = ("loss", "huber_delta", "quantile", "tweedie_power",
+               "lambdarank_truncation_level", "lambdarank_norm", "label_gain", "sigmoid")
 
 
 def objective_from_params(params: dict[str, Any],
@@ -468,6 +470,8 @@ def objective_from_params(params: dict[str, Any],
     """The ``objective`` of a Booster from an estimator's parameters (and the
     class labels of a classifier)."""
     objective = {name: params[name] for name in LOSS_PARAMS if name in params}
+    if objective.get("label_gain") is not None:  # a model file holds a list
+        objective["label_gain"] = [float(g) for g in np.ravel(objective["label_gain"])]
     if classes is not None:
         objective["n_classes"] = len(classes)
     return objective
