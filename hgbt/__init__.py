@@ -14,11 +14,12 @@ from .data.dataset import Dataset
 from .estimators.classifier import HistGBDTClassifier
 from .estimators.ranker import HistGBDTRanker
 from .estimators.regressor import HistGBDTRegressor
+from .estimators.survival import HistGBDTSurvival
 from .estimators.train import cv, train
 from .inspection import partial_dependence
 from .model import Booster
 from .persistence import InconsistentVersionWarning, load_model, save_model
 
 __all__ = ["Booster", "Dataset", "HistGBDTClassifier", "HistGBDTRanker", "HistGBDTRegressor",
-           "InconsistentVersionWarning", "cv", "load_model", "partial_dependence",
+           "HistGBDTSurvival", "InconsistentVersionWarning", "cv", "load_model", "partial_dependence",
            "save_model", "train", "__version__"]

@@ -108,6 +108,22 @@ def test_ranker_onnx_and_treelite_match_predict():
     close(treelite.gtil.predict(tl, X).reshape(-1), model.predict(X), rtol=1e-9)
 
 
+@pytest.mark.parametrize("loss", ["cox", "aft"])
+def test_survival_onnx_and_treelite_match_predict(loss):
+    from hgbt import HistGBDTSurvival
+    X, y = make_data(1500, 0)
+    time = np.exp(y / 4)
+    target = np.array(list(zip(np.arange(1500) % 3 > 0, time)),
+                      dtype=[("event", bool), ("time", float)])
+    model = HistGBDTSurvival(loss, categorical_features=[3], max_iter=25, random_state=0,
+                             early_stopping=False).fit(X, target)
+    X = rows()
+    (got,) = onnx_run(model, X, dtype=np.float64)
+    close(got[:, 0], model.predict(X))
+    tl = to_treelite(model)
+    close(treelite.gtil.predict(tl, X).reshape(-1), model.predict(X), rtol=1e-9)
+
+
 def test_float32_thresholds_route_float32_values_exactly():
     # just above and below and on each threshold of a model fit on values
     # that are not float32 numbers

@@ -31,6 +31,7 @@ from hgbt.engine.losses import (
     weighted_quantile,
 )
 from hgbt.engine.ranking import LambdaRankLoss
+from hgbt.engine.survival import AFTLoss, CoxLoss
 from hgbt.core._types import G_H_DTYPE, Y_DTYPE
 
 
@@ -763,7 +764,7 @@ def test_get_loss(name, kwargs, cls, attrs):
 @pytest.mark.parametrize("args, kwargs, message", [
     (("hinge",), {}, "unknown loss 'hinge'; valid losses are 'squared_error', "
                      "'absolute_error', 'huber', 'quantile', 'poisson', 'gamma', "
-                     "'tweedie', 'log_loss', 'lambdarank', 'pairwise' or a callable"),
+                     "'tweedie', 'log_loss', 'lambdarank', 'pairwise', 'cox', 'aft' or a callable"),
     ((3,), {}, "unknown loss 3"),
     (("quantile",), {}, "loss='quantile' requires quantile"),
     (("quantile",), {"quantile": 1.5}, "quantile must be"),
@@ -781,7 +782,9 @@ _EVERY_LOSS = [SquaredError(), AbsoluteError(), QuantileLoss(0.3), HuberLoss(), 
                GammaLoss(), TweedieLoss(1.5), BinaryLogLoss(), MultinomialLogLoss(3),
                CustomLoss(lambda y, raw, w: (raw - y, np.ones_like(y))),
                CustomBinaryLoss(lambda y, raw, w: (raw - y, np.ones_like(y))),
-               LambdaRankLoss(RowMeta(qid=np.zeros(5)))]
+               LambdaRankLoss(RowMeta(qid=np.zeros(5))),
+               CoxLoss(RowMeta(label_upper_bound=np.ones(5))),
+               AFTLoss(RowMeta(label_upper_bound=np.ones(5)))]
 
 
 def test_every_loss_class_has_its_link_checked():

@@ -11,15 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hgbt import HistGBDTClassifier, HistGBDTRanker, HistGBDTRegressor
+from hgbt import HistGBDTClassifier, HistGBDTRanker, HistGBDTRegressor, HistGBDTSurvival
 from hgbt.core import params as registry
-from hgbt.core.params import CLASSIFIER, PARAMS, RANKER, REGRESSOR, TREE_PARAMS, params_of
+from hgbt.core.params import (CLASSIFIER, PARAMS, RANKER, REGRESSOR, SURVIVAL, TREE_PARAMS,
+                              params_of)
 from hgbt.tree._splitting import SplitSettings
 from hgbt.tree.grower import TreeSettings
 
 DOC = Path(__file__).resolve().parent.parent / "doc" / "parameters.md"
 ESTIMATORS = {REGRESSOR: HistGBDTRegressor, CLASSIFIER: HistGBDTClassifier,
-              RANKER: HistGBDTRanker}
+              RANKER: HistGBDTRanker, SURVIVAL: HistGBDTSurvival}
 
 
 def _documented(cls):
@@ -29,7 +30,7 @@ def _documented(cls):
     return re.findall(r"^    (\w+) : [^\n]*?(?:default=(.*))?$", section, flags=re.M)
 
 
-@pytest.mark.parametrize("kind", [REGRESSOR, CLASSIFIER, RANKER])
+@pytest.mark.parametrize("kind", [REGRESSOR, CLASSIFIER, RANKER, SURVIVAL])
 def test_the_estimators_take_the_declared_parameters(kind):
     cls, declared = ESTIMATORS[kind], params_of(kind)
     signature = inspect.signature(cls.__init__).parameters
@@ -42,7 +43,7 @@ def test_the_estimators_take_the_declared_parameters(kind):
         cls(max_itre=7)
 
 
-@pytest.mark.parametrize("kind", [REGRESSOR, CLASSIFIER, RANKER])
+@pytest.mark.parametrize("kind", [REGRESSOR, CLASSIFIER, RANKER, SURVIVAL])
 def test_the_docstrings_document_each_parameter_with_its_default(kind):
     cls, declared = ESTIMATORS[kind], params_of(kind)
     documented = _documented(cls)
@@ -109,7 +110,7 @@ def test_a_parameter_declared_but_not_in_the_table_fails():
 
 
 def test_each_parameter_has_a_stage_a_line_and_one_declaration_per_estimator():
-    for kind in (REGRESSOR, CLASSIFIER, RANKER):
+    for kind in (REGRESSOR, CLASSIFIER, RANKER, SURVIVAL):
         names = [p.name for p in params_of(kind)]
         assert len(names) == len(set(names))
     for p in PARAMS:

@@ -36,8 +36,8 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from ._types import MAX_TREE_DEPTH
 
 #: the estimators, by the kind of target they take
-REGRESSOR, CLASSIFIER, RANKER = "regressor", "classifier", "ranker"
-ALL = (REGRESSOR, CLASSIFIER, RANKER)
+REGRESSOR, CLASSIFIER, RANKER, SURVIVAL = "regressor", "classifier", "ranker", "survival"
+ALL = (REGRESSOR, CLASSIFIER, RANKER, SURVIVAL)
 STAGES = ("objective", "binning", "tree", "boosting", "early_stopping", "estimator")
 # LightGBM's quantization uses a few levels; more than this would only shrink
 # the blocks of rows the histogram kernel packs (training_data.packed_lanes).
@@ -45,6 +45,7 @@ MAX_GRAD_QUANT_BINS = 1024
 REGRESSION_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
                      "gamma", "tweedie")
 RANKING_LOSSES = ("lambdarank", "pairwise")
+SURVIVAL_LOSSES = ("cox", "aft")
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ class Param:
     stage : str
         Where it acts (see the module doc).
     estimators : tuple of str
-        The estimators that take it (``'regressor'``, ``'classifier'``, ``'ranker'``).
+        The estimators that take it (``'regressor'``, ``'classifier'``, ``'ranker'``,
+        ``'survival'``).
     lightgbm, xgboost, sklearn : str or None
         The closest parameter of each (None: none).
     annotation : str
@@ -168,6 +170,15 @@ PARAMS = (
        "label_gain"),
     _p("sigmoid", 1.0, [Interval(Real, 0, None, closed="neither")],
        "Slope of the pairwise logistic loss.", "objective", (RANKER,), "sigmoid"),
+    _p("loss", "cox", [StrOptions(set(SURVIVAL_LOSSES))],
+       "Cox proportional hazards, or accelerated failure time.", "objective", (SURVIVAL,),
+       "objective", "objective"),
+    _p("aft_distribution", "normal", [StrOptions({"normal", "logistic", "extreme"})],
+       "AFT: the law of the log time's noise.", "objective", (SURVIVAL,), None,
+       "aft_loss_distribution"),
+    _p("aft_sigma", 1.0, [Interval(Real, 0, None, closed="neither")],
+       "AFT: the scale of the log time's noise.", "objective", (SURVIVAL,), None,
+       "aft_loss_distribution_scale"),
     _p("learning_rate", 0.15, [Interval(Real, 0, None, closed="neither")],
        "Shrinkage of every leaf value.", "boosting", ALL, "learning_rate", "eta",
        "learning_rate"),
@@ -218,7 +229,8 @@ PARAMS = (
        "below 10,000); 'cv': rounds cross-validated, then all rows.",
        "early_stopping", ALL, None, None, "early_stopping"),
     _p("scoring", "loss", [str, callable, None],
-       "The metric early stopping watches.", "early_stopping", (REGRESSOR, CLASSIFIER),
+       "The metric early stopping watches.", "early_stopping",
+       (REGRESSOR, CLASSIFIER, SURVIVAL),
        "metric", "eval_metric", "scoring"),
     _p("scoring", "ndcg@10", [str, callable, None],
        "The metric early stopping watches.", "early_stopping", (RANKER,), "metric",
@@ -321,8 +333,8 @@ TREE_PARAMS = ("grow_policy", "max_leaf_nodes", "max_depth", "min_samples_leaf",
 
 
 def params_of(estimator: str) -> list[Param]:
-    """The parameters of ``'regressor'``, ``'classifier'`` or ``'ranker'``, in
-    signature order."""
+    """The parameters of ``'regressor'``, ``'classifier'``, ``'ranker'`` or
+    ``'survival'``, in signature order."""
     return [p for p in PARAMS if estimator in p.estimators]
 
 

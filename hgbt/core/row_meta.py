@@ -2,13 +2,14 @@
 
 :class:`RowMeta` carries the per-row side information of one set of rows
 (training rows, a hold-out, a validation set, a Dask shard, a CV fold)
-through the engine as one object: sample weights, start scores, query ids.
+through the engine as one object: sample weights, start scores, query ids,
+the upper bounds of survival times.
 Objectives read what they need from it (a ranking loss its queries);
 sampling, evaluation and the hold-out take rows of all of it at once with
 :meth:`RowMeta.take`, so a new kind of per-row information is added here
 once instead of as one more positional argument through every signature.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional
 
@@ -66,11 +67,16 @@ class RowMeta:
     qid : ndarray of shape (n_rows,), int64, or None
         Each row's query (learning to rank); a query's rows need not be
         adjacent.
+    label_upper_bound : ndarray of shape (n_rows,), float64, or None
+        Survival: the end of the interval each row's time lies in (its
+        target ``y`` the start; equal: an exact time, ``inf``: right-censored;
+        XGBoost's ``label_upper_bound``).
     """
 
     sample_weight: Optional[np.ndarray] = None
     init_score: Optional[np.ndarray] = None
     qid: Optional[np.ndarray] = None
+    label_upper_bound: Optional[np.ndarray] = None
 
     def take(self, rows):
         """The same information of the rows ``rows`` (indices or a mask)."""
@@ -78,11 +84,9 @@ class RowMeta:
             sample_weight=None if self.sample_weight is None else self.sample_weight[rows],
             init_score=(None if self.init_score is None
                         else np.ascontiguousarray(self.init_score[:, rows])),
-            qid=None if self.qid is None else self.qid[rows])
-
-    def with_(self, **fields):
-        """A copy with ``fields`` replaced (the cached queries recomputed)."""
-        return replace(self, **fields)
+            qid=None if self.qid is None else self.qid[rows],
+            label_upper_bound=(None if self.label_upper_bound is None
+                               else self.label_upper_bound[rows]))
 
     @cached_property
     def queries(self):

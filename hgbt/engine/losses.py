@@ -607,19 +607,22 @@ class CustomBinaryLoss(CustomLoss):
 # ------------------------------------------------------------------- factory
 
 LOSS_NAMES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
-              "gamma", "tweedie", "log_loss", "lambdarank", "pairwise")
+              "gamma", "tweedie", "log_loss", "lambdarank", "pairwise", "cox", "aft")
 
 
 def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
              quantile=None, tweedie_power=1.5, lambdarank_truncation_level=30,
-             lambdarank_norm=True, label_gain=None, sigmoid=1.0):
+             lambdarank_norm=True, label_gain=None, sigmoid=1.0, aft_distribution="normal",
+             aft_sigma=1.0):
     """The loss instance for a name in ``LOSS_NAMES`` or a callable.
 
     ``'log_loss'`` needs ``n_classes``: binary for 2, multinomial above.
     ``'quantile'`` needs ``quantile`` in (0, 1). ``huber_delta=None`` makes
     the Huber threshold adaptive (see ``HuberLoss``). 'lambdarank' and
     'pairwise' rank (``ranking.LambdaRankLoss``, the ``lambdarank_*``,
-    ``label_gain`` and ``sigmoid`` arguments). A callable becomes a ``CustomLoss``.
+    ``label_gain`` and ``sigmoid`` arguments); 'cox' and 'aft' model survival
+    times (``survival.CoxLoss``, ``AFTLoss`` with ``aft_distribution`` and
+    ``aft_sigma``). A callable becomes a ``CustomLoss``.
     """
     if callable(loss):
         if n_classes is None:
@@ -633,6 +636,9 @@ def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
         from .ranking import LambdaRankLoss
         return LambdaRankLoss(meta, lambdarank_truncation_level, label_gain, sigmoid,
                               lambdarank_norm, loss == "pairwise")
+    if loss in ("cox", "aft"):  # survival.py builds on this module's base
+        from .survival import AFTLoss, CoxLoss
+        return CoxLoss(meta) if loss == "cox" else AFTLoss(meta, aft_distribution, aft_sigma)
     if not isinstance(loss, str) or loss not in LOSS_NAMES:
         raise ValueError(f"unknown loss {loss!r}; valid losses are "
                          f"{', '.join(repr(name) for name in LOSS_NAMES)} or a callable")

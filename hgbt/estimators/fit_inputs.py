@@ -131,6 +131,11 @@ def same_rows(X_a, y_a, w_a, X_b, y_b, w_b):
     return bool(np.array_equal(X_a, X_b, equal_nan=True))
 
 
+def same_values(a, b):
+    """Whether two optional per-row arrays are both None or equal."""
+    return a is b or (a is not None and b is not None and np.array_equal(a, b))
+
+
 def interaction_groups(interaction_cst, n_features, names=None):
     """Interaction constraints as a list of feature-index sets, or None.
 

@@ -40,7 +40,7 @@ from .cv_rounds import plan_rounds
 from .docstrings import FIT_DOC
 from .explain import ExplainMixin
 from .fit_inputs import (FitInputs, check_init_score, eval_init_scores, interaction_groups,
-                         same_rows)
+                         same_rows, same_values)
 from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
                                 uses_sklearn_callbacks)
 from .monitoring import VALIDATION, Monitor, eval_sets, history_attributes, scored_rows
@@ -286,9 +286,11 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
              qids=(None, None, None)):
         warm = self.warm_start and self._is_fitted()
         given = isinstance(X, Dataset)  # the user's: binned once, no hold-out from it
+        target_fields = {}
         if given:
             X, y, sample_weight = self._dataset_rows(X, y, sample_weight, warm)
         else:
+            y, target_fields = self._target_fields(y)
             X, encoding = self._validate_fit_X(X, self.booster_ if warm else None)
             # check_X_y, not validate_data: X is an ndarray now, and a second
             # feature-name check would warn that it has none.
@@ -337,17 +339,18 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             init_scores, dataset, X_val, [X_i for X_i, _, _ in eval_rows])
         qid, qid_val, eval_qid = self._check_qids(qids, len(validation), X_val is not None)
         meta = RowMeta(sample_weight, check_init_score(init_score, X.shape[0], k_trees),
-                       check_qid(qid, X.shape[0]))
+                       check_qid(qid, X.shape[0]), **target_fields)
         validation = [(X_v, y_v, RowMeta(w_v, check_init_score(
                           s, X_v.shape[0], k_trees, f"eval_init_score[{i}]"),
-                          check_qid(q, X_v.shape[0], f"eval_qid[{i}]")))
-                      for i, (s, q, (X_v, y_v, w_v)) in enumerate(zip(eval_init_scores(
+                          check_qid(q, X_v.shape[0], f"eval_qid[{i}]"), **f_v))
+                      for i, (s, q, (X_v, y_v, w_v, f_v)) in enumerate(zip(eval_init_scores(
                           init_score, eval_init_score, len(validation), X_val is not None,
                           init_score_val), eval_qid, validation))]
         # LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val,
         # y_val)]: a set of the training rows is scored, never watched
         training = [name for name, (X_v, y_v, m_v) in zip(names, validation)
-                    if same_rows(X_v, y_v, m_v.sample_weight, X, y, sample_weight)]
+                    if same_rows(X_v, y_v, m_v.sample_weight, X, y, sample_weight)
+                    and same_values(m_v.label_upper_bound, meta.label_upper_bound)]
         others = [name for name in names if name not in training]
         early_stopping = (self._early_stopping_enabled(y, X_val is not None, meta) if not given
                           else self._dataset_early_stopping(X_val is not None or others))
@@ -367,11 +370,11 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                 raise ValueError("X_val and y_val are only used for early stopping, "
                                  "which early_stopping=False turns off (eval_set scores "
                                  "sets without it).")
-            X_v, y_v, w_v = self._validation_set(X_val, y_val, sample_weight_val, "X_val",
-                                                 dataset)
+            X_v, y_v, w_v, f_v = self._validation_set(X_val, y_val, sample_weight_val,
+                                                      "X_val", dataset)
             validation.insert(0, (X_v, y_v, RowMeta(w_v, check_init_score(
                 init_score_val, X_v.shape[0], k_trees, "init_score_val"),
-                check_qid(qid_val, X_v.shape[0], "qid_val"))))
+                check_qid(qid_val, X_v.shape[0], "qid_val"), **f_v)))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
@@ -506,8 +509,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     def _validation_set(self, X, y, sample_weight, name, train_set):
         """A validation set's rows (pooled features as positions), encoded
-        targets and weights, checked; ``X`` a validation Dataset of
+        targets, weights and the RowMeta fields of its targets
+        (:meth:`_target_fields`), checked; ``X`` a validation Dataset of
         ``train_set`` (its label and weights inside), or arrays."""
+        fields = {}
         if isinstance(X, Dataset):
             if X.reference is not train_set and X is not train_set:
                 raise ValueError(
@@ -521,6 +526,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             X, y, sample_weight = X.X, X.label, X.weight
         else:
             X = self.booster_.prepare(X, positions=True, checker=self)
+            y, fields = self._target_fields(y)
         # as check_X_y checks y: a NaN target would make every score NaN
         y = self._encode_y(check_array(
             y, ensure_2d=False, dtype="numeric" if not self._stratify else None,
@@ -529,7 +535,12 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         weight = self._class_weighted(self._validate_weight(sample_weight, X), y)
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"{name} has {X.shape[0]} rows but {y.shape[0]} targets.")
-        return X, y, weight
+        return X, y, weight, fields
+
+    def _target_fields(self, y):
+        """``(y as the engine takes it, RowMeta fields)``: a survival target
+        splits into its lower bounds and ``label_upper_bound``; others stay."""
+        return y, {}
 
     def _new_seed(self):
         """The seed of every random draw of a fit, from ``random_state``."""

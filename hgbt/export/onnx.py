@@ -52,8 +52,10 @@ if TYPE_CHECKING:
 ML_OPSET_FLOAT = 1
 ML_OPSET_DOUBLE = 3
 _OPERATOR = {False: "HgbtHistGBDTRegressor", True: "HgbtHistGBDTClassifier"}
-# a ranker's score is a regressor's output (identity link): the regressor's converter
+# a ranker's score and a survival model's prediction (e^raw: hazard ratio or
+# time) are a regressor's output: the regressor's converter
 _RANKER_OPERATOR = "HgbtHistGBDTRanker"
+_SURVIVAL_OPERATOR = "HgbtHistGBDTSurvival"
 
 
 def float32_at_most(values: ArrayLike) -> np.ndarray:
@@ -211,9 +213,9 @@ def _converter(scope, operator, container):
 
 
 def register() -> None:
-    """Register the converters of ``HistGBDTRegressor``, ``HistGBDTClassifier``
-    and ``HistGBDTRanker`` (its ranking score, as a regressor's prediction)
-    with skl2onnx (``update_registered_converter``); repeating it is harmless.
+    """Register the converters of ``HistGBDTRegressor``, ``HistGBDTClassifier``,
+    ``HistGBDTRanker`` and ``HistGBDTSurvival`` (a ranking score, a hazard
+    ratio or a time: as a regressor's prediction) with skl2onnx (``update_registered_converter``); repeating it is harmless.
 
     Raises
     ------
@@ -225,10 +227,13 @@ def register() -> None:
     from ..estimators.classifier import HistGBDTClassifier
     from ..estimators.ranker import HistGBDTRanker
     from ..estimators.regressor import HistGBDTRegressor
+    from ..estimators.survival import HistGBDTSurvival
 
     update_registered_converter(HistGBDTRegressor, _OPERATOR[False], _shape_calculator,
                                 _converter)
     update_registered_converter(HistGBDTRanker, _RANKER_OPERATOR, _shape_calculator,
+                                _converter)
+    update_registered_converter(HistGBDTSurvival, _SURVIVAL_OPERATOR, _shape_calculator,
                                 _converter)
     # skl2onnx's classifier parser and shape calculator read 'zipmap' and 'nocl'
     update_registered_converter(HistGBDTClassifier, _OPERATOR[True], _shape_calculator,
@@ -247,7 +252,7 @@ def to_onnx(model: BaseHistGBDT, *, dtype: DTypeLike = np.float32,
 
     Parameters
     ----------
-    model : fitted HistGBDTRegressor, HistGBDTClassifier or HistGBDTRanker
+    model : fitted HistGBDTRegressor, HistGBDTClassifier, HistGBDTRanker or HistGBDTSurvival
     dtype : {numpy.float32, numpy.float64}, default=numpy.float32
         Type of the input tensor, shape (N, n_features_in_). Feed it
         :func:`hgbt.export.numeric_input` of the rows (numeric features as

@@ -462,7 +462,8 @@ def fitted_booster(model: BaseHistGBDT | Booster) -> tuple[Booster, int]:
 
 #: the estimator parameters that define the loss (:func:`get_loss`'s arguments)
 LOSS_PARAMS = ("loss", "huber_delta", "quantile", "tweedie_power",
-               "lambdarank_truncation_level", "lambdarank_norm", "label_gain", "sigmoid")
+               "lambdarank_truncation_level", "lambdarank_norm", "label_gain", "sigmoid",
+               "aft_distribution", "aft_sigma")
 
 
 def objective_from_params(params: dict[str, Any],

@@ -178,6 +178,17 @@ def _check_monotonic(value, state, where):
         fail(where, "expected None or an integer array of -1, 0 and 1")
 
 
+def _check_baseline_hazard(value, state, where):
+    # a Cox model's Breslow estimate: event times (ascending) and the
+    # cumulative hazard at each (non-decreasing, >= 0)
+    if not (isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 2
+            and value.shape[0] == 2 and np.all(np.isfinite(value))
+            and np.all(np.diff(value[0]) > 0) and np.all(value[1] >= 0)
+            and np.all(np.diff(value[1]) >= 0)):
+        fail(where, "expected a (2, n) float64 array of ascending times and their "
+             "non-decreasing cumulative hazards")
+
+
 #: the fitted attributes of an estimator that a model file or a pickle holds
 #: beside its parameters, the counts ``check_state`` checks and the Booster's
 #: parts (``_flat.FLAT_MODEL_KEYS``), each with its check (what a warm start
@@ -197,6 +208,7 @@ FITTED_ATTRIBUTES = {
     "_tree_size_comparing": _check_flag,
     "_interaction_groups_": _check_groups,
     "_monotonic_cst_": _check_monotonic,
+    "baseline_hazard_": _check_baseline_hazard,
 }
 #: what ``check_state`` itself checks
 COUNTED_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "classes_", "n_iter_",

@@ -41,7 +41,8 @@ FORMAT_VERSION = 3
 # _target_stats, data/target_stats.py); a model is written with the lowest
 # version that holds it.
 
-ESTIMATORS = ("HistGBDTRegressor", "HistGBDTClassifier", "HistGBDTRanker")
+ESTIMATORS = ("HistGBDTRegressor", "HistGBDTClassifier", "HistGBDTRanker",
+              "HistGBDTSurvival")
 # name -> class; the estimator modules register their classes (this module sits
 # below them, so it does not import them)
 _CLASSES = {}
@@ -436,9 +437,10 @@ def _decode_tree(value, where, stored):
 def _holder(booster):
     """The estimator that holds ``booster`` (its loss's parameters, the
     fitted attributes the format needs): how a Booster is written."""
+    loss = booster.objective.get("loss")
     name = ("HistGBDTClassifier" if booster.classes is not None else "HistGBDTRanker"
-            if booster.objective.get("loss") in ("lambdarank", "pairwise")
-            else "HistGBDTRegressor")
+            if loss in ("lambdarank", "pairwise") else "HistGBDTSurvival"
+            if loss in ("cox", "aft") else "HistGBDTRegressor")
     params = {key: value for key, value in booster.objective.items() if key != "n_classes"}
     estimator = _CLASSES[name](**params, max_bins=int(booster.bin_mapper.max_bins))
     vars(estimator).update(booster_=booster, n_features_in_=booster.n_features_in_,
