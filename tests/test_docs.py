@@ -1,6 +1,6 @@
 """The python examples of doc/sklearn.md, doc/sparse.md, doc/training.md,
-doc/explain.md, doc/plots.md, doc/native.md, doc/ranking.md and
-doc/survival.md run.
+doc/explain.md, doc/plots.md, doc/native.md, doc/ranking.md,
+doc/survival.md and doc/multi_output.md run.
 
 Each ```python block runs on its own, in a fresh namespace, in a temporary
 working directory. A block with a line ``# requires: NAME`` is
@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "doc" / "sklearn.md"
 DOCS = (DOC, ROOT / "doc" / "sparse.md", ROOT / "doc" / "training.md",
         ROOT / "doc" / "explain.md", ROOT / "doc" / "plots.md", ROOT / "doc" / "native.md",
-        ROOT / "doc" / "ranking.md", ROOT / "doc" / "survival.md")
+        ROOT / "doc" / "ranking.md", ROOT / "doc" / "survival.md",
+        ROOT / "doc" / "multi_output.md")
 
 
 def _installed(*modules):

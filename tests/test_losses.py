@@ -30,6 +30,7 @@ from hgbt.engine.losses import (
     get_loss,
     weighted_quantile,
 )
+from hgbt.engine.multi_output import MultiSquaredError
 from hgbt.engine.ranking import LambdaRankLoss
 from hgbt.engine.survival import AFTLoss, CoxLoss
 from hgbt.core._types import G_H_DTYPE, Y_DTYPE
@@ -784,7 +785,7 @@ _EVERY_LOSS = [SquaredError(), AbsoluteError(), QuantileLoss(0.3), HuberLoss(), 
                CustomBinaryLoss(lambda y, raw, w: (raw - y, np.ones_like(y))),
                LambdaRankLoss(RowMeta(qid=np.zeros(5))),
                CoxLoss(RowMeta(label_upper_bound=np.ones(5))),
-               AFTLoss(RowMeta(label_upper_bound=np.ones(5)))]
+               AFTLoss(RowMeta(label_upper_bound=np.ones(5))), MultiSquaredError(3)]
 
 
 def test_every_loss_class_has_its_link_checked():
@@ -801,7 +802,9 @@ def test_every_loss_class_has_its_link_checked():
 def test_link_names_what_inverse_link_computes(loss):
     # the exporters read ``link``; predictions come from ``inverse_link``
     raw = np.random.default_rng(0).normal(size=(loss.n_trees_per_iteration, 5))
-    expected = {"identity": lambda r: r[0], "exp": lambda r: np.exp(r[0]),
+    # (several outputs: one column each)
+    expected = {"identity": lambda r: r[0] if r.shape[0] == 1 else r.T,
+                "exp": lambda r: np.exp(r[0]),
                 "logistic": lambda r: np.column_stack([1 / (1 + np.exp(r[0])),
                                                        1 / (1 + np.exp(-r[0]))]),
                 "softmax": lambda r: (np.exp(r) / np.exp(r).sum(axis=0)).T}[loss.link](raw)

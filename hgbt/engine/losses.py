@@ -613,7 +613,7 @@ LOSS_NAMES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
 def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
              quantile=None, tweedie_power=1.5, lambdarank_truncation_level=30,
              lambdarank_norm=True, label_gain=None, sigmoid=1.0, aft_distribution="normal",
-             aft_sigma=1.0):
+             aft_sigma=1.0, n_outputs=None):
     """The loss instance for a name in ``LOSS_NAMES`` or a callable.
 
     ``'log_loss'`` needs ``n_classes``: binary for 2, multinomial above.
@@ -622,7 +622,9 @@ def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
     'pairwise' rank (``ranking.LambdaRankLoss``, the ``lambdarank_*``,
     ``label_gain`` and ``sigmoid`` arguments); 'cox' and 'aft' model survival
     times (``survival.CoxLoss``, ``AFTLoss`` with ``aft_distribution`` and
-    ``aft_sigma``). A callable becomes a ``CustomLoss``.
+    ``aft_sigma``). ``n_outputs`` (>= 2) makes 'squared_error' a
+    multi-output loss (``multi_output.MultiSquaredError``). A callable
+    becomes a ``CustomLoss``.
     """
     if callable(loss):
         if n_classes is None:
@@ -636,6 +638,12 @@ def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
         from .ranking import LambdaRankLoss
         return LambdaRankLoss(meta, lambdarank_truncation_level, label_gain, sigmoid,
                               lambdarank_norm, loss == "pairwise")
+    if n_outputs is not None:  # multi_output.py: one tree per output
+        if loss != "squared_error":
+            raise ValueError(f"a multi-output regressor (y of {n_outputs} columns) takes "
+                             f"loss='squared_error', got {loss!r}.")
+        from .multi_output import MultiSquaredError
+        return MultiSquaredError(n_outputs, meta)
     if loss in ("cox", "aft"):  # survival.py builds on this module's base
         from .survival import AFTLoss, CoxLoss
         return CoxLoss(meta) if loss == "cox" else AFTLoss(meta, aft_distribution, aft_sigma)

@@ -290,8 +290,11 @@ X : array-like of shape (n_samples, n_features), or Dataset
     :class:`hgbt.Dataset` (with its label and weights, no ``y``)
     is binned by its first fit and reused by later ones; its
     binning parameters must be the estimator's.
-y : array-like of shape (n_samples,)
-    Targets (regression: finite numbers; classification: labels).
+y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+    Targets (regression: finite numbers; classification: labels). A
+    regressor with ``loss='squared_error'`` takes several columns: one
+    model of every output, one tree per output a round
+    (``doc/multi_output.md``).
     Gradients are float32, so regression targets must satisfy
     ``|y| <= 2**126`` (~8.5e37), and their spread ``max(y) - min(y)``
     must be 0 or at least ``2**-100`` (~7.9e-31); otherwise, and when

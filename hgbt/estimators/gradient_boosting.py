@@ -103,6 +103,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     (stratified validation split).
     """
 
+    #: y may have several columns (the regressor's multi-output fits)
+    _multi_output = False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
@@ -296,7 +299,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             # feature-name check would warn that it has none.
             X, y = check_X_y(X, y, dtype=None, ensure_all_finite=False, accept_sparse=True,
                              accept_large_sparse=True, y_numeric=not self._stratify,
-                             estimator=self)
+                             multi_output=self._multi_output, estimator=self)
             sample_weight = self._validate_weight(sample_weight, X)
             X = Dataset.from_prepared(
                 X, None, None, categorical=encoding, n_features_in=self.n_features_in_,
@@ -334,7 +337,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                       for i, (X_i, y_i, w_i) in enumerate(eval_rows)]
         # start scores (init_score): the training rows', then each set's; a
         # Dataset's own where none is given
-        k_trees = len(self.classes_) if self._stratify and len(self.classes_) > 2 else 1
+        k_trees = self._trees_per_round()
         init_score, init_score_val, eval_init_score = _dataset_scores(
             init_scores, dataset, X_val, [X_i for X_i, _, _ in eval_rows])
         qid, qid_val, eval_qid = self._check_qids(qids, len(validation), X_val is not None)
@@ -601,6 +604,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     def _custom_loss(self):
         return callable(getattr(self, "loss", None))
+
+    def _trees_per_round(self):
+        """Trees a round grows: one per class (> 2 classes), per output
+        (several targets), else one."""
+        if self._stratify:
+            return len(self.classes_) if len(self.classes_) > 2 else 1
+        return getattr(self, "n_outputs_", 1)
 
     def _has_loss_value(self):
         """Whether the fit's loss has a value to record ('loss')."""

@@ -39,10 +39,12 @@ def _replace_scoring_doc(doc):
     return doc[:start] + _SCORING_DOC + doc[end:]
 
 
-RANKER_FIT_DOC = FIT_DOC.replace(
-    "y : array-like of shape (n_samples,)\n", """y : array-like of shape (n_samples,)
-    Relevance labels: integers 0 .. len(label_gain) - 1 (0: not relevant).
-""", 1).replace("""sample_weight : array-like of shape (n_samples,), default=None""", """qid : array-like of shape (n_samples,), default=None
+RANKER_FIT_DOC = FIT_DOC.replace("""y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+    Targets (regression: finite numbers; classification: labels). A
+    regressor with ``loss='squared_error'`` takes several columns: one
+    model of every output, one tree per output a round
+    (``doc/multi_output.md``).""", """y : array-like of shape (n_samples,)
+    Relevance labels: integers 0 .. len(label_gain) - 1 (0: not relevant).""", 1).replace("""sample_weight : array-like of shape (n_samples,), default=None""", """qid : array-like of shape (n_samples,), default=None
     Each row's query (integers or strings); a query's rows need not be
     adjacent. None: the DataFrame column 'qid' of ``X`` (dropped from the
     features), else ``group``; every row in one query without either.

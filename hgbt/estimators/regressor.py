@@ -70,15 +70,36 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
     else:
         __init__ = make_init(REGRESSOR)
     _stratify = False
+    _multi_output = True  # y may have columns: one tree per output a round
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
 
     def _objective(self):
         if self.loss == "quantile" and self.quantile is None:
             raise ValueError("loss='quantile' needs the quantile parameter, e.g. "
                              "quantile=0.9.")
-        return objective_from_params(self.get_params(deep=False))
+        objective = objective_from_params(self.get_params(deep=False))
+        if getattr(self, "n_outputs_", 1) > 1:
+            objective["n_outputs"] = self.n_outputs_
+        return objective
 
     def _encode_y(self, y, reset):
-        return np.ascontiguousarray(y, dtype=Y_DTYPE)
+        y = np.asarray(y, dtype=Y_DTYPE)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]  # one column: one output
+        width = 1 if y.ndim == 1 else y.shape[1]
+        if y.ndim > 2 or width == 0:
+            raise ValueError(f"y must have shape (n_samples,) or (n_samples, n_outputs), "
+                             f"got {y.shape}.")
+        if reset:
+            self.n_outputs_ = width
+        elif width != getattr(self, "n_outputs_", 1):
+            raise ValueError(f"y has {width} output(s); the model was fitted on "
+                             f"{getattr(self, 'n_outputs_', 1)}.")
+        return np.ascontiguousarray(y)
 
     def _decode(self, y):
         return y

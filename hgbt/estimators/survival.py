@@ -20,8 +20,11 @@ from .monitoring import RegressionRound
 #: scipy's laws of the AFT noise (extreme: the minimum Gumbel law)
 _LAWS = {"normal": stats.norm, "logistic": stats.logistic, "extreme": stats.gumbel_l}
 
-SURVIVAL_FIT_DOC = FIT_DOC.replace("""y : array-like of shape (n_samples,)
-    Targets (regression: finite numbers; classification: labels).""", """y : structured array of shape (n_samples,), or array of shape (n_samples, 2)
+SURVIVAL_FIT_DOC = FIT_DOC.replace("""y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+    Targets (regression: finite numbers; classification: labels). A
+    regressor with ``loss='squared_error'`` takes several columns: one
+    model of every output, one tree per output a round
+    (``doc/multi_output.md``).""", """y : structured array of shape (n_samples,), or array of shape (n_samples, 2)
     A structured array with a boolean field (the event happened) and
     a numeric one (its time, or the censoring time), as
     scikit-survival's ``Surv.from_arrays`` makes: right censoring. Or

@@ -146,7 +146,7 @@ def ensemble_attributes(forest: Forest, double: bool = False) -> dict[str, Any]:
         attrs.update(_class_labels(forest.classes))
     else:
         attrs["post_transform"] = "NONE"
-        attrs["n_targets"] = 1
+        attrs["n_targets"] = forest.n_outputs  # a multi-output regressor: one per output
     return attrs
 
 
@@ -181,6 +181,9 @@ def _shape_calculator(operator):
         calculate_linear_classifier_output_shapes(operator)
     else:
         calculate_linear_regressor_output_shapes(operator)
+        n_outputs = getattr(operator.raw_operator, "n_outputs_", 1)
+        if n_outputs > 1:  # one column per output
+            operator.outputs[0].type.shape = [operator.inputs[0].type.shape[0], n_outputs]
 
 
 def _converter(scope, operator, container):

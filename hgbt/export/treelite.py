@@ -59,7 +59,7 @@ def to_treelite(model: BaseHistGBDT | Booster) -> treelite.Model:
 
     Parameters
     ----------
-    model : fitted HistGBDTRegressor or HistGBDTClassifier
+    model : fitted HistGBDTRegressor, HistGBDTClassifier, HistGBDTRanker or HistGBDTSurvival
 
     Returns
     -------
@@ -86,13 +86,16 @@ def to_treelite(model: BaseHistGBDT | Booster) -> treelite.Model:
     task = ("kMultiClf" if multiclass else "kBinaryClf" if forest.link == "logistic"
             else "kRegressor")
     n_classes = forest.n_outputs if multiclass else 1
+    # a multi-output regressor: one target per output, each tree adding to its own
+    n_targets = 1 if multiclass else forest.n_outputs
     builder = ModelBuilder(
         threshold_type="float64", leaf_output_type="float64",
         metadata=Metadata(num_feature=forest.n_features, task_type=task,
-                          average_tree_output=False, num_target=1, num_class=[n_classes],
-                          leaf_vector_shape=(1, 1)),
+                          average_tree_output=False, num_target=n_targets,
+                          num_class=[n_classes] * n_targets, leaf_vector_shape=(1, 1)),
         tree_annotation=TreeAnnotation(num_tree=len(forest.trees),
-                                       target_id=[0] * len(forest.trees),
+                                       target_id=[0 if multiclass else tree.output
+                                                  for tree in forest.trees],
                                        class_id=[tree.output if multiclass else 0
                                                  for tree in forest.trees]),
         postprocessor=PostProcessorFunc(name=_POSTPROCESSOR[forest.link]),

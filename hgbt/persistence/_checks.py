@@ -21,7 +21,7 @@ from ..tree.validation import InvalidTreeError, check_tree
 from ._flat import FLAT_MODEL_KEYS
 
 #: what a stored loss may hold besides its name (get_loss's keywords)
-LOSS_ARGUMENTS = (*(p for p in LOSS_PARAMS if p != "loss"), "n_classes")
+LOSS_ARGUMENTS = (*(p for p in LOSS_PARAMS if p != "loss"), "n_classes", "n_outputs")
 
 
 def fail(where, problem):
@@ -189,6 +189,12 @@ def _check_baseline_hazard(value, state, where):
              "non-decreasing cumulative hazards")
 
 
+def _check_n_outputs(value, state, where):
+    # a regressor's targets: as many trees a round when more than one
+    if _as_count(value, where, 1) != state.get("n_trees_per_iteration_", value):
+        fail(where, "a regressor grows one tree a round per output")
+
+
 #: the fitted attributes of an estimator that a model file or a pickle holds
 #: beside its parameters, the counts ``check_state`` checks and the Booster's
 #: parts (``_flat.FLAT_MODEL_KEYS``), each with its check (what a warm start
@@ -209,6 +215,7 @@ FITTED_ATTRIBUTES = {
     "_interaction_groups_": _check_groups,
     "_monotonic_cst_": _check_monotonic,
     "baseline_hazard_": _check_baseline_hazard,
+    "n_outputs_": _check_n_outputs,
 }
 #: what ``check_state`` itself checks
 COUNTED_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "classes_", "n_iter_",

@@ -661,10 +661,8 @@ def _model_from_dict(document, verify_checksum):
                       "fitted.n_trees_per_iteration_", low=1)
     if name == "HistGBDTClassifier":
         expected = 1 if classes.size == 2 else classes.size
-    else:
-        expected = 1
-    if k_trees != expected:
-        _fail("fitted.n_trees_per_iteration_", f"expected {expected}, got {k_trees}")
+        if k_trees != expected:
+            _fail("fitted.n_trees_per_iteration_", f"expected {expected}, got {k_trees}")
     n_iter = _as_int(_get(fitted, "n_iter_", "fitted"), "fitted.n_iter_", low=0)
     baseline = _numeric_array(_get(fitted, "baseline", "fitted"), np.dtype(np.float64),
                               (k_trees,), "fitted.baseline")
@@ -672,6 +670,10 @@ def _model_from_dict(document, verify_checksum):
     attributes = _decode_attributes(_get(fitted, "attributes", "fitted"),
                                     _ESTIMATOR_ATTRIBUTES, "fitted.attributes",
                                     ignore_unknown=True)
+    # a regressor grows one tree a round per output, the others one
+    outputs = attributes.get("n_outputs_", 1) if name == "HistGBDTRegressor" else 1
+    if name != "HistGBDTClassifier" and k_trees != outputs:
+        _fail("fitted.n_trees_per_iteration_", f"expected {outputs}, got {k_trees}")
     # the bin mapper (and the trees) also cover the target-statistic columns
     n_internal = n_features + check_target_stats(attributes, n_features, k_trees,
                                                  "fitted.attributes._target_stats")

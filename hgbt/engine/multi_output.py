@@ -1,0 +1,69 @@
+"""Multi-output regression: one squared-error target per tree of a round.
+
+``y`` has shape ``(n_samples, n_outputs)``; a round grows one tree per output
+(``n_trees_per_iteration = n_outputs``, as a multiclass round grows one per
+class), each on its output's gradients, side by side on the fit's threads,
+over rows binned once. The raw predictions are ``(n_outputs, n_samples)``.
+"""
+import numpy as np
+
+from ..core._types import Y_DTYPE
+from ..core.exact import WeightedMean
+from ._loss import LossKind, row_gradients, row_losses
+from .base_loss import BaseLoss
+
+
+class MultiSquaredError(BaseLoss):
+    """Half squared error summed over ``n_outputs`` targets; each output's
+    baseline its weighted mean. The loss value is the weighted mean over rows
+    of the mean over outputs (so it reads as a single output's)."""
+
+    name = "squared_error"
+    hessian_is_constant_unweighted = True
+
+    def __init__(self, n_outputs, meta=None):
+        super().__init__(meta)
+        if not (isinstance(n_outputs, (int, np.integer)) and n_outputs >= 2):
+            raise ValueError(f"n_outputs must be an integer >= 2, got {n_outputs!r}.")
+        self.n_outputs = int(n_outputs)
+        self.n_trees_per_iteration = self.n_outputs
+        self._columns = (None, None)  # (y, its outputs as contiguous rows)
+
+    def check_y(self, y):
+        if y.ndim != 2 or y.shape[1] != self.n_outputs:
+            raise ValueError(f"y must have shape (n_samples, {self.n_outputs}), got "
+                             f"{y.shape}.")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("loss='squared_error' requires finite y.")
+
+    def _outputs(self, y):
+        """``y``'s columns as contiguous float64 rows, kept while ``y`` is."""
+        seen, columns = self._columns
+        if seen is not y:
+            columns = np.ascontiguousarray(np.asarray(y, dtype=Y_DTYPE).T)
+            self._columns = (y, columns)
+        return columns
+
+    def baseline_statistics(self, y):
+        return [WeightedMean.of(column, self.sample_weight) for column in self._outputs(y)]
+
+    def baseline_from_statistics(self, statistics):
+        return np.array([s.value() for s in statistics], dtype=Y_DTYPE)
+
+    def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
+        for k, column in enumerate(self._outputs(y)):  # hessians[k]: (1,) when constant
+            row_gradients(LossKind.SQUARED_ERROR, column, raw_prediction[k], self._weights(),
+                          gradients[k], hessians[k], 0.0, n_threads)
+
+    def row_loss(self, y, raw_prediction, n_threads=1):
+        total = np.zeros(y.shape[0], dtype=Y_DTYPE)
+        for k, column in enumerate(self._outputs(y)):
+            out = np.empty(y.shape[0], dtype=Y_DTYPE)
+            row_losses(LossKind.SQUARED_ERROR, column,
+                       np.ascontiguousarray(raw_prediction[k], dtype=Y_DTYPE), 0.0, out,
+                       n_threads)
+            total += out
+        return total / self.n_outputs
+
+    def inverse_link(self, raw_prediction):
+        return np.ascontiguousarray(raw_prediction.T)
