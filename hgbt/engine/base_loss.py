@@ -37,6 +37,9 @@ class BaseLoss:
     link = "identity"
     #: :meth:`row_loss` gives loss values (a custom loss gives gradients only)
     has_loss_values = True
+    #: the trees of a round grow side by side, a share of the threads each
+    #: (else one after another on all of them)
+    trees_side_by_side = True
     #: the processes whose rows the fit pools (a Dask shard sets its ring):
     #: the quantiles of the non-smooth losses are taken over all of them
     collective = SINGLE_PROCESS

