@@ -180,3 +180,25 @@ def test_a_regressor_refuses_ranking_metrics():
     X, y, _ = ranking_problem()
     with pytest.raises(ValueError, match="needs the rows' query ids"):
         HistGBDTRegressor(max_iter=3, eval_metric="ndcg@5", early_stopping=False).fit(X, y)
+
+
+def test_a_dataset_with_query_ids_and_the_native_api():
+    import hgbt
+    X, y, qid = ranking_problem()
+    X_val, y_val, qid_val = ranking_problem(n_queries=20, seed=3)
+    reference = HistGBDTRanker(**FAST).set_params(early_stopping=True).fit(
+        X, y, qid=qid, X_val=X_val, y_val=y_val, qid_val=qid_val)
+    data = hgbt.Dataset(X, y, qid=qid)
+    valid = hgbt.Dataset(X_val, y_val, qid=qid_val, reference=data)
+    ranker = HistGBDTRanker(**FAST).set_params(early_stopping=True).fit(data, X_val=valid)
+    np.testing.assert_array_equal(ranker.predict(X), reference.predict(X))
+    booster = hgbt.train({"loss": "lambdarank", "max_iter": 15, "random_state": 0}, data,
+                         valid_sets=[valid])
+    np.testing.assert_array_equal(booster.predict(X), reference.predict(X))
+    assert set(booster.evals_result["valid_0"]) == {"ndcg@10"}
+    scores = hgbt.cv({"loss": "lambdarank", "max_iter": 10}, data, nfold=3)
+    assert scores["ndcg@10-mean"].shape == (11,) and scores["ndcg@10-mean"][-1] > 0.5
+    with pytest.raises(ValueError, match="needs query ids"):
+        HistGBDTRanker(**FAST).fit(hgbt.Dataset(X, y))
+    with pytest.raises(ValueError, match="takes no qid"):
+        HistGBDTRanker(**FAST).fit(data, qid=qid)

@@ -262,3 +262,20 @@ def test_aft_refuses_an_event_at_time_zero_and_cox_reports_divergence():
         HistGBDTSurvival("cox", max_iter=300, min_samples_leaf=1, min_child_weight=0.0,
                          l2_regularization=0.0, learning_rate=1.0,
                          early_stopping=False).fit(X, y)
+
+
+def test_a_dataset_with_upper_bounds_and_the_native_api():
+    import hgbt
+    X, y = survival_problem()
+    upper = np.where(y["event"], y["time"], np.inf)
+    for loss in ("cox", "aft"):
+        reference = HistGBDTSurvival(loss, **FAST).fit(X, y)
+        data = hgbt.Dataset(X, y["time"], label_upper_bound=upper)
+        model = HistGBDTSurvival(loss, **FAST).fit(data)
+        np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+        if loss == "cox":
+            np.testing.assert_array_equal(model.baseline_hazard_, reference.baseline_hazard_)
+        booster = hgbt.train({"loss": loss, "max_iter": 30, "random_state": 0}, data)
+        np.testing.assert_array_equal(booster.predict(X), reference.predict(X))
+    with pytest.raises(ValueError, match="needs each time's upper bound"):
+        HistGBDTSurvival(**FAST).fit(hgbt.Dataset(X, y["time"]))

@@ -30,6 +30,7 @@ from sklearn.utils.validation import _check_sample_weight, check_array
 
 from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import REGRESSOR, constraints, names, resolved_default
+from ..core.row_meta import check_qid, qid_from_group
 from . import target_stats
 from .binning import BinMapper
 from .bundling import DenseBins, FeatureLayout, SparseBins, build_layout
@@ -93,6 +94,16 @@ class Dataset:
         Each row's start score (the estimators' ``fit(init_score=...)``; for
         a validation Dataset, its rows'). Checked against the target's
         classes when a fit reads it.
+    qid : array-like of shape (n_samples,), default=None
+        Learning to rank: each row's query (XGBoost's ``qid``; the ranker's
+        ``fit(qid=...)``). A query's rows need not be adjacent.
+    group : array-like of int, default=None
+        Learning to rank: the sizes of consecutive queries instead
+        (LightGBM's ``group``).
+    label_upper_bound : array-like of shape (n_samples,), default=None
+        Survival: the end of each row's time interval, ``label`` its start
+        (XGBoost's ``label_lower_bound`` / ``label_upper_bound``): equal for
+        an event, ``inf`` for a right-censored time.
     reference : Dataset, default=None
         The training Dataset this one validates: its categorical encoding,
         feature names and binning are used. Only for validation sets.
@@ -112,7 +123,8 @@ class Dataset:
     feature_names_in_ : ndarray of str
         Only when ``data`` has feature names.
     categorical : CategoricalEncoding or None
-    label, weight, init_score : ndarray or None
+    label, weight, init_score, qid, label_upper_bound : ndarray or None
+        (``qid`` as int64 codes, ``group`` turned into them)
     binned : Binned or None
         What the first fit made of the rows (None before it); ``binned_for``
         says for which kind of target.
@@ -120,6 +132,8 @@ class Dataset:
 
     def __init__(self, data: MatrixLike, label: ArrayLike | None = None, *,
                  weight: ArrayLike | None = None, init_score: ArrayLike | None = None,
+                 qid: ArrayLike | None = None, group: ArrayLike | None = None,
+                 label_upper_bound: ArrayLike | None = None,
                  reference: Dataset | None = None,
                  categorical_features: ArrayLike | Literal['from_dtype'] | None =
                  resolved_default("categorical_features"),
@@ -177,6 +191,23 @@ class Dataset:
                                  f"{self.X.shape[0]} rows: one start score per row (and "
                                  "class).")
         self.init_score = init_score
+        n = self.X.shape[0]
+        if qid is not None and group is not None:
+            raise ValueError("give qid or group, not both.")
+        self.qid = check_qid(qid, n) if group is None else qid_from_group(group, n)
+        if label_upper_bound is not None:
+            label_upper_bound = np.array(label_upper_bound, dtype=np.float64)
+            if label_upper_bound.shape != (n,):
+                raise ValueError(f"label_upper_bound has shape {label_upper_bound.shape}; "
+                                 f"data has {n} rows: one upper bound per row.")
+        self.label_upper_bound = label_upper_bound
+
+    def row_fields(self) -> dict[str, np.ndarray]:
+        """The rows' side information a fit reads beside label and weight
+        (:class:`~hgbt.core.row_meta.RowMeta` fields): query ids, upper bounds."""
+        return {name: value for name, value in (("qid", self.qid),
+                                                ("label_upper_bound", self.label_upper_bound))
+                if value is not None}
 
     @classmethod
     def from_prepared(cls, X: np.ndarray | sp.csr_matrix, label: np.ndarray | None,
@@ -199,7 +230,7 @@ class Dataset:
         if feature_names_in is not None:
             out.feature_names_in_ = feature_names_in
         out.X, out.label, out.weight = X, label, weight
-        out.init_score = None
+        out.init_score = out.qid = out.label_upper_bound = None
         out.binned = out.binned_for = None
         out.__setstate__({})  # its lock
         return out
@@ -216,8 +247,9 @@ class Dataset:
             feature_names_in=getattr(self, "feature_names_in_", None), **self.binning,
             random_state=self.random_state, n_threads=self.n_threads)
         out.reference = reference
-        if self.init_score is not None:
-            out.init_score = self.init_score[rows]
+        for name in ("init_score", "qid", "label_upper_bound"):
+            if getattr(self, name) is not None:
+                setattr(out, name, getattr(self, name)[rows])
         return out
 
     def _set_rows(self, X, label, weight):
@@ -307,6 +339,8 @@ class Dataset:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("qid", "label_upper_bound"):  # a Dataset pickled before them
+            self.__dict__.setdefault(name, None)
         self._lock = threading.Lock()
 
     def _bin(self, y_columns, weight, seed, n_threads, model):

@@ -292,6 +292,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         target_fields = {}
         if given:
             X, y, sample_weight = self._dataset_rows(X, y, sample_weight, warm)
+            target_fields = X.row_fields()  # its query ids, upper bounds
+            if qids[0] is not None and "qid" in target_fields:
+                raise ValueError("The Dataset holds its query ids: fit(dataset) takes no "
+                                 "qid.")
         else:
             y, target_fields = self._target_fields(y)
             X, encoding = self._validate_fit_X(X, self.booster_ if warm else None)
@@ -342,10 +346,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             init_scores, dataset, X_val, [X_i for X_i, _, _ in eval_rows])
         qid, qid_val, eval_qid = self._check_qids(qids, len(validation), X_val is not None)
         meta = RowMeta(sample_weight, check_init_score(init_score, X.shape[0], k_trees),
-                       check_qid(qid, X.shape[0]), **target_fields)
+                       **{"qid": check_qid(qid, X.shape[0]), **target_fields})
         validation = [(X_v, y_v, RowMeta(w_v, check_init_score(
                           s, X_v.shape[0], k_trees, f"eval_init_score[{i}]"),
-                          check_qid(q, X_v.shape[0], f"eval_qid[{i}]"), **f_v))
+                          **{"qid": check_qid(q, X_v.shape[0], f"eval_qid[{i}]"), **f_v}))
                       for i, (s, q, (X_v, y_v, w_v, f_v)) in enumerate(zip(eval_init_scores(
                           init_score, eval_init_score, len(validation), X_val is not None,
                           init_score_val), eval_qid, validation))]
@@ -377,7 +381,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                                       "X_val", dataset)
             validation.insert(0, (X_v, y_v, RowMeta(w_v, check_init_score(
                 init_score_val, X_v.shape[0], k_trees, "init_score_val"),
-                check_qid(qid_val, X_v.shape[0], "qid_val"), **f_v)))
+                **{"qid": check_qid(qid_val, X_v.shape[0], "qid_val"), **f_v})))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
@@ -526,6 +530,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             if y is not None or sample_weight is not None or X.label is None:
                 raise ValueError(f"{name}: a validation Dataset holds its label and "
                                  "weights (and needs a label).")
+            fields = X.row_fields()
             X, y, sample_weight = X.X, X.label, X.weight
         else:
             X = self.booster_.prepare(X, positions=True, checker=self)

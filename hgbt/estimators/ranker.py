@@ -47,7 +47,8 @@ RANKER_FIT_DOC = FIT_DOC.replace("""y : array-like of shape (n_samples,) or (n_s
     Relevance labels: integers 0 .. len(label_gain) - 1 (0: not relevant).""", 1).replace("""sample_weight : array-like of shape (n_samples,), default=None""", """qid : array-like of shape (n_samples,), default=None
     Each row's query (integers or strings); a query's rows need not be
     adjacent. None: the DataFrame column 'qid' of ``X`` (dropped from the
-    features), else ``group``; every row in one query without either.
+    features), else ``group``, else a Dataset's own (``Dataset(X, y,
+    qid=...)``); every row in one query without any.
     A hold-out for early stopping and cross-validated rounds keep
     queries whole.
 group : array-like of int, default=None
@@ -136,18 +137,22 @@ class HistGBDTRanker(BaseHistGBDT):
             callbacks: list | None = None, init_score: ArrayLike | None = None,
             init_score_val: ArrayLike | None = None,
             eval_init_score: list[ArrayLike | None] | None = None) -> HistGBDTRanker:
-        if isinstance(X, Dataset) or isinstance(X_val, Dataset) or any(
-                isinstance(s, Dataset) for s in eval_set or ()):
-            raise TypeError("HistGBDTRanker takes arrays or data frames with qid, not a "
-                            "Dataset (a Dataset holds no query ids yet).")
-        X, qid = _split_qid(X, qid, "qid")
-        if qid is None and group is not None:
-            qid = qid_from_group(group, _n_rows(X))
-        elif group is not None:
-            raise ValueError("give qid or group, not both.")
-        if qid is None:  # one query of every row (what scikit-learn's checks fit)
-            qid = np.zeros(_n_rows(X), dtype=np.int64)
-        if X_val is not None:
+        if isinstance(X, Dataset):  # its query ids inside (Dataset(..., qid=...))
+            if qid is not None or group is not None:
+                raise ValueError("The Dataset holds its query ids: fit(dataset) takes no "
+                                 "qid or group.")
+            if X.qid is None:
+                raise ValueError("A ranker's Dataset needs query ids: Dataset(X, y, "
+                                 "qid=...) or group=.")
+        else:
+            X, qid = _split_qid(X, qid, "qid")
+            if qid is None and group is not None:
+                qid = qid_from_group(group, _n_rows(X))
+            elif group is not None:
+                raise ValueError("give qid or group, not both.")
+            if qid is None:  # one query of every row (what scikit-learn's checks fit)
+                qid = np.zeros(_n_rows(X), dtype=np.int64)
+        if X_val is not None and not isinstance(X_val, Dataset):
             X_val, qid_val = _split_qid(X_val, qid_val, "qid_val")
             if qid_val is None:
                 raise ValueError("X_val needs its query ids: pass qid_val (or a 'qid' "
@@ -157,15 +162,20 @@ class HistGBDTRanker(BaseHistGBDT):
             if len(given) != len(eval_set):
                 raise ValueError(f"eval_qid has {len(given)} entries; eval_set has "
                                  f"{len(eval_set)}.")
-            pairs, eval_qid = [], []
-            for i, ((X_i, y_i), q) in enumerate(zip(eval_set, given)):
+            sets, eval_qid = [], []
+            for i, (entry, q) in enumerate(zip(eval_set, given)):
+                if isinstance(entry, Dataset):  # its query ids inside
+                    sets.append(entry)
+                    eval_qid.append(None)
+                    continue
+                X_i, y_i = entry
                 X_i, q = _split_qid(X_i, q, f"eval_qid[{i}]")
                 if q is None:
                     raise ValueError(f"eval_set[{i}] needs its query ids: pass eval_qid "
                                      "(or a 'qid' column).")
-                pairs.append((X_i, y_i))
+                sets.append((X_i, y_i))
                 eval_qid.append(q)
-            eval_set = pairs
+            eval_set = sets
         return self._fit_rows(X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
                               eval_names, eval_sample_weight, callbacks,
                               (init_score, init_score_val, eval_init_score),

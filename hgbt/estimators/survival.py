@@ -7,6 +7,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from ..core._openmp import effective_n_threads
 from ..core._types import Y_DTYPE
 from ..core.params import SURVIVAL, constraints, make_init
 from ..data.dataset import Dataset, MatrixLike
@@ -121,7 +122,8 @@ class HistGBDTSurvival(BaseHistGBDT):
         tags.target_tags.required = True
         return tags
 
-    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None, *,
+    def fit(self, X: MatrixLike | Dataset, y: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None, *,
             X_val: MatrixLike | None = None, y_val: ArrayLike | None = None,
             sample_weight_val: ArrayLike | None = None,
             eval_set: list[tuple[MatrixLike, ArrayLike]] | None = None,
@@ -130,9 +132,10 @@ class HistGBDTSurvival(BaseHistGBDT):
             callbacks: list | None = None, init_score: ArrayLike | None = None,
             init_score_val: ArrayLike | None = None,
             eval_init_score: list[ArrayLike | None] | None = None) -> HistGBDTSurvival:
-        if isinstance(X, Dataset):
-            raise TypeError("HistGBDTSurvival takes arrays or data frames, not a Dataset "
-                            "(a Dataset holds no censoring bounds yet).")
+        if isinstance(X, Dataset) and X.label_upper_bound is None:
+            raise ValueError("A survival Dataset needs each time's upper bound: "
+                             "Dataset(X, label=time, label_upper_bound=np.where(event, "
+                             "time, np.inf)).")
         self._fit_rows(X, y, sample_weight, X_val, y_val, sample_weight_val, eval_set,
                        eval_names, eval_sample_weight, callbacks,
                        (init_score, init_score_val, eval_init_score))
@@ -144,12 +147,20 @@ class HistGBDTSurvival(BaseHistGBDT):
 
     def _breslow(self, X, y, sample_weight):
         """Breslow's cumulative baseline hazard of the fitted scores over the
-        training rows: the sum over event times of their events' weight
-        over the weighted risk set's total hazard ratio."""
-        lower, upper = survival_bounds(y)
+        training rows (``X`` and ``y``, or a Dataset): the sum over event
+        times of their events' weight over the weighted risk set's total
+        hazard ratio."""
+        if isinstance(X, Dataset):
+            lower, upper, sample_weight = X.label, X.label_upper_bound, X.weight
+            hazard = np.exp(self.booster_.raw_predict_prepared(
+                X.X, None, effective_n_threads(self.n_threads))[0])
+        else:
+            lower, upper = survival_bounds(y)
+            hazard = self.predict(X)
+        lower = np.asarray(lower, dtype=np.float64)
         weight = None if sample_weight is None else np.asarray(sample_weight, np.float64)
         event = (upper == lower).astype(np.float64)
-        hazard = self.predict(X) * (1.0 if weight is None else weight)
+        hazard = hazard * (1.0 if weight is None else weight)
         order = TimeOrder(lower, event, weight)
         at_risk = np.cumsum(np.add.reduceat(hazard[order.order], np.r_[0, order.group_end[:-1]])
                             [::-1])[::-1]

@@ -13,12 +13,18 @@ first.
 """
 import numpy as np
 
-from ..core.params import CLASSIFIER, PARAMS, REGRESSOR, params_of
+from ..core.params import (CLASSIFIER, PARAMS, RANKER, RANKING_LOSSES, REGRESSOR, SURVIVAL,
+                           SURVIVAL_LOSSES, params_of)
 from ..data.dataset import Dataset
 from ..model.booster import Booster
 from .classifier import HistGBDTClassifier
 from .monitoring import metric_name
+from .ranker import HistGBDTRanker
 from .regressor import HistGBDTRegressor
+from .survival import HistGBDTSurvival
+
+_TASKS = {CLASSIFIER: "classification", RANKER: "ranking", SURVIVAL: "survival",
+          REGRESSOR: "regression"}
 
 def _estimator(params, num_boost_round, has_validation, dataset):
     """The estimator that fits ``params`` (checked: hgbt's names only) on
@@ -26,7 +32,9 @@ def _estimator(params, num_boost_round, has_validation, dataset):
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict of parameters, got {type(params).__name__}.")
     params = dict(params)
-    kind = CLASSIFIER if params.get("loss") == "log_loss" else REGRESSOR
+    loss = params.get("loss")
+    kind = (CLASSIFIER if loss == "log_loss" else RANKER if loss in RANKING_LOSSES
+            else SURVIVAL if loss in SURVIVAL_LOSSES else REGRESSOR)
     known = {p.name for p in params_of(kind)}
     unknown = sorted(set(params) - known)
     if unknown:
@@ -35,9 +43,9 @@ def _estimator(params, num_boost_round, has_validation, dataset):
             ours = list(dict.fromkeys(p.name for p in PARAMS
                                       if name in (p.lightgbm, p.xgboost, p.sklearn)))
             if name in {p.name for p in PARAMS}:
-                hints.append(f"{name!r} is not a parameter of "
-                             f"{'classification' if kind == CLASSIFIER else 'regression'} "
-                             "(loss='log_loss' classifies)")
+                hints.append(f"{name!r} is not a parameter of {_TASKS[kind]} "
+                             "(loss='log_loss' classifies, 'lambdarank' and 'pairwise' "
+                             "rank, 'cox' and 'aft' model survival)")
             elif len(ours) == 1:
                 hints.append(f"{name!r} is another library's name; hgbt's is {ours[0]!r}")
             elif ours:
@@ -57,7 +65,8 @@ def _estimator(params, num_boost_round, has_validation, dataset):
     # hold-out would need the Dataset binned again
     params.setdefault("early_stopping", has_validation)
     params = {**dataset.binning, **params}
-    return (HistGBDTClassifier if kind == CLASSIFIER else HistGBDTRegressor)(**params)
+    return {CLASSIFIER: HistGBDTClassifier, RANKER: HistGBDTRanker,
+            SURVIVAL: HistGBDTSurvival, REGRESSOR: HistGBDTRegressor}[kind](**params)
 
 
 def train(params: dict, train_set: Dataset, num_boost_round: int | None = None, *,
@@ -69,7 +78,10 @@ def train(params: dict, train_set: Dataset, num_boost_round: int | None = None, 
     ----------
     params : dict
         Estimator parameters by hgbt's names (``doc/parameters.md``);
-        ``loss='log_loss'`` classifies, every other loss regresses. The
+        ``loss='log_loss'`` classifies, ``'lambdarank'`` and ``'pairwise'``
+        rank (the Dataset's ``qid`` or ``group``), ``'cox'`` and ``'aft'``
+        model survival times (its ``label_upper_bound``), every other loss
+        regresses. The
         binning parameters (``max_bins``, ``enable_bundle``,
         ``max_conflict_rate``, ``categorical_features``) are the Dataset's
         (given here, they must be equal). ``early_stopping`` defaults to whether
@@ -137,7 +149,8 @@ def cv(params: dict, train_set: Dataset, num_boost_round: int | None = None, *,
         With a label; not a validation set.
     nfold : int, default=5
     stratified : bool or None, default=None
-        Folds with the class shares of the whole (None: for classification).
+        Folds with the class shares of the whole (None: for classification);
+        a Dataset with query ids is cut into folds of whole queries.
     shuffle : bool, default=True
     seed : int, default=0
         Seeds the folds.
@@ -154,19 +167,22 @@ def cv(params: dict, train_set: Dataset, num_boost_round: int | None = None, *,
         of ``scoring``: the lowest loss, or the highest score), and
         ``'boosters'`` with ``return_boosters``.
     """
-    from sklearn.model_selection import KFold, StratifiedKFold
+    from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 
     if not isinstance(train_set, Dataset) or train_set.label is None:
         raise TypeError("train_set must be an hgbt.Dataset with a label.")
     params = dict(params)
     classify = params.get("loss") == "log_loss"
     stratified = classify if stratified is None else stratified
-    splitter = (StratifiedKFold if stratified else KFold)(
-        n_splits=nfold, shuffle=shuffle, random_state=seed if shuffle else None)
+    # a Dataset with query ids: folds of whole queries
+    splitter = (GroupKFold if train_set.qid is not None else StratifiedKFold if stratified
+                else KFold)(n_splits=nfold, shuffle=shuffle,
+                            random_state=seed if shuffle else None)
     params["early_stopping"] = False
     curves, boosters = {}, []
     label = train_set.label
-    for train_rows, valid_rows in splitter.split(np.zeros((label.shape[0], 1)), label):
+    for train_rows, valid_rows in splitter.split(np.zeros((label.shape[0], 1)), label,
+                                                 groups=train_set.qid):
         fold = train_set.subset(train_rows)
         held_out = train_set.subset(valid_rows, reference=fold)
         estimator = _estimator(params, num_boost_round, True, fold)
