@@ -859,3 +859,64 @@ def test_the_doc_example_runs_as_a_script(tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "local model: HistGBDTClassifier" in result.stdout
+
+
+# --------------------------------------------------------------- ranking
+def ranking_data(n_queries=80, size=25, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * size, 5))
+    qid = np.repeat(rng.permutation(n_queries) + 7, size)
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + 0.7 * rng.normal(size=qid.size) + 1.5),
+                0, 4)
+    return X, y, qid
+
+
+def _placed(client, array, cut):
+    """Rows ``:cut`` on one worker and the rest on the other."""
+    workers = sorted(client.scheduler_info()["workers"])
+    halves = [array[:cut], array[cut:]]
+    return da.concatenate([da.from_delayed(client.scatter(h, workers=[w], hash=False),
+                                           shape=h.shape, dtype=h.dtype)
+                           for h, w in zip(halves, workers)])
+
+
+def test_a_distributed_ranker_is_the_local_one(client):
+    from hgbt import HistGBDTRanker
+    from hgbt.dask import DaskHistGBDTRanker
+    X, y, qid = ranking_data()
+    X_val, y_val, qid_val = ranking_data(20, seed=1)
+    params = dict(PARAMS, early_stopping=True, max_iter=12)
+    local = HistGBDTRanker(**params).fit(X, y, qid=qid, X_val=X_val, y_val=y_val,
+                                         qid_val=qid_val)
+    cut = 1000  # a query boundary: each worker holds whole queries
+    dist = DaskHistGBDTRanker(**params).fit(
+        _placed(client, X, cut), _placed(client, y, cut), qid=_placed(client, qid, cut),
+        X_val=da.from_array(X_val, chunks=(250, 5)), y_val=da.from_array(y_val, chunks=250),
+        qid_val=da.from_array(qid_val, chunks=250))
+    assert dist.telemetry_["n_workers"] == 2
+    np.testing.assert_array_equal(dist.predict(X), local.predict(X))
+    assert dist.evals_result_ == local.evals_result_
+    # a DataFrame's 'qid' column, and lazy predictions of a dask DataFrame
+    frame = pd.DataFrame(X, columns=list("abcde")).assign(qid=qid)
+    plain = dict(PARAMS, max_iter=12)
+    by_column = DaskHistGBDTRanker(**plain).fit(dd.from_pandas(frame, npartitions=2),
+                                                dd.from_pandas(pd.Series(y), npartitions=2))
+    np.testing.assert_array_equal(
+        by_column.predict(dd.from_pandas(frame, npartitions=3)).compute(),
+        HistGBDTRanker(**plain).fit(X, y, qid=qid).predict(X))
+
+
+def test_a_query_on_two_workers_is_refused(client):
+    from hgbt.dask import DaskHistGBDTRanker
+    X, y, qid = ranking_data()
+    cut = 1010  # inside a query
+    with pytest.raises(ValueError, match="has rows on two workers"):
+        DaskHistGBDTRanker(**PARAMS).fit(_placed(client, X, cut), _placed(client, y, cut),
+                                         qid=_placed(client, qid, cut))
+    with pytest.raises(ValueError, match="needs each row's query"):
+        DaskHistGBDTRanker(**PARAMS).fit(da.from_array(X, chunks=(1000, 5)),
+                                         da.from_array(y, chunks=1000))
+    with pytest.raises(ValueError, match="tree_learner='feature'"):
+        DaskHistGBDTRanker(**PARAMS, tree_learner="feature").fit(
+            da.from_array(X, chunks=(1000, 5)), da.from_array(y, chunks=1000),
+            qid=da.from_array(qid, chunks=1000))

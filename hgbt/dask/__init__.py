@@ -3,7 +3,8 @@
 Needs ``dask`` and ``distributed`` (``pip install "hgbt[dask]"``); see
 ``doc/dask.md``.
 """
-from ._estimators import DaskHistGBDTClassifier, DaskHistGBDTRegressor
+from ._estimators import DaskHistGBDTClassifier, DaskHistGBDTRanker, DaskHistGBDTRegressor
 from ._training import WorkerLostError
 
-__all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRegressor", "WorkerLostError"]
+__all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRanker", "DaskHistGBDTRegressor",
+           "WorkerLostError"]

@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..core._openmp import effective_n_threads
-from ..core.row_meta import RowMeta
+from ..core.row_meta import Queries, RowMeta, check_qid
 from ..data import target_stats
 from ..data.binning import BinMapper
 from ..data.dataset import MatrixLike
@@ -29,6 +29,7 @@ from ..engine.evaluation import TRAIN, ScoredRows, training_score_rows
 from ..estimators.classifier import HistGBDTClassifier
 from ..estimators.fit_inputs import interaction_groups
 from ..estimators.monitoring import VALIDATION, Monitor
+from ..estimators.ranker import HistGBDTRanker, split_qid
 from ..estimators.regressor import HistGBDTRegressor
 from ..model.booster import Booster
 from ._collections import (categories_of_all_rows, categorize_strings, is_dask_collection,
@@ -153,6 +154,12 @@ class _DaskMixin:
             The fitted estimator; on any failure (including a lost worker,
             :class:`WorkerLostError`) it is left as it was.
         """
+        return self._fit_dask(X, y, sample_weight, X_val, y_val, sample_weight_val, callbacks)
+
+    def _fit_dask(self, X, y, sample_weight, X_val, y_val, sample_weight_val, callbacks,
+                  qids=(None, None)):
+        """``fit``, with the query ids of the training and validation rows
+        (a ranker's, dask collections partitioned as X and X_val)."""
         self._validate_params()
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
@@ -179,7 +186,7 @@ class _DaskMixin:
                 delattr(self, name)
         try:
             self._fit_on_cluster(client, X, y, sample_weight, X_val, y_val,
-                                 sample_weight_val, early_stopping, callbacks, warm)
+                                 sample_weight_val, early_stopping, callbacks, warm, qids)
         except BaseException:
             vars(self).clear()
             vars(self).update(saved)
@@ -187,7 +194,7 @@ class _DaskMixin:
         return self
 
     def _fit_on_cluster(self, client, X, y, sample_weight, X_val, y_val, sample_weight_val,
-                        early_stopping, callbacks, warm=False):
+                        early_stopping, callbacks, warm=False, qids=(None, None)):
         has_val = X_val is not None
         # string columns: the local fit's categories (a warm start's, its model's)
         X, X_val = categorize_strings(X, X_val, self.booster_.categorical if warm else None)
@@ -197,9 +204,10 @@ class _DaskMixin:
                                     feature_names_in=getattr(self, "feature_names_in_", None),
                                     categorical=encoding, objective={}, bin_mapper=None,
                                     baseline=None)
-        train, train_workers = partitions(client, X, y, sample_weight)
+        train, train_workers = partitions(client, X, y, sample_weight, qid=qids[0])
         val, val_workers = (([], []) if not has_val
-                            else partitions(client, X_val, y_val, sample_weight_val, "X_val"))
+                            else partitions(client, X_val, y_val, sample_weight_val, "X_val",
+                                            qids[1]))
         shards, placement = _start_shards(client, train, train_workers, val, val_workers,
                                        self.timeout)
         try:
@@ -273,12 +281,15 @@ class _DaskMixin:
             booster.bin_mapper = _fit_bin_mapper(bin_mapper, inputs, shards, placement,
                                                  sizes, n_total, categories)
         # the training rows scored each round: the local fit's, found on the shards
-        score_rows = training_score_rows(n_total, self._seed)
+        # (a ranker's: whole queries, of the query ids of all rows)
+        score_rows = training_score_rows(n_total, self._seed,
+                                         _queries_of_all_rows(info, placement, sizes))
         scored_located = _rows_on_shards(score_rows, placement, sizes)
         local_rows = ([None] * len(placement) if score_rows is None else
                       [local for local, _ in scored_located])
         monitor = Monitor(self, [TRAIN] + ([VALIDATION] if has_val else []), early_stopping,
-                          True, callbacks, getattr(self, "evals_result_", None) if warm else None)
+                          self._has_loss_value(), callbacks,
+                          getattr(self, "evals_result_", None) if warm else None)
         scored, scored_order = None, None
         if monitor.needs_predictions:  # scorers on the driver
             val_placement = shards.val_placement
@@ -362,11 +373,12 @@ def _start_shards(client, train, train_workers, val, val_workers, timeout):
 
 
 def _scored_rows(targets, train_rows, val_rows, has_val):
-    """What scorers read on the driver: per set, ScoredRows of the targets and
-    weights gathered from the shards (``targets``: each shard's ``((y, w)
-    training, (y, w) validation)``), in the local fit's row order, and that
-    order (``train_rows``, ``val_rows``: each shard's global rows). The rows
-    themselves stay on the workers: scorers get an ``X`` without columns."""
+    """What scorers read on the driver: per set, ScoredRows of the targets,
+    weights and query ids gathered from the shards (``targets``: each
+    shard's ``((y, w, qid) training, (y, w, qid) validation)``), in the local
+    fit's row order, and that order (``train_rows``, ``val_rows``: each
+    shard's global rows). The rows themselves stay on the workers: scorers
+    get an ``X`` without columns."""
     orders = [np.argsort(np.concatenate(rows), kind="stable")
               for rows in (train_rows, val_rows)]
     out = []
@@ -376,8 +388,39 @@ def _scored_rows(targets, train_rows, val_rows, has_val):
         weights = [t[which][1] for t in targets if t[which][0].shape[0]]
         w = (None if not weights or weights[0] is None
              else np.concatenate(weights)[order])
-        out.append(ScoredRows(np.empty((y.shape[0], 0)), y, RowMeta(w)))
+        qids = [t[which][2] for t in targets if t[which][0].shape[0]]
+        qid = (None if not qids or qids[0] is None
+               else check_qid(np.concatenate(qids)[order], y.shape[0]))
+        out.append(ScoredRows(np.empty((y.shape[0], 0)), y, RowMeta(w, qid=qid)))
     return out, tuple(orders)
+
+
+def _queries_of_all_rows(info, placement, sizes):
+    """The training rows' queries in global row order (None without query
+    ids), checked: a query's rows on one worker only, where its gradients
+    are computed."""
+    shards = [i["train"] for i in info]
+    if all(t.get("qid") is None for t in shards):
+        return None
+    seen = {}
+    for shard, t in enumerate(shards):
+        for q in (np.unique(t["qid"]) if t["n_rows"] else ()):
+            if seen.setdefault(q, shard) != shard:
+                raise ValueError(f"query {q!r} has rows on two workers: a ranker's query "
+                                 "must stay in one partition (e.g. ddf.shuffle('qid'), or "
+                                 "set_index('qid'), before fit).")
+    # each shard's rows are its partitions' in order: their global positions
+    part_sizes = np.zeros(sum(len(p) for p in placement), dtype=np.int64)
+    for parts, shard_sizes in zip(placement, sizes):
+        part_sizes[parts] = shard_sizes
+    offsets = np.r_[0, np.cumsum(part_sizes)]
+    positions = np.concatenate([np.zeros(0, np.intp)] + [
+        np.arange(offsets[part], offsets[part] + part_sizes[part])
+        for parts, t in zip(placement, shards) if t["n_rows"] for part in parts])
+    values = np.concatenate([t["qid"] for t in shards if t["n_rows"]])
+    qid = np.empty_like(values)
+    qid[positions] = values
+    return Queries(check_qid(qid, qid.shape[0]))
 
 
 def _rows_on_shards(rows, placement, sizes):
@@ -558,3 +601,80 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
 
 
 __all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRegressor", "WorkerLostError"]
+
+
+class DaskHistGBDTRanker(_DaskMixin, HistGBDTRanker):
+    """:class:`~hgbt.HistGBDTRanker` trained on a Dask cluster.
+
+    Same parameters as :class:`~hgbt.HistGBDTRanker`, plus ``client``,
+    ``timeout``, ``tree_learner`` ('data' or 'voting'; 'feature' gathers the
+    rows, not yet their queries) and ``top_k``, as
+    :class:`DaskHistGBDTRegressor`. A query's rows must be in one partition
+    (their gradients are computed where they are): ``ddf.shuffle('qid')``
+    or ``set_index('qid')`` arranges that; a query on two workers is a
+    ValueError. The model is the local ranker's, bit for bit.
+
+    Attributes
+    ----------
+    telemetry_ : dict
+        As :class:`DaskHistGBDTRegressor`'s.
+    """
+
+    _local_class = HistGBDTRanker
+    _parameter_constraints = {**HistGBDTRanker._parameter_constraints,
+                              **_DaskMixin._parameter_constraints}
+    if TYPE_CHECKING:  # the generated __init__ (the registry's parameters) hides the
+        # class from type checkers: they see one taking any arguments
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    else:
+        __init__ = _dask_init(HistGBDTRanker)
+
+    def fit(self, X: da.Array | dd.DataFrame, y: da.Array | dd.Series, *,
+            qid: da.Array | dd.Series | None = None,
+            sample_weight: da.Array | dd.Series | None = None,
+            X_val: da.Array | dd.DataFrame | None = None,
+            y_val: da.Array | dd.Series | None = None,
+            qid_val: da.Array | dd.Series | None = None,
+            sample_weight_val: da.Array | dd.Series | None = None,
+            callbacks: list | None = None) -> DaskHistGBDTRanker:
+        """Fit on dask collections spread over the workers of a Dask cluster.
+
+        Parameters
+        ----------
+        X : dask array or dask DataFrame of shape (n_samples, n_features)
+            Training rows; a DataFrame's 'qid' column gives the query ids
+            when ``qid`` is None.
+        y : dask array or dask Series of shape (n_samples,)
+            Relevance labels.
+        qid : dask array or dask Series of shape (n_samples,), default=None
+            Each row's query, partitioned as ``X``; a query's rows in one
+            partition.
+        sample_weight, X_val, y_val, sample_weight_val, callbacks
+            As :meth:`DaskHistGBDTRegressor.fit`.
+        qid_val : dask array or dask Series, default=None
+            The query ids of ``X_val`` (or its 'qid' column).
+
+        Returns
+        -------
+        self : object
+        """
+        if self.tree_learner == "feature":
+            raise ValueError("tree_learner='feature' gathers every worker's rows, not yet "
+                             "their query ids: use 'data' or 'voting' for a ranker.")
+        X, qid = split_qid(X, qid, "qid")
+        if qid is None:
+            raise ValueError("A distributed ranker needs each row's query: pass qid (a "
+                             "dask array or Series partitioned as X) or a 'qid' column.")
+        if X_val is not None:
+            X_val, qid_val = split_qid(X_val, qid_val, "qid_val")
+            if qid_val is None:
+                raise ValueError("X_val needs its query ids: pass qid_val (or a 'qid' "
+                                 "column).")
+        return self._fit_dask(X, y, sample_weight, X_val, y_val, sample_weight_val,
+                              callbacks, (qid, qid_val))
+
+    def predict(self, X: MatrixLike | da.Array | dd.DataFrame,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray | da.Array:
+        """Ranking scores; lazy (a dask array) for a dask collection
+        (``iteration_range``: as :meth:`hgbt.HistGBDTRanker.predict`)."""
+        return self._lazy("predict", X, iteration_range)

@@ -24,7 +24,7 @@ from ..data.categorical import codes_with_counts, pooled_positions
 from ..data.dataset import sparse_bins
 from ..engine.numeric_range import check_fit_range
 from ..core.collective import SINGLE_PROCESS
-from ..core.row_meta import RowMeta
+from ..core.row_meta import RowMeta, check_qid
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ._halving import MIN_SIZE as HALVING_MIN_SIZE, join_halving
 from ._ring import join_ring, listen
@@ -54,6 +54,14 @@ def _rows_of(parts):
     else:
         w = np.concatenate([np.asarray(wi, dtype=Y_DTYPE).ravel() for wi in w])
     return X, np.concatenate(y), w
+
+
+def _qid_of(parts):
+    """The query ids of ``(X, y, w, qid)`` partitions, concatenated (None
+    without them), as the user gave them: codes are made where all are seen."""
+    if not parts or parts[0][3] is None:
+        return None
+    return np.concatenate([np.asarray(p[3]).ravel() for p in parts])
 
 
 def _stacked(blocks, n_features):
@@ -107,6 +115,7 @@ class Shard:
         self._val_part_sizes = [part[0].shape[0] for part in val_parts]
         self._train = _rows_of(train_parts)
         self._val = _rows_of(val_parts)
+        self._qid = {"train": _qid_of(train_parts), "val": _qid_of(val_parts)}
         self.data = None
         self.ring = SINGLE_PROCESS
         self._server = None
@@ -150,8 +159,13 @@ class Shard:
                 for f in np.flatnonzero(inputs.is_categorical):
                     codes[int(f)] = codes_with_counts(_column(X, f), int(f))
             labels = np.unique(y, return_counts=True) if inputs.stratify else None
+            qid = self._qid[name]
+            if qid is not None and qid.shape[0] != y.shape[0]:
+                raise ValueError(f"qid has {qid.shape[0]} rows but y has {y.shape[0]}: "
+                                 "they must be partitioned alike.")
             setattr(self, "_" + name, (X, y, w))
-            out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels}
+            out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels,
+                         "qid": qid}
         return out
 
     @_timed
@@ -209,11 +223,13 @@ class Shard:
         and of every validation row, for scorers on the driver; call it
         before :meth:`start`, which drops the rows."""
         out = []
-        for (_, y, w), rows in ((self._train, local_rows), (self._val, None)):
+        for (_, y, w), qid, rows in ((self._train, self._qid["train"], local_rows),
+                                     (self._val, self._qid["val"], None)):
             w = inputs.encoded(y, w)[1]
             if rows is not None:
                 y, w = y[rows], None if w is None else w[rows]
-            out.append((y, w))
+                qid = None if qid is None else qid[rows]
+            out.append((y, w, qid))
         return out
 
     @_timed
@@ -262,7 +278,9 @@ class Shard:
             own, X_binned, y, w, row_ids = _gathered(self.ring, own, X_binned, y, w, row_ids)
             score_rows = own
         self._score_rows, self._send_raw = score_rows, send_raw
-        meta = RowMeta(w)
+        # a ranker's queries: whole on this shard (the driver checked), so the
+        # gradients are those of the local fit
+        meta = RowMeta(w, qid=check_qid(self._qid["train"], y.shape[0]))
         loss = inputs.make_loss(meta)
         # quantiles and a custom baseline pool the rows of every shard
         loss.collective = SINGLE_PROCESS if by_feature else self.ring
@@ -271,7 +289,8 @@ class Shard:
         X_val, y_val, w_val = self._val
         y_val, w_val = inputs.encoded(y_val, w_val)
         k_trees = loss.n_trees_per_iteration
-        validation = ValidationRows(X_val, y_val, RowMeta(w_val),
+        meta_val = RowMeta(w_val, qid=check_qid(self._qid["val"], y_val.shape[0]))
+        validation = ValidationRows(X_val, y_val, meta_val,
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         # feature-parallel: the scores pool every shard's own rows, as locally
         self.state = RowState(loss, y, meta, np.zeros((k_trees, y.shape[0]), dtype=Y_DTYPE),

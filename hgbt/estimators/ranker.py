@@ -145,7 +145,7 @@ class HistGBDTRanker(BaseHistGBDT):
                 raise ValueError("A ranker's Dataset needs query ids: Dataset(X, y, "
                                  "qid=...) or group=.")
         else:
-            X, qid = _split_qid(X, qid, "qid")
+            X, qid = split_qid(X, qid, "qid")
             if qid is None and group is not None:
                 qid = qid_from_group(group, _n_rows(X))
             elif group is not None:
@@ -153,7 +153,7 @@ class HistGBDTRanker(BaseHistGBDT):
             if qid is None:  # one query of every row (what scikit-learn's checks fit)
                 qid = np.zeros(_n_rows(X), dtype=np.int64)
         if X_val is not None and not isinstance(X_val, Dataset):
-            X_val, qid_val = _split_qid(X_val, qid_val, "qid_val")
+            X_val, qid_val = split_qid(X_val, qid_val, "qid_val")
             if qid_val is None:
                 raise ValueError("X_val needs its query ids: pass qid_val (or a 'qid' "
                                  "column).")
@@ -169,7 +169,7 @@ class HistGBDTRanker(BaseHistGBDT):
                     eval_qid.append(None)
                     continue
                 X_i, y_i = entry
-                X_i, q = _split_qid(X_i, q, f"eval_qid[{i}]")
+                X_i, q = split_qid(X_i, q, f"eval_qid[{i}]")
                 if q is None:
                     raise ValueError(f"eval_set[{i}] needs its query ids: pass eval_qid "
                                      "(or a 'qid' column).")
@@ -205,7 +205,7 @@ class HistGBDTRanker(BaseHistGBDT):
     # -------------------------------------------------------------- predict
     def _validate_X(self, X):
         # a 'qid' column is not a feature (predict, score, the explanations)
-        return self.booster_.prepare(_split_qid(X, None, "qid")[0], checker=self)
+        return self.booster_.prepare(split_qid(X, None, "qid")[0], checker=self)
 
     @peer_predict_options
     def predict(self, X: MatrixLike,
@@ -261,7 +261,7 @@ class HistGBDTRanker(BaseHistGBDT):
         -------
         score : float
         """
-        X, qid = _split_qid(X, qid, "qid")
+        X, qid = split_qid(X, qid, "qid")
         scores = self.predict(X)
         qid = check_qid(np.zeros(scores.shape[0]) if qid is None else qid, scores.shape[0])
         name = self.scoring if parse_query_metric(self.scoring) else DEFAULT_SCORE
@@ -274,7 +274,7 @@ def _n_rows(X):
     return _num_samples(X)
 
 
-def _split_qid(X, qid, name):
+def split_qid(X, qid, name):
     """``(X without its 'qid' column, the query ids)``: a data frame's column
     'qid' when ``qid`` is None (both given: ValueError)."""
     columns = getattr(X, "columns", None)
@@ -283,6 +283,8 @@ def _split_qid(X, qid, name):
     if qid is not None:
         raise ValueError(f"{name} was given and X has a '{QID_COLUMN}' column: give the "
                          "query ids once.")
+    if hasattr(X, "dask"):  # a dask DataFrame: its column, partitioned as X
+        return X.drop(columns=[QID_COLUMN]), X[QID_COLUMN]
     qid = np.asarray(X[QID_COLUMN])
     if hasattr(X, "loc"):  # pandas
         return X.drop(columns=[QID_COLUMN]), qid
