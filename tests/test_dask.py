@@ -896,6 +896,12 @@ def test_a_distributed_ranker_is_the_local_one(client):
     assert dist.telemetry_["n_workers"] == 2
     np.testing.assert_array_equal(dist.predict(X), local.predict(X))
     assert dist.evals_result_ == local.evals_result_
+    # bagging by query: a query's draw is the same on a worker as locally
+    bagged = dict(PARAMS, subsample=0.5, bagging_by_query=True)
+    np.testing.assert_array_equal(
+        DaskHistGBDTRanker(**bagged).fit(_placed(client, X, cut), _placed(client, y, cut),
+                                         qid=_placed(client, qid, cut)).predict(X),
+        HistGBDTRanker(**bagged).fit(X, y, qid=qid).predict(X))
     # a DataFrame's 'qid' column, and lazy predictions of a dask DataFrame
     frame = pd.DataFrame(X, columns=list("abcde")).assign(qid=qid)
     plain = dict(PARAMS, max_iter=12)

@@ -202,3 +202,33 @@ def test_a_dataset_with_query_ids_and_the_native_api():
         HistGBDTRanker(**FAST).fit(hgbt.Dataset(X, y))
     with pytest.raises(ValueError, match="takes no qid"):
         HistGBDTRanker(**FAST).fit(data, qid=qid)
+
+
+def test_bagging_by_query_keeps_or_drops_whole_queries(monkeypatch):
+    from hgbt.engine.row_state import LocalData
+    X, y, qid = ranking_problem(n_queries=100)
+    bags = []
+    original = LocalData.sample_rows
+
+    def recording(self, sampler):
+        rows = original(self, sampler)
+        bags.append(None if rows is None else np.asarray(rows))
+        return rows
+
+    monkeypatch.setattr(LocalData, "sample_rows", recording)
+    HistGBDTRanker(**FAST, subsample=0.5, bagging_by_query=True).fit(X, y, qid=qid)
+    assert len(bags) == 15
+    for rows in bags:
+        kept = np.zeros(y.size, dtype=bool)
+        kept[rows] = True
+        per_query = {q: set(kept[qid == q]) for q in np.unique(qid)}
+        assert all(len(v) == 1 for v in per_query.values())  # all in or all out
+        assert 25 <= sum(v == {True} for v in per_query.values()) <= 75
+    bags.clear()
+    HistGBDTRanker(**FAST, subsample=0.5).fit(X, y, qid=qid)  # by rows: queries cut
+    kept = np.zeros(y.size, dtype=bool)
+    kept[bags[0]] = True
+    assert any(len(set(kept[qid == q])) == 2 for q in np.unique(qid))
+    with pytest.raises(ValueError, match="needs data_sample_strategy='bagging'"):
+        HistGBDTRanker(**FAST, data_sample_strategy="goss",
+                       bagging_by_query=True).fit(X, y, qid=qid)

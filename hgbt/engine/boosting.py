@@ -144,6 +144,9 @@ class BoostSettings:
     colsample_bytree, colsample_bynode : float
     data_sample_strategy : {'bagging', 'goss'}
     subsample, goss_top_rate, goss_other_rate : float
+    bagging_by_query : bool
+        Bagging draws whole queries (a ranker's rows; each query's draw keyed
+        by its first row among all rows).
     quantized_bins : int or None
         ``num_grad_quant_bins`` with ``use_quantized_grad``, else None.
     bin_thresholds : list of ndarray
@@ -183,6 +186,7 @@ class BoostSettings:
     select_at_best: bool = False
     select_tol: float = 0.0
     adapt_threads: bool = False
+    bagging_by_query: bool = False
 
     @property
     def full_hessian(self):
@@ -329,7 +333,8 @@ def _rounds(settings, grower_settings, data, record, evaluator, callbacks):
     n_trees = data.n_trees
     row_sampler = RowSampler(settings.data_sample_strategy, settings.subsample,
                              settings.goss_top_rate, settings.goss_other_rate, data.n_rows,
-                             np.random.default_rng(settings.seed))
+                             np.random.default_rng(settings.seed),
+                             by_query=settings.bagging_by_query)
     governor = ThreadGovernor(settings.n_threads) if settings.adapt_threads else None
     for iteration in range(len(record.trees), settings.max_iter):
         stop = callbacks.before_round(iteration, evals)

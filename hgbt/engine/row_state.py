@@ -206,6 +206,7 @@ class LocalData:
         self._X, self._missing_bin = X, n_bins - 1
         self._X_binned = binned.X_dense if binned.is_plain else None
         self._unsampled = None
+        self._keys = None  # each row's query key, for bagging by query
         self._refit_weight = state.meta.sample_weight
 
         def make_source(threads):
@@ -243,7 +244,8 @@ class LocalData:
     def sample_rows(self, sampler):
         if not sampler.active:
             return None
-        rows = sampler.sample(self.state.gradients, self.state.hessians, self.row_ids,
+        ids = self._query_keys() if sampler.by_query else self.row_ids
+        rows = sampler.sample(self.state.gradients, self.state.hessians, ids,
                               self.n_threads, self._collective)
         if allreduce_sum_int(self._collective, rows.size) == 0:
             # a bag that drew no row anywhere (few rows): the round takes them all
@@ -256,6 +258,23 @@ class LocalData:
                                   else weight.copy())
             self._refit_weight[sampler.reweighted_rows] *= sampler.other_weight
         return rows
+
+    def _query_keys(self):
+        """Each row's query key: the least index among all training rows of
+        its query's rows (its queries are whole here: a Dask shard's too), so
+        a query's draw is the same wherever its rows are."""
+        if self._keys is None:
+            queries = self.state.meta.queries
+            if queries is None:
+                raise ValueError("bagging_by_query needs the rows' query ids.")
+            ids = (np.arange(self.n_rows, dtype=np.int64) if self.row_ids is None
+                   else self.row_ids)
+            first = (np.minimum.reduceat(ids[queries.order], queries.starts[:-1])
+                     if self.n_rows else np.zeros(0, dtype=np.int64))
+            keys = np.empty(self.n_rows, dtype=np.int64)
+            keys[queries.order] = np.repeat(first, queries.sizes)
+            self._keys = keys
+        return self._keys
 
     def grow_round(self, settings, plan):
         if self._round_trees is None or self._round_trees.settings is not settings:

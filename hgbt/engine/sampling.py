@@ -141,10 +141,17 @@ class RowSampler:
     (dtype('uint32'), 5, True)
     """
 
-    def __init__(self, strategy, subsample, goss_top_rate, goss_other_rate, n_samples, rng):
+    def __init__(self, strategy, subsample, goss_top_rate, goss_other_rate, n_samples, rng,
+                 by_query=False):
         if strategy not in _ROW_STRATEGIES:
             raise ValueError(f"strategy must be one of {_ROW_STRATEGIES}, got {strategy!r}.")
+        if by_query and strategy != "bagging":
+            raise ValueError("bagging_by_query draws whole queries: it needs "
+                             "data_sample_strategy='bagging'.")
         self.strategy = strategy
+        #: bagging keeps or drops whole queries: the caller passes as row ids
+        #: each row's query key (its first row among all rows)
+        self.by_query = by_query
         self.n_samples = _check_positive_int(n_samples, "n_samples")
         self.rng = _check_rng(rng)
         self.round_seeds = None  # (bagging, GOSS ties, GOSS others), set by start_round

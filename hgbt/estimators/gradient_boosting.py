@@ -754,7 +754,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             n_bins_non_missing=mapper.n_bins_non_missing_,
             grower=TreeSettings(**self._grower_params(), **tree_size),
             tree_sizes=sizes if select else (), select_at_best=self.truncate_at_best,
-            select_tol=self.tol)
+            select_tol=self.tol, bagging_by_query=getattr(self, "bagging_by_query", False))
 
     def _grower_params(self):
         """The TreeGrower settings of this fit but the tree size

@@ -33,10 +33,22 @@ _SCORING_DOC = """\
 """
 
 
-def _replace_scoring_doc(doc):
+_BAGGING_DOC = """\
+    bagging_by_query : bool, default=False
+        Bagging (``subsample`` < 1) keeps or drops whole queries, each with
+        probability ``subsample`` (LightGBM's ``bagging_by_query``); False:
+        rows, as LightGBM's default. A query's draw depends only on the
+        round's seed and its first row, so a Dask fit draws the same.
+"""
+
+
+def _ranker_doc(doc):
+    """The shared parameters' doc with the ranker's scoring and bagging."""
     start = doc.index("    scoring : ")
     end = doc.index("    eval_metric : ")
-    return doc[:start] + _SCORING_DOC + doc[end:]
+    doc = doc[:start] + _SCORING_DOC + doc[end:]
+    at = doc.index("    colsample_bytree : ")
+    return doc[:at] + _BAGGING_DOC + doc[at:]
 
 
 RANKER_FIT_DOC = FIT_DOC.replace("""y : array-like of shape (n_samples,) or (n_samples, n_outputs)
@@ -90,7 +102,7 @@ class HistGBDTRanker(BaseHistGBDT):
         NDCG metrics.
     sigmoid : float, default=1.0
         Slope of the pairwise logistic loss.
-{_replace_scoring_doc(COMMON_PARAMETERS_DOC)}
+{_ranker_doc(COMMON_PARAMETERS_DOC)}
 
     Attributes
     ----------
