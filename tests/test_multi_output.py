@@ -94,3 +94,15 @@ def test_bad_targets_get_a_clear_error():
     with pytest.raises(ValueError, match="y has 2 output"):
         HistGBDTRegressor(**FAST).set_params(early_stopping=True).fit(
             X, Y, X_val=X, y_val=Y[:, :2])
+
+
+def test_a_booster_file_and_cross_validated_rounds_with_start_scores(tmp_path):
+    X, Y = problem(600)
+    model = HistGBDTRegressor(**FAST).fit(X, Y)
+    save_model(model.booster_, tmp_path / "booster.json")
+    loaded = load_model(tmp_path / "booster.json")
+    assert loaded.n_outputs_ == 3
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    cv = HistGBDTRegressor(max_iter=10, early_stopping="cv", random_state=0)
+    cv.fit(X, Y, init_score=np.zeros((600, 3)))
+    assert 1 <= cv.n_iter_ <= 10

@@ -232,3 +232,9 @@ def test_bagging_by_query_keeps_or_drops_whole_queries(monkeypatch):
     with pytest.raises(ValueError, match="needs data_sample_strategy='bagging'"):
         HistGBDTRanker(**FAST, data_sample_strategy="goss",
                        bagging_by_query=True).fit(X, y, qid=qid)
+
+
+def test_a_count_of_rows_holds_out_whole_queries_of_about_that_many():
+    X, y, qid = ranking_problem(n_queries=100)
+    _, _, _, _, train, held = split_validation(X, y, RowMeta(qid=qid), 200, 0, False)
+    assert held.qid.size == 200 and not set(train.qid) & set(held.qid)

@@ -18,6 +18,7 @@ pairs' |lambda|: pairs already far apart and queries with many mis-ordered
 pairs do not drown the others.
 """
 from cython.parallel cimport prange
+from libc.float cimport DBL_MIN
 from libc.math cimport exp, fabs, log2
 from libc.stdlib cimport free, malloc
 
@@ -155,8 +156,12 @@ def lambda_gradients(const double[::1] raw, const double[::1] y,
     ``[0, len(label_gain))`` (checked by the caller)."""
     cdef Py_ssize_t n_queries = starts.shape[0] - 1, q
     cdef bint weighted = sample_weight.shape[0] > 0
-    if raw.shape[0] != gradients.shape[0] or raw.shape[0] != hessians.shape[0]:
-        raise ValueError("raw, gradients and hessians must have one entry per row.")
+    if raw.shape[0] != gradients.shape[0] or raw.shape[0] != hessians.shape[0] \
+            or raw.shape[0] != y.shape[0] or (weighted and sample_weight.shape[0] != y.shape[0]):
+        raise ValueError("raw, y, gradients, hessians and sample_weight (if any) must have "
+                         "one entry per row.")
+    if inverse_ideal.shape[0] != n_queries or order.shape[0] != y.shape[0]:
+        raise ValueError("inverse_ideal must have one entry per query and order one per row.")
     cdef LambdaSettings settings
     settings.label_gain = &label_gain[0]
     settings.n_labels = label_gain.shape[0]
@@ -236,9 +241,9 @@ cdef void _query_lambdas(const double* raw, const double* y, const Py_ssize_t* r
         h[t] = 0.0
     for v in range(n_labels):  # cursor: a group's first member below the rank visited
         cursor[v] = offset[v]
-    # a score so far below the top one that its e is 0: that query's pairs
-    # take the exp of their own gap
-    underflow = e[member_of[n - 1]] == 0.0 if n else False
+    # a score so far below the top one that its e is 0 or subnormal: that
+    # query's pairs take the exp of their own gap
+    underflow = e[member_of[n - 1]] < DBL_MIN if n else False  # subnormal: few digits
     top = n if pairwise else min(n, settings.truncation)
     by_gap = (settings.norm and not pairwise and n > 0
               and ranked[0].score != ranked[n - 1].score)

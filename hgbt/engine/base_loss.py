@@ -37,6 +37,9 @@ class BaseLoss:
     link = "identity"
     #: :meth:`row_loss` gives loss values (a custom loss gives gradients only)
     has_loss_values = True
+    #: the training loss may be scored on a sample of the rows (its value a
+    #: mean of independent rows' terms)
+    scored_on_a_sample = True
     #: the trees of a round grow side by side, a share of the threads each
     #: (else one after another on all of them)
     trees_side_by_side = True

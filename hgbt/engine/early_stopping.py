@@ -23,7 +23,10 @@ def split_validation(X, y, meta, validation_fraction, seed, stratify):
             raise ValueError("a hold-out for early stopping keeps queries whole: it needs "
                              "at least 2 queries; pass X_val (with qid_val) or "
                              "early_stopping=False.")
-        train, held = next(GroupShuffleSplit(1, test_size=validation_fraction,
+        # a count of rows: that share of the queries (whole queries are held out)
+        share = (validation_fraction if isinstance(validation_fraction, float)
+                 else validation_fraction / y.shape[0])
+        train, held = next(GroupShuffleSplit(1, test_size=share,
                                              random_state=seed).split(rows, groups=meta.qid))
         train, held = np.sort(train), np.sort(held)  # each query's rows in their order
     else:

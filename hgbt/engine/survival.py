@@ -15,9 +15,10 @@ from .base_loss import BaseLoss
 from .selection import Agreed
 
 SURVIVAL_LOSSES = ("cox", "aft")
-#: the largest |log hazard ratio| a Cox fit continues from: e^700 is near
-#: float64's largest value, so predictions beyond it overflow
-MAX_LOG_HAZARD = 700.0
+#: the largest |log hazard ratio| a Cox fit continues from: the risk sets sum
+#: e^(eta - max eta), which for a spread of 2 x 350 stays a normal float64
+#: (beyond, late risk sets would sum to 0 and their events drop out)
+MAX_LOG_HAZARD = 350.0
 AFT_DISTRIBUTIONS = {"normal": Distribution.NORMAL, "logistic": Distribution.LOGISTIC,
                      "extreme": Distribution.EXTREME}
 
@@ -52,6 +53,9 @@ class CoxLoss(BaseLoss):
 
     name = "cox"
     link = "exp"  # predictions: hazard ratios e^eta
+    # the value couples rows through their risk sets: a sample's would be
+    # another partial likelihood, so the training rows are scored whole
+    scored_on_a_sample = False
 
     def __init__(self, meta=None):
         super().__init__(meta)
@@ -104,6 +108,8 @@ class CoxLoss(BaseLoss):
 
     def loss_statistics(self, y, raw_prediction, n_threads=1):
         events = self._events(y)
+        if not np.any(events):  # no event: no partial likelihood (NaN, not a perfect 0)
+            return WeightedMean.of(np.empty(0))
         weight = events if self.sample_weight is None else events * self.sample_weight
         return WeightedMean.of(self.row_loss(y, raw_prediction), weight)
 

@@ -264,8 +264,10 @@ def choose_rounds(estimator, X, y, sample_weight, init_score, seed, qid=None):
     y = np.asarray(y)
     weight = None if sample_weight is None else np.asarray(sample_weight)
     if init_score is not None:  # checked on every row, before the folds cut it
-        k = np.unique(y).size if is_classifier(estimator) else 1
-        check_init_score(init_score, y.shape[0], k if k > 2 else 1)
+        k = (np.unique(y).size if is_classifier(estimator)
+             else y.shape[1] if y.ndim == 2 and y.shape[1] > 1 else 1)  # outputs
+        check_init_score(init_score, y.shape[0], k if k > 2 or not is_classifier(estimator)
+                         else 1)
     splitter = (GroupKFold if qid is not None else StratifiedKFold
                 if is_classifier(estimator) else KFold)(
         n_splits=N_FOLDS, shuffle=True, random_state=seed)

@@ -642,8 +642,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                      X=X, n_threads=n_threads)
         if offset is not None:
             raw += offset
-        # the loss's and scorers' (whole queries of a ranker)
-        score_rows = training_score_rows(n_samples, self._seed, meta.queries)
+        # the loss's and scorers' (whole queries of a ranker; all of Cox's)
+        score_rows = (training_score_rows(n_samples, self._seed, meta.queries)
+                      if loss.scored_on_a_sample else None)
         full_hessian = self._boost_settings(n_threads).full_hessian
         state = RowState(loss, y, meta, raw, full_hessian,
                          [ValidationRows(X_v, y_v, m_v, _plus(booster.raw_predict_prepared(

@@ -140,23 +140,26 @@ class HistGBDTSurvival(BaseHistGBDT):
                        eval_names, eval_sample_weight, callbacks,
                        (init_score, init_score_val, eval_init_score))
         if self.loss == "cox":
-            self.baseline_hazard_ = self._breslow(X, y, sample_weight)
+            self.baseline_hazard_ = self._breslow(X, y, sample_weight, init_score)
         return self
 
     fit.__doc__ = SURVIVAL_FIT_DOC
 
-    def _breslow(self, X, y, sample_weight):
-        """Breslow's cumulative baseline hazard of the fitted scores over the
-        training rows (``X`` and ``y``, or a Dataset): the sum over event
-        times of their events' weight over the weighted risk set's total
-        hazard ratio."""
+    def _breslow(self, X, y, sample_weight, init_score):
+        """Breslow's cumulative baseline hazard of the fitted scores (plus the
+        rows' start scores) over the training rows (``X`` and ``y``, or a
+        Dataset): the sum over event times of their events' weight over the
+        weighted risk set's total hazard ratio."""
         if isinstance(X, Dataset):
             lower, upper, sample_weight = X.label, X.label_upper_bound, X.weight
-            hazard = np.exp(self.booster_.raw_predict_prepared(
-                X.X, None, effective_n_threads(self.n_threads))[0])
+            init_score = X.init_score if init_score is None else init_score
+            raw = self.booster_.raw_predict_prepared(
+                X.X, None, effective_n_threads(self.n_threads))[0]
         else:
             lower, upper = survival_bounds(y)
-            hazard = self.predict(X)
+            raw = self._raw_predict(X)[0]
+        hazard = np.exp(raw if init_score is None
+                        else raw + np.asarray(init_score, dtype=np.float64).reshape(-1))
         lower = np.asarray(lower, dtype=np.float64)
         weight = None if sample_weight is None else np.asarray(sample_weight, np.float64)
         event = (upper == lower).astype(np.float64)
@@ -225,7 +228,10 @@ class HistGBDTSurvival(BaseHistGBDT):
             raise ValueError("times must be non-negative numbers.")
         raw = self._raw_predict(X)[0]
         if self.loss == "cox":
-            table = self.baseline_hazard_
+            table = getattr(self, "baseline_hazard_", None)
+            if table is None:  # a model file of the Booster alone (save_model(booster))
+                raise ValueError("This Cox model has no baseline hazard (it was saved as a "
+                                 "Booster): save and load the fitted HistGBDTSurvival.")
             steps = np.searchsorted(table[0], times, side="right")
             hazard = np.r_[0.0, table[1]][steps]
             return np.exp(-np.exp(raw)[:, None] * hazard[None, :])

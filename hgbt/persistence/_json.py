@@ -441,8 +441,11 @@ def _holder(booster):
     name = ("HistGBDTClassifier" if booster.classes is not None else "HistGBDTRanker"
             if loss in ("lambdarank", "pairwise") else "HistGBDTSurvival"
             if loss in ("cox", "aft") else "HistGBDTRegressor")
-    params = {key: value for key, value in booster.objective.items() if key != "n_classes"}
+    params = {key: value for key, value in booster.objective.items()
+              if key not in ("n_classes", "n_outputs")}
     estimator = _CLASSES[name](**params, max_bins=int(booster.bin_mapper.max_bins))
+    if "n_outputs" in booster.objective:  # a multi-output regressor's
+        estimator.n_outputs_ = booster.objective["n_outputs"]
     vars(estimator).update(booster_=booster, n_features_in_=booster.n_features_in_,
                            n_iter_=booster.n_iter,
                            n_trees_per_iteration_=booster.n_trees_per_iteration)
