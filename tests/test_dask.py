@@ -926,3 +926,25 @@ def test_a_query_on_two_workers_is_refused(client):
         DaskHistGBDTRanker(**PARAMS, tree_learner="feature").fit(
             da.from_array(X, chunks=(1000, 5)), da.from_array(y, chunks=1000),
             qid=da.from_array(qid, chunks=1000))
+
+
+def test_a_distributed_aft_model_is_the_local_one(client):
+    from hgbt import HistGBDTSurvival
+    from hgbt.dask import DaskHistGBDTSurvival
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 4))
+    time = np.exp(1 + 0.7 * X[:, 0] + 0.5 * rng.logistic(size=2000))
+    upper = np.where(rng.random(2000) < 0.3, np.inf, time)
+    lower = np.where(np.arange(2000) % 10 == 0, 0.0, time)  # left-censored rows too
+    params = dict(PARAMS, max_iter=10, aft_distribution="logistic", aft_sigma=0.5)
+    local = HistGBDTSurvival("aft", **params).fit(X, np.column_stack([lower, upper]))
+    dist = DaskHistGBDTSurvival("aft", **params).fit(
+        _placed(client, X, 900), _placed(client, lower, 900),
+        label_upper_bound=_placed(client, upper, 900))
+    assert dist.telemetry_["n_workers"] == 2
+    np.testing.assert_array_equal(dist.booster_.baseline, local.booster_.baseline)
+    np.testing.assert_array_equal(dist.predict(X), local.predict(X))
+    with pytest.raises(ValueError, match="loss='aft'"):
+        DaskHistGBDTSurvival("cox", **params).fit(
+            da.from_array(X, chunks=(1000, 4)), da.from_array(lower, chunks=1000),
+            label_upper_bound=da.from_array(upper, chunks=1000))

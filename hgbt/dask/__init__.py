@@ -3,8 +3,9 @@
 Needs ``dask`` and ``distributed`` (``pip install "hgbt[dask]"``); see
 ``doc/dask.md``.
 """
-from ._estimators import DaskHistGBDTClassifier, DaskHistGBDTRanker, DaskHistGBDTRegressor
+from ._estimators import (DaskHistGBDTClassifier, DaskHistGBDTRanker, DaskHistGBDTRegressor,
+                          DaskHistGBDTSurvival)
 from ._training import WorkerLostError
 
 __all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRanker", "DaskHistGBDTRegressor",
-           "WorkerLostError"]
+           "DaskHistGBDTSurvival", "WorkerLostError"]

@@ -1,7 +1,8 @@
 """Dask collections → partitions on workers, and the fit's input schema.
 
-``(X, y, sample_weight, qid)`` partitions are computed as one tuple each, so
-a partition's rows, targets, weights and query ids live on one worker; each worker's
+``(X, y, sample_weight, fields)`` partitions are computed as one tuple each
+(``fields``: the rows' other side information, e.g. query ids), so a
+partition's rows, targets, weights and the rest live on one worker; each worker's
 shard then receives the tuples already on it (no row moves between workers).
 """
 import numpy as np
@@ -45,9 +46,11 @@ def _blocks(collection, name, row_chunks=None):
     return list(np.ravel(collection.to_delayed()))
 
 
-def partitions(client, X, y, sample_weight, what="X", qid=None):
-    """Futures of ``(X, y, w, qid)`` partitions in row order (``w`` and
-    ``qid`` None when not given), and each one's worker."""
+def partitions(client, X, y, sample_weight, what="X", fields=None):
+    """Futures of ``(X, y, w, fields)`` partitions in row order (``w`` None
+    when not given; ``fields``: name → dask collection partitioned as X, a
+    RowMeta field such as 'qid', each partition's block of them), and each
+    one's worker."""
     import dask
     from distributed import wait
 
@@ -58,13 +61,14 @@ def partitions(client, X, y, sample_weight, what="X", qid=None):
     y_blocks = _blocks(y, "y" if what == "X" else "y_val", row_chunks)
     w_blocks = _blocks(sample_weight, "sample_weight" if what == "X" else
                        "sample_weight_val", row_chunks)
-    q_blocks = _blocks(qid, "qid" if what == "X" else "qid_val", row_chunks)
-    for name, blocks in (("y", y_blocks), ("sample_weight", w_blocks), ("qid", q_blocks)):
+    field_blocks = {name: _blocks(values, name if what == "X" else f"{name}_val", row_chunks)
+                    for name, values in (fields or {}).items() if values is not None}
+    for name, blocks in (("y", y_blocks), ("sample_weight", w_blocks), *field_blocks.items()):
         if blocks is not None and len(blocks) != len(X_blocks):
             raise ValueError(f"{what} has {len(X_blocks)} partitions but {name} has "
                              f"{len(blocks)}: they must be partitioned alike.")
     parts = [dask.delayed(tuple)([x, y_blocks[i], None if w_blocks is None else w_blocks[i],
-                                  None if q_blocks is None else q_blocks[i]])
+                                  {name: blocks[i] for name, blocks in field_blocks.items()}])
              for i, x in enumerate(X_blocks)]
     futures = client.compute(parts)
     wait(futures)

@@ -30,6 +30,7 @@ from ..estimators.classifier import HistGBDTClassifier
 from ..estimators.fit_inputs import interaction_groups
 from ..estimators.monitoring import VALIDATION, Monitor
 from ..estimators.ranker import HistGBDTRanker, split_qid
+from ..estimators.survival import HistGBDTSurvival
 from ..estimators.regressor import HistGBDTRegressor
 from ..model.booster import Booster
 from ._collections import (categories_of_all_rows, categorize_strings, is_dask_collection,
@@ -157,9 +158,10 @@ class _DaskMixin:
         return self._fit_dask(X, y, sample_weight, X_val, y_val, sample_weight_val, callbacks)
 
     def _fit_dask(self, X, y, sample_weight, X_val, y_val, sample_weight_val, callbacks,
-                  qids=(None, None)):
-        """``fit``, with the query ids of the training and validation rows
-        (a ranker's, dask collections partitioned as X and X_val)."""
+                  fields=({}, {})):
+        """``fit``, with more side information of the training and validation
+        rows (``fields``: RowMeta field → dask collection partitioned as X,
+        and as X_val: a ranker's query ids, a survival model's upper bounds)."""
         self._validate_params()
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
@@ -186,7 +188,7 @@ class _DaskMixin:
                 delattr(self, name)
         try:
             self._fit_on_cluster(client, X, y, sample_weight, X_val, y_val,
-                                 sample_weight_val, early_stopping, callbacks, warm, qids)
+                                 sample_weight_val, early_stopping, callbacks, warm, fields)
         except BaseException:
             vars(self).clear()
             vars(self).update(saved)
@@ -194,7 +196,7 @@ class _DaskMixin:
         return self
 
     def _fit_on_cluster(self, client, X, y, sample_weight, X_val, y_val, sample_weight_val,
-                        early_stopping, callbacks, warm=False, qids=(None, None)):
+                        early_stopping, callbacks, warm=False, fields=({}, {})):
         has_val = X_val is not None
         # string columns: the local fit's categories (a warm start's, its model's)
         X, X_val = categorize_strings(X, X_val, self.booster_.categorical if warm else None)
@@ -204,10 +206,10 @@ class _DaskMixin:
                                     feature_names_in=getattr(self, "feature_names_in_", None),
                                     categorical=encoding, objective={}, bin_mapper=None,
                                     baseline=None)
-        train, train_workers = partitions(client, X, y, sample_weight, qid=qids[0])
+        train, train_workers = partitions(client, X, y, sample_weight, fields=fields[0])
         val, val_workers = (([], []) if not has_val
                             else partitions(client, X_val, y_val, sample_weight_val, "X_val",
-                                            qids[1]))
+                                            fields[1]))
         shards, placement = _start_shards(client, train, train_workers, val, val_workers,
                                        self.timeout)
         try:
@@ -671,10 +673,81 @@ class DaskHistGBDTRanker(_DaskMixin, HistGBDTRanker):
                 raise ValueError("X_val needs its query ids: pass qid_val (or a 'qid' "
                                  "column).")
         return self._fit_dask(X, y, sample_weight, X_val, y_val, sample_weight_val,
-                              callbacks, (qid, qid_val))
+                              callbacks, ({"qid": qid}, {"qid": qid_val}))
 
     def predict(self, X: MatrixLike | da.Array | dd.DataFrame,
                 iteration_range: tuple[int, int] | None = None) -> np.ndarray | da.Array:
         """Ranking scores; lazy (a dask array) for a dask collection
         (``iteration_range``: as :meth:`hgbt.HistGBDTRanker.predict`)."""
+        return self._lazy("predict", X, iteration_range)
+
+
+class DaskHistGBDTSurvival(_DaskMixin, HistGBDTSurvival):
+    """:class:`~hgbt.HistGBDTSurvival` with ``loss='aft'`` trained on a Dask
+    cluster (a row's likelihood is its own: the rows stay where they are).
+    ``loss='cox'`` is local only: a risk set spans every row.
+
+    Same parameters as :class:`~hgbt.HistGBDTSurvival`, plus ``client``,
+    ``timeout``, ``tree_learner`` ('data' or 'voting') and ``top_k``, as
+    :class:`DaskHistGBDTRegressor`. The model is the local one's, bit for bit.
+
+    Attributes
+    ----------
+    telemetry_ : dict
+        As :class:`DaskHistGBDTRegressor`'s.
+    """
+
+    _local_class = HistGBDTSurvival
+    _parameter_constraints = {**HistGBDTSurvival._parameter_constraints,
+                              **_DaskMixin._parameter_constraints}
+    if TYPE_CHECKING:  # the generated __init__ (the registry's parameters) hides the
+        # class from type checkers: they see one taking any arguments
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    else:
+        __init__ = _dask_init(HistGBDTSurvival)
+
+    def fit(self, X: da.Array | dd.DataFrame, y: da.Array | dd.Series, *,
+            label_upper_bound: da.Array | dd.Series,
+            sample_weight: da.Array | dd.Series | None = None,
+            X_val: da.Array | dd.DataFrame | None = None,
+            y_val: da.Array | dd.Series | None = None,
+            label_upper_bound_val: da.Array | dd.Series | None = None,
+            sample_weight_val: da.Array | dd.Series | None = None,
+            callbacks: list | None = None) -> DaskHistGBDTSurvival:
+        """Fit on dask collections spread over the workers of a Dask cluster.
+
+        Parameters
+        ----------
+        X : dask array or dask DataFrame of shape (n_samples, n_features)
+        y : dask array or dask Series of shape (n_samples,)
+            The start of each row's time interval (XGBoost's
+            ``label_lower_bound``; 0: left-censored).
+        label_upper_bound : dask array or dask Series of shape (n_samples,)
+            Its end, partitioned as ``X`` (equal: an exact time, ``inf``:
+            right-censored).
+        sample_weight, X_val, y_val, sample_weight_val, callbacks
+            As :meth:`DaskHistGBDTRegressor.fit`.
+        label_upper_bound_val : dask array or dask Series, default=None
+            The upper bounds of ``X_val``'s times (required with it).
+
+        Returns
+        -------
+        self : object
+        """
+        if self.loss != "aft":
+            raise ValueError("a distributed survival fit takes loss='aft' (each row's "
+                             "likelihood its own); loss='cox' couples every row through "
+                             "its risk sets: fit it with HistGBDTSurvival.")
+        if self.tree_learner == "feature":
+            raise ValueError("tree_learner='feature' gathers every worker's rows, not yet "
+                             "their upper bounds: use 'data' or 'voting'.")
+        if X_val is not None and label_upper_bound_val is None:
+            raise ValueError("X_val needs label_upper_bound_val.")
+        return self._fit_dask(X, y, sample_weight, X_val, y_val, sample_weight_val,
+                              callbacks, ({"label_upper_bound": label_upper_bound},
+                                          {"label_upper_bound": label_upper_bound_val}))
+
+    def predict(self, X: MatrixLike | da.Array | dd.DataFrame,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray | da.Array:
+        """Predicted times; lazy (a dask array) for a dask collection."""
         return self._lazy("predict", X, iteration_range)

@@ -56,12 +56,20 @@ def _rows_of(parts):
     return X, np.concatenate(y), w
 
 
-def _qid_of(parts):
-    """The query ids of ``(X, y, w, qid)`` partitions, concatenated (None
-    without them), as the user gave them: codes are made where all are seen."""
-    if not parts or parts[0][3] is None:
-        return None
-    return np.concatenate([np.asarray(p[3]).ravel() for p in parts])
+def _fields_of(parts):
+    """The side information of ``(X, y, w, fields)`` partitions, each field
+    concatenated, as the user gave it (query ids: codes are made where all
+    are seen)."""
+    names = parts[0][3].keys() if parts else ()
+    return {name: np.concatenate([np.asarray(p[3][name]).ravel() for p in parts])
+            for name in names}
+
+
+def _meta(w, fields, n_rows):
+    """The RowMeta of a shard's rows: weights, query ids (codes), upper bounds."""
+    upper = fields.get("label_upper_bound")
+    return RowMeta(w, qid=check_qid(fields.get("qid"), n_rows),
+                   label_upper_bound=None if upper is None else upper.astype(np.float64))
 
 
 def _stacked(blocks, n_features):
@@ -115,7 +123,7 @@ class Shard:
         self._val_part_sizes = [part[0].shape[0] for part in val_parts]
         self._train = _rows_of(train_parts)
         self._val = _rows_of(val_parts)
-        self._qid = {"train": _qid_of(train_parts), "val": _qid_of(val_parts)}
+        self._fields = {"train": _fields_of(train_parts), "val": _fields_of(val_parts)}
         self.data = None
         self.ring = SINGLE_PROCESS
         self._server = None
@@ -159,13 +167,13 @@ class Shard:
                 for f in np.flatnonzero(inputs.is_categorical):
                     codes[int(f)] = codes_with_counts(_column(X, f), int(f))
             labels = np.unique(y, return_counts=True) if inputs.stratify else None
-            qid = self._qid[name]
-            if qid is not None and qid.shape[0] != y.shape[0]:
-                raise ValueError(f"qid has {qid.shape[0]} rows but y has {y.shape[0]}: "
-                                 "they must be partitioned alike.")
+            for field, values in self._fields[name].items():
+                if values.shape[0] != y.shape[0]:
+                    raise ValueError(f"{field} has {values.shape[0]} rows but y has "
+                                     f"{y.shape[0]}: they must be partitioned alike.")
             setattr(self, "_" + name, (X, y, w))
             out[name] = {"n_rows": int(X.shape[0]), "codes": codes, "labels": labels,
-                         "qid": qid}
+                         "qid": self._fields[name].get("qid")}
         return out
 
     @_timed
@@ -223,8 +231,9 @@ class Shard:
         and of every validation row, for scorers on the driver; call it
         before :meth:`start`, which drops the rows."""
         out = []
-        for (_, y, w), qid, rows in ((self._train, self._qid["train"], local_rows),
-                                     (self._val, self._qid["val"], None)):
+        for (_, y, w), qid, rows in ((self._train, self._fields["train"].get("qid"),
+                                      local_rows),
+                                     (self._val, self._fields["val"].get("qid"), None)):
             w = inputs.encoded(y, w)[1]
             if rows is not None:
                 y, w = y[rows], None if w is None else w[rows]
@@ -280,7 +289,7 @@ class Shard:
         self._score_rows, self._send_raw = score_rows, send_raw
         # a ranker's queries: whole on this shard (the driver checked), so the
         # gradients are those of the local fit
-        meta = RowMeta(w, qid=check_qid(self._qid["train"], y.shape[0]))
+        meta = _meta(w, self._fields["train"], y.shape[0])
         loss = inputs.make_loss(meta)
         # quantiles and a custom baseline pool the rows of every shard
         loss.collective = SINGLE_PROCESS if by_feature else self.ring
@@ -289,7 +298,7 @@ class Shard:
         X_val, y_val, w_val = self._val
         y_val, w_val = inputs.encoded(y_val, w_val)
         k_trees = loss.n_trees_per_iteration
-        meta_val = RowMeta(w_val, qid=check_qid(self._qid["val"], y_val.shape[0]))
+        meta_val = _meta(w_val, self._fields["val"], y_val.shape[0])
         validation = ValidationRows(X_val, y_val, meta_val,
                                     np.zeros((k_trees, X_val.shape[0]), dtype=Y_DTYPE))
         # feature-parallel: the scores pool every shard's own rows, as locally

@@ -8,7 +8,8 @@ The kernels are in ``_survival.pyx``; the concordance index here.
 import numpy as np
 
 from ..core._types import Y_DTYPE
-from ..core.exact import WeightedMean
+from ..core.collective import allreduce_merge
+from ..core.exact import ExactSum, WeightedMean
 from ._survival import (Distribution, aft_gradients, aft_row_losses, cox_event_losses,
                         cox_gradients)
 from .base_loss import BaseLoss
@@ -25,6 +26,8 @@ AFT_DISTRIBUTIONS = {"normal": Distribution.NORMAL, "logistic": Distribution.LOG
 
 def _bounds(meta, y):
     upper = meta.label_upper_bound
+    if upper is None and np.shape(y)[0] == 0:  # no rows (a Dask shard's empty set)
+        upper = np.empty(0)
     if upper is None:
         raise ValueError("a survival loss needs each row's interval: y with the event "
                          "flag and time (or lower and upper bounds).")
@@ -151,17 +154,21 @@ class AFTLoss(BaseLoss):
 
     def baseline_statistics(self, y):
         # the constant that minimises the loss: Newton steps from the mean log
-        # time (the likelihood is log-concave in eta for the three distributions)
+        # time (the likelihood is log-concave in eta for the three
+        # distributions), on exact sums over every process's rows, so a Dask
+        # fit takes the local fit's steps
         lower, upper = _bounds(self.meta, y)
         known = np.where(lower > 0, lower, upper)
         known = known[np.isfinite(known) & (known > 0)]
-        eta = float(np.mean(np.log(known))) if known.size else 0.0
+        total, count = allreduce_merge(self.collective, [ExactSum.of(np.log(known)),
+                                                         ExactSum.of_int(known.size)])
+        eta = float(total) / float(count) if float(count) else 0.0
         g = np.empty((1, lower.size), dtype=np.float32)
         h = np.empty_like(g)
         for _ in range(20):
             self.gradients(y, np.full((1, lower.size), eta), g, h, 1)
-            step = float(np.sum(g, dtype=np.float64)) / max(float(np.sum(h, dtype=np.float64)),
-                                                            1e-12)
+            g_sum, h_sum = allreduce_merge(self.collective, [ExactSum.of(g), ExactSum.of(h)])
+            step = float(g_sum) / max(float(h_sum), 1e-12)
             eta -= step
             if abs(step) < 1e-10:
                 break
