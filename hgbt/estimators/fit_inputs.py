@@ -136,6 +136,32 @@ def same_values(a, b):
     return a is b or (a is not None and b is not None and np.array_equal(a, b))
 
 
+def monotonic_constraints(cst, n_features, names=None):
+    """``monotonic_cst`` (a list per feature, or a dict of feature indices or
+    ``names`` to -1/0/1) as an int8 array, or None if it constrains nothing."""
+    if cst is None:
+        return None
+    if isinstance(cst, dict):
+        out = np.zeros(n_features, dtype=np.int64)
+        for key, value in cst.items():
+            if isinstance(key, str) and names is not None and key in names:
+                key = int(np.flatnonzero(names == key)[0])
+            if not (isinstance(key, Integral) and not isinstance(key, bool)
+                    and 0 <= key < n_features):
+                raise ValueError(f"monotonic_cst: {key!r} is neither a feature index "
+                                 f"in [0, {n_features - 1}] nor a feature name.")
+            out[key] = value if value in (-1, 0, 1) else 2
+    else:
+        out = np.asarray(cst)
+        if out.shape != (n_features,):
+            raise ValueError(f"monotonic_cst has {out.size} entries; X has "
+                             f"{n_features} features.")
+    if not np.isin(out, (-1, 0, 1)).all():
+        raise ValueError("monotonic_cst values must be -1 (decreasing), 0 or 1 "
+                         f"(increasing), got {cst!r}.")
+    return out.astype(np.int8) if np.any(out) else None
+
+
 def interaction_groups(interaction_cst, n_features, names=None):
     """Interaction constraints as a list of feature-index sets, or None.
 

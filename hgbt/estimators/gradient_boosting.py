@@ -10,7 +10,6 @@ import inspect
 from dataclasses import replace
 import os
 import warnings
-from numbers import Integral
 from typing import Any, TypeVar
 
 import numpy as np
@@ -40,7 +39,7 @@ from .cv_rounds import plan_rounds
 from .docstrings import FIT_DOC
 from .explain import ExplainMixin
 from .fit_inputs import (FitInputs, check_init_score, eval_init_scores, interaction_groups,
-                         same_rows, same_values)
+                         monotonic_constraints, same_rows, same_values)
 from .sklearn_callbacks import (CallbackSupportMixin, SklearnRounds, managed,
                                 uses_sklearn_callbacks)
 from .monitoring import VALIDATION, Monitor, eval_sets, history_attributes, scored_rows
@@ -556,29 +555,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
 
     def _check_monotonic_cst(self, n_features):
         """``monotonic_cst`` as an int8 array of -1/0/1, or None if unconstrained."""
-        cst = self.monotonic_cst
-        if cst is None:
-            return None
-        if isinstance(cst, dict):
-            out = np.zeros(n_features, dtype=np.int64)
-            names = getattr(self, "feature_names_in_", None)
-            for key, value in cst.items():
-                if isinstance(key, str) and names is not None and key in names:
-                    key = int(np.flatnonzero(names == key)[0])
-                if not (isinstance(key, Integral) and not isinstance(key, bool)
-                        and 0 <= key < n_features):
-                    raise ValueError(f"monotonic_cst: {key!r} is neither a feature index "
-                                     f"in [0, {n_features - 1}] nor a feature name.")
-                out[key] = value if value in (-1, 0, 1) else 2
-        else:
-            out = np.asarray(cst)
-            if out.shape != (n_features,):
-                raise ValueError(f"monotonic_cst has {out.size} entries; X has "
-                                 f"{n_features} features.")
-        if not np.isin(out, (-1, 0, 1)).all():
-            raise ValueError("monotonic_cst values must be -1 (decreasing), 0 or 1 "
-                             f"(increasing), got {cst!r}.")
-        if not np.any(out):
+        out = monotonic_constraints(self.monotonic_cst, n_features,
+                                    getattr(self, "feature_names_in_", None))
+        if out is None:
             return None
         if self._stratify and len(self.classes_) > 2:
             raise ValueError("monotonic_cst is not supported for multiclass "
@@ -586,7 +565,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         is_cat = getattr(self, "is_categorical_", None)
         if is_cat is not None and np.any(out[np.asarray(is_cat, dtype=bool)]):
             raise ValueError("monotonic_cst cannot constrain a categorical feature.")
-        return out.astype(np.int8)
+        return out
 
     def _early_stopping_enabled(self, y, has_val, meta):
         if hasattr(self, "_cv_choice"):  # the rounds are chosen: the fit runs them all
