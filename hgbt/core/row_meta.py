@@ -49,8 +49,11 @@ class Queries:
 
     def rows_of(self, queries):
         """The rows of the queries at positions ``queries``, query by query."""
-        return np.concatenate([self.order[self.starts[q]:self.starts[q + 1]]
-                               for q in queries] or [np.zeros(0, dtype=np.intp)])
+        queries = np.asarray(queries, dtype=np.intp)
+        sizes = self.sizes[queries]
+        # each taken row's position in ``order``: its query's start plus its rank
+        first = np.repeat(self.starts[queries] - (np.cumsum(sizes) - sizes), sizes)
+        return self.order[first + np.arange(sizes.sum())]
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,9 +8,8 @@ shard then receives the tuples already on it (no row moves between workers).
 import numpy as np
 
 from ..core._types import X_DTYPE
-from ..data.binning import MAX_CATEGORIES
 from ..data.categorical import (POOLED_BIN, _Columns, _frequency_order, _is_categorical_dtype,
-                                frequency_positions, validate_X)
+                                frequency_positions, is_pooled, validate_X)
 from ..data.frames import normalize_frame
 
 
@@ -158,7 +157,7 @@ def categories_of_all_rows(encoding, per_shard):
             counts[np.searchsorted(codes, shard_codes)] += shard_counts
         if encoding.by_value[f]:
             categories = encoding.categories[f]  # the dtype's, in its order
-            if len(categories) <= MAX_CATEGORIES:
+            if not is_pooled(categories, True):
                 mapper_codes[f] = codes
                 continue
             every = np.zeros(len(categories), dtype=np.int64)
@@ -167,7 +166,7 @@ def categories_of_all_rows(encoding, per_shard):
             encoding.categories[f] = np.asarray(categories)[order]
             recode[f] = ("positions", position)
             mapper_codes[f] = np.unique(np.minimum(position[codes], POOLED_BIN)).astype(np.intp)
-        elif codes.size > MAX_CATEGORIES or (codes.size and codes[-1] >= MAX_CATEGORIES):
+        elif is_pooled(codes, False):  # (sorted, distinct codes)
             encoding.categories[f] = codes[_frequency_order(counts)]
             recode[f] = ("codes", encoding.categories[f])
             mapper_codes[f] = np.arange(min(codes.size, POOLED_BIN + 1), dtype=np.intp)

@@ -404,13 +404,13 @@ def _queries_of_all_rows(info, placement, sizes):
     shards = [i["train"] for i in info]
     if all(t.get("qid") is None for t in shards):
         return None
-    seen = {}
-    for shard, t in enumerate(shards):
-        for q in (np.unique(t["qid"]) if t["n_rows"] else ()):
-            if seen.setdefault(q, shard) != shard:
-                raise ValueError(f"query {q!r} has rows on two workers: a ranker's query "
-                                 "must stay in one partition (e.g. ddf.shuffle('qid'), or "
-                                 "set_index('qid'), before fit).")
+    # each shard's distinct ids: an id among two shards' is a query on two workers
+    ids, counts = np.unique(np.concatenate([np.unique(t["qid"]) for t in shards
+                                            if t["n_rows"]]), return_counts=True)
+    if np.any(counts > 1):
+        raise ValueError(f"query {ids[counts > 1][0]!r} has rows on two workers: a ranker's "
+                         "query must stay in one partition (e.g. ddf.shuffle('qid'), or "
+                         "set_index('qid'), before fit).")
     # each shard's rows are its partitions' in order: their global positions
     part_sizes = np.zeros(sum(len(p) for p in placement), dtype=np.int64)
     for parts, shard_sizes in zip(placement, sizes):

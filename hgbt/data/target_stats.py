@@ -38,14 +38,11 @@ import math
 
 import numpy as np
 
-from ..core.collective import (SINGLE_PROCESS, allreduce_max, allreduce_merge, allreduce_sum,
-                               allreduce_sum_int)
+from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_merge, allreduce_sum
 from ..core.exact import WeightedMean, grid_shift
 from .categorical import POOLED_BIN
 
 N_FOLDS = 5
-# Third seed word of the fold draw: its own stream, apart from the fit's others.
-_FOLD_STREAM = 7
 
 
 def target_columns(y, n_classes):
@@ -62,8 +59,9 @@ def folds_of(seed, row_ids):
     """Each row's fold in ``[0, N_FOLDS)``: a splitmix64 hash of the seed and
     the row's index among all training rows (the same on any worker)."""
     ids = np.asarray(row_ids, dtype=np.uint64)
-    key = _splitmix(np.array([seed & (2**64 - 1), _FOLD_STREAM], dtype=np.uint64))
-    return (_splitmix(ids ^ key[0]) % np.uint64(N_FOLDS)).astype(np.intp)
+    # (an array, not a scalar: NumPy warns when uint64 scalars wrap)
+    key = _splitmix(np.array([seed & (2**64 - 1)], dtype=np.uint64))
+    return (_splitmix(ids ^ key) % np.uint64(N_FOLDS)).astype(np.intp)
 
 
 def _splitmix(x):
@@ -82,13 +80,13 @@ def _on_grid(values, max_abs, n_rows):
     return np.ldexp(np.rint(np.ldexp(values, shift)), -shift)
 
 
-def _sums(keys, y_cols, weight, n_keys, collective):
+def _sums(keys, y_cols, weight, n_keys, n_rows, collective):
     """Per key: weight, weighted target sums and squared-target sums, exact
-    (on grids) and summed over every process of ``collective``."""
+    (on grids) and summed over every process of ``collective`` (``n_rows``:
+    the rows of all of them)."""
     n_out = y_cols.shape[1]
     parts = [weight] + [weight * y_cols[:, o] for o in range(n_out)]
     parts += [parts[1 + o] * y_cols[:, o] for o in range(n_out)]
-    n_rows = allreduce_sum_int(collective, keys.size)
     # two limbs per value, each on its grid: the high part on the grid of the
     # largest value, the rest on one 2**(52 - log2 n) times finer, so an
     # outlier (a squared target far out) leaves the other rows ~64 bits
@@ -157,10 +155,11 @@ def fit_transform(X, features, n_positions, y_cols, weight, seed, row_ids=None,
         fold = folds[rows]
         # the sums of every (fold, position) at once; a fold's table is
         # fitted on the sums of the other folds
-        w, s, q = (a.reshape(N_FOLDS, size, -1) for a in _sums(
-            fold * size + codes, y_cols[rows], weight[rows], N_FOLDS * size, collective))
         n_fold = allreduce_sum(collective, np.bincount(fold, minlength=N_FOLDS))
-        n_valid = int(n_fold.sum())
+        n_valid = int(n_fold.sum())  # the rows of every process
+        w, s, q = (a.reshape(N_FOLDS, size, -1) for a in _sums(
+            fold * size + codes, y_cols[rows], weight[rows], N_FOLDS * size, n_valid,
+            collective))
         w_all, s_all, q_all = w.sum(axis=0)[:, 0], s.sum(axis=0), q.sum(axis=0)
         tables.append(_smoothed(w_all, s_all, q_all, n_valid) + center)
         weights.append(w_all)

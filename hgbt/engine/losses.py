@@ -234,7 +234,6 @@ class HuberLoss(_QuantileBaselineLoss):
                                         np.zeros(residuals.size, dtype=np.intp), 1,
                                         self.delta_quantile, self.collective)[0])
 
-
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         if self.delta is None:
             self.delta_ = self._adaptive_delta(y, raw_prediction[0], self.sample_weight)

@@ -62,8 +62,8 @@ class MultiSquaredError(BaseLoss):
 
     def row_loss(self, y, raw_prediction, n_threads=1):
         total = np.zeros(y.shape[0], dtype=Y_DTYPE)
+        out = np.empty(y.shape[0], dtype=Y_DTYPE)
         for k, column in enumerate(self._outputs(y)):
-            out = np.empty(y.shape[0], dtype=Y_DTYPE)
             row_losses(LossKind.SQUARED_ERROR, column,
                        np.ascontiguousarray(raw_prediction[k], dtype=Y_DTYPE), 0.0, out,
                        n_threads)

@@ -128,32 +128,54 @@ def parse_query_metric(name):
     return match.group(1), None if match.group(2) is None else int(match.group(2))
 
 
+class _QuerySet:
+    """What a ranking metric needs of a set of rows besides the scores,
+    fixed for the set: labels (checked), gains, queries, each query's
+    1 / IDCG@k (NDCG) and weight."""
+
+    def __init__(self, kind, k, y, queries, sample_weight=None, label_gain=None,
+                 n_threads=1):
+        self.gains = label_gains(label_gain)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        check_relevance(self.y, self.gains)
+        self.kind, self.queries = kind, queries
+        self.k = np.iinfo(np.intp).max if k is None else k
+        self.inverse = (inverse_ideal_dcg(self.y, queries.order, queries.starts, self.gains,
+                                          self.k, n_threads)
+                        if kind == "ndcg" else np.zeros(queries.n_queries))
+        self.weight = None
+        if sample_weight is not None:
+            weight = np.add.reduceat(np.asarray(sample_weight, dtype=np.float64)[
+                queries.order], queries.starts[:-1]) / queries.sizes
+            self.weight = weight if weight.sum() > 0 else None
+
+    def scores(self, scores, n_threads=1):
+        """Per query, the metric of ``scores``."""
+        return query_metrics(np.ascontiguousarray(scores, dtype=np.float64), self.y,
+                             self.queries.order, self.queries.starts, self.gains,
+                             self.inverse, self.k, self.kind == "ndcg", n_threads)
+
+    def mean(self, scores):
+        """The mean over queries (weighted), NaN without a query."""
+        per_query = self.scores(scores)
+        if not per_query.size:
+            return float("nan")
+        return float(per_query.mean() if self.weight is None
+                     else np.average(per_query, weights=self.weight))
+
+
 def query_scores(kind, k, y, scores, queries, label_gain=None, n_threads=1):
     """Per query, NDCG@k or MAP@k of ``scores`` (ties: the rows' order in
     their query; a query without a relevant row scores 1)."""
-    gains = label_gains(label_gain)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    check_relevance(y, gains)
-    k = np.iinfo(np.intp).max if k is None else k
-    inverse = (inverse_ideal_dcg(y, queries.order, queries.starts, gains, k, n_threads)
-               if kind == "ndcg" else np.zeros(queries.n_queries))
-    return query_metrics(np.ascontiguousarray(scores, dtype=np.float64), y, queries.order,
-                         queries.starts, gains, inverse, k, kind == "ndcg", n_threads)
+    return _QuerySet(kind, k, y, queries, None, label_gain, n_threads).scores(scores,
+                                                                                n_threads)
 
 
 def mean_query_score(kind, k, y, scores, queries, sample_weight=None, label_gain=None):
     """The mean over ``queries`` (:class:`~hgbt.core.row_meta.Queries`) of
     :func:`query_scores`, each query weighted by its rows' mean weight
     (``sample_weight``; None: equally); NaN without a query."""
-    per_query = query_scores(kind, k, y, scores, queries, label_gain)
-    if not per_query.size:
-        return float("nan")
-    if sample_weight is None:
-        return float(per_query.mean())
-    weight = np.add.reduceat(np.asarray(sample_weight, dtype=np.float64)[queries.order],
-                             queries.starts[:-1]) / queries.sizes
-    return float(np.average(per_query, weights=weight)) if weight.sum() > 0 else \
-        float(per_query.mean())
+    return _QuerySet(kind, k, y, queries, sample_weight, label_gain).mean(scores)
 
 
 class QueryMetric:
@@ -166,10 +188,16 @@ class QueryMetric:
         self.name = name
         self.kind, self.k = parse_query_metric(name)
         self.label_gain = label_gain
+        # per scored set (its RowMeta, fixed for the fit): what its rounds share
+        self._sets = {}
 
     def __call__(self, view, X, y, meta):
         if meta.queries is None:
             raise ValueError(f"the metric {self.name!r} scores rankings: it needs the rows' "
                              "query ids (HistGBDTRanker's qid).")
-        return mean_query_score(self.kind, self.k, y, view.raw[0], queries_of(meta),
-                                meta.sample_weight, self.label_gain)
+        cached = self._sets.get(id(meta))
+        if cached is None or cached[0] is not meta:
+            cached = (meta, _QuerySet(self.kind, self.k, y, meta.queries, meta.sample_weight,
+                                      self.label_gain))
+            self._sets[id(meta)] = cached
+        return cached[1].mean(view.raw[0])

@@ -36,9 +36,11 @@ def _bounds(meta, y):
 
 class TimeOrder:
     """The rows by time, ascending, and the groups of equal times (Cox's
-    ties), with the total weight of each group's events."""
+    ties), with the total weight of each group's events (``event``: each
+    row's, 0 or 1, kept)."""
 
     def __init__(self, time, event, weight):
+        self.event = event
         self.order = np.argsort(time, kind="stable").astype(np.intp)
         sorted_time = time[self.order]
         ends = np.flatnonzero(np.r_[sorted_time[1:] != sorted_time[:-1], True]) + 1
@@ -62,7 +64,9 @@ class CoxLoss(BaseLoss):
 
     def __init__(self, meta=None):
         super().__init__(meta)
-        self._time_order = (None, None)  # (the meta it was made for, TimeOrder)
+        # per set of rows (its RowMeta): its TimeOrder, shared with the copies
+        # for_rows makes each round to score validation sets
+        self._time_orders = {}
 
     def check_y(self, y):
         lower, upper = _bounds(self.meta, y)
@@ -74,15 +78,13 @@ class CoxLoss(BaseLoss):
                              "loss='aft'.")
 
     def _order(self, y):
-        meta, order = self._time_order
+        """The rows' time order and events, made once per set of rows."""
+        meta, order = self._time_orders.get(id(self.meta), (None, None))
         if meta is not self.meta:
             lower, upper = _bounds(self.meta, y)
-            order = TimeOrder(lower, self._events(y), self.sample_weight)
-            self._time_order = (self.meta, order)
+            order = TimeOrder(lower, (upper == lower).astype(np.float64), self.sample_weight)
+            self._time_orders[id(self.meta)] = (self.meta, order)
         return order
-
-    def _events(self, y):
-        return (self.meta.label_upper_bound == np.asarray(y)).astype(np.float64)
 
     def baseline_statistics(self, y):
         return Agreed(np.zeros(1, dtype=Y_DTYPE))  # the hazard's scale is the baseline's
@@ -101,16 +103,16 @@ class CoxLoss(BaseLoss):
                              "l2_regularization.")
         order = self._order(y)
         cox_gradients(np.ascontiguousarray(raw_prediction[0]), order.order, order.group_end,
-                      order.event_weight, self._weights(), self._events(y), gradients[0],
+                      order.event_weight, self._weights(), order.event, gradients[0],
                       hessians[0])
 
     def row_loss(self, y, raw_prediction, n_threads=1):
         order = self._order(y)
         return cox_event_losses(np.ascontiguousarray(raw_prediction[0]), order.order,
-                                order.group_end, self._weights(), self._events(y))
+                                order.group_end, self._weights(), order.event)
 
     def loss_statistics(self, y, raw_prediction, n_threads=1):
-        events = self._events(y)
+        events = self._order(y).event
         if not np.any(events):  # no event: no partial likelihood (NaN, not a perfect 0)
             return WeightedMean.of(np.empty(0))
         weight = events if self.sample_weight is None else events * self.sample_weight

@@ -109,6 +109,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.sparse = True
+        tags.target_tags.required = True  # every hgbt estimator fits a target
         return tags
 
     # ---------------------------------------------------------------- input
@@ -343,15 +344,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         k_trees = self._trees_per_round()
         init_score, init_score_val, eval_init_score = _dataset_scores(
             init_scores, dataset, X_val, [X_i for X_i, _, _ in eval_rows])
-        qid, qid_val, eval_qid = self._check_qids(qids, len(validation), X_val is not None)
-        meta = RowMeta(sample_weight, check_init_score(init_score, X.shape[0], k_trees),
-                       **{"qid": check_qid(qid, X.shape[0]), **target_fields})
-        validation = [(X_v, y_v, RowMeta(w_v, check_init_score(
-                          s, X_v.shape[0], k_trees, f"eval_init_score[{i}]"),
-                          **{"qid": check_qid(q, X_v.shape[0], f"eval_qid[{i}]"), **f_v}))
+        qid, qid_val, eval_qid = qids  # a ranker's: eval_qid one per eval_set entry
+        meta = _row_meta(sample_weight, init_score, qid, target_fields, X.shape[0], k_trees)
+        validation = [(X_v, y_v, _row_meta(w_v, s, q, f_v, X_v.shape[0], k_trees, f"[{i}]",
+                                           "eval_"))
                       for i, (s, q, (X_v, y_v, w_v, f_v)) in enumerate(zip(eval_init_scores(
                           init_score, eval_init_score, len(validation), X_val is not None,
-                          init_score_val), eval_qid, validation))]
+                          init_score_val), eval_qid or [None] * len(validation), validation))]
         # LightGBM's and XGBoost's idiom eval_set=[(X_train, y_train), (X_val,
         # y_val)]: a set of the training rows is scored, never watched
         training = [name for name, (X_v, y_v, m_v) in zip(names, validation)
@@ -378,9 +377,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                  "sets without it).")
             X_v, y_v, w_v, f_v = self._validation_set(X_val, y_val, sample_weight_val,
                                                       "X_val", dataset)
-            validation.insert(0, (X_v, y_v, RowMeta(w_v, check_init_score(
-                init_score_val, X_v.shape[0], k_trees, "init_score_val"),
-                **{"qid": check_qid(qid_val, X_v.shape[0], "qid_val"), **f_v})))
+            validation.insert(0, (X_v, y_v, _row_meta(w_v, init_score_val, qid_val, f_v,
+                                                      X_v.shape[0], k_trees, "_val")))
             names.insert(0, VALIDATION)
         elif (early_stopping and self.validation_fraction is not None
               and self.early_stopping_set in (None, VALIDATION)
@@ -429,16 +427,6 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
                                            if watched is not None else None))
         self._fit_rounds(binned.X, binned.layout, y_train, meta_train, validation, monitor,
                          early_stopping, warm, n_threads)
-
-    def _check_qids(self, qids, n_eval_sets, has_val):
-        """The query ids of the training rows, X_val and each eval_set entry
-        (a list): a ranker's fit needs them for every set (see the ranker)."""
-        qid, qid_val, eval_qid = qids
-        eval_qid = [None] * n_eval_sets if eval_qid is None else list(eval_qid)
-        if len(eval_qid) != n_eval_sets:
-            raise ValueError(f"eval_qid has {len(eval_qid)} entries; eval_set has "
-                             f"{n_eval_sets}.")
-        return qid, qid_val, eval_qid
 
     def _dataset_rows(self, dataset, y, sample_weight, warm):
         """A Dataset given to ``fit``: its rows checked against this fit (its
@@ -773,6 +761,17 @@ def _round_state(estimator):
     state["evals_result_"] = {s: {m: list(v) for m, v in metrics.items()}
                               for s, metrics in estimator.evals_result_.items()}
     return state
+
+
+def _row_meta(sample_weight, init_score, qid, fields, n_rows, n_trees, suffix="",
+              prefix=""):
+    """One set's RowMeta from its checked weights, its start scores and query
+    ids (checked here; errors name ``prefix`` + 'init_score' / 'qid' +
+    ``suffix``) and the fields its target or Dataset gave."""
+    return RowMeta(sample_weight,
+                   check_init_score(init_score, n_rows, n_trees,
+                                    f"{prefix}init_score{suffix}"),
+                   **{"qid": check_qid(qid, n_rows, f"{prefix}qid{suffix}"), **fields})
 
 
 def _plus(raw, offset):

@@ -131,11 +131,6 @@ class HistGBDTRanker(BaseHistGBDT):
         __init__ = make_init(RANKER)
     _stratify = False
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     # ------------------------------------------------------------------ fit
     def fit(self, X: MatrixLike, y: ArrayLike | None = None, *,
             qid: ArrayLike | None = None, group: ArrayLike | None = None,

@@ -117,11 +117,6 @@ class HistGBDTSurvival(BaseHistGBDT):
         __init__ = make_init(SURVIVAL)
     _stratify = False
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
-
     def fit(self, X: MatrixLike | Dataset, y: ArrayLike | None = None,
             sample_weight: ArrayLike | None = None, *,
             X_val: MatrixLike | None = None, y_val: ArrayLike | None = None,
