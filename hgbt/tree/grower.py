@@ -73,6 +73,16 @@ class TreeSettings:
                 if name not in ("grow_policy", "max_leaf_nodes", "max_depth")}
 
 
+def threshold_table(bin_thresholds):
+    """(n_features, 256): bin b's upper edge per feature, +inf past a
+    feature's last one (the last value bin as threshold separates values
+    from missing): a grown split's ``num_threshold`` by (feature, bin)."""
+    table = np.full((len(bin_thresholds), 256), np.inf)
+    for f, thresholds in enumerate(bin_thresholds):
+        table[f, :min(thresholds.size, 256)] = thresholds[:256]
+    return table
+
+
 class TreeGrower:
     """Grow a tree on a training-data source.
 
@@ -167,13 +177,8 @@ class TreeGrower:
         return self._finish(nodes)
 
     def _thresholds(self):
-        # (n_features, 256): bin b's upper edge, +inf past a feature's last
-        # one (the last value bin as threshold separates values from missing)
         if getattr(self, "_threshold_table", None) is None:
-            table = np.full((len(self.bin_thresholds), 256), np.inf)
-            for f, thresholds in enumerate(self.bin_thresholds):
-                table[f, :min(thresholds.size, 256)] = thresholds[:256]
-            self._threshold_table = table
+            self._threshold_table = threshold_table(self.bin_thresholds)
         return self._threshold_table
 
     def _finish(self, records):
