@@ -38,6 +38,23 @@ cdef struct layout_params:
     const unsigned char* default_bin
 
 
+cdef inline double soft_threshold(double g, double l1) noexcept nogil:
+    """sign(G) max(|G| - alpha, 0): the L1 penalty's effect on a gradient sum."""
+    if g > l1:
+        return g - l1
+    if g < -l1:
+        return g + l1
+    return 0.0
+
+
+cdef inline double structure_score(double g, double h, double l1, double l2) noexcept nogil:
+    # T(G)^2 / (H + lambda); an empty or weightless side scores 0.
+    if h + l2 <= 0.0:
+        return 0.0
+    g = soft_threshold(g, l1)
+    return g * g / (h + l2)
+
+
 cdef double bounded_value(
     double g, double h, double l1, double l2, double lower, double upper,
 ) noexcept nogil

@@ -51,23 +51,6 @@ cdef struct cat_entry:
     unsigned int code
 
 
-cdef inline double soft_threshold(double g, double l1) noexcept nogil:
-    """sign(G) max(|G| - alpha, 0): the L1 penalty's effect on a gradient sum."""
-    if g > l1:
-        return g - l1
-    if g < -l1:
-        return g + l1
-    return 0.0
-
-
-cdef inline double _score(double g, double h, double l1, double l2) noexcept nogil:
-    # Structure score T(G)^2 / (H + lambda); an empty or weightless side scores 0.
-    if h + l2 <= 0.0:
-        return 0.0
-    g = soft_threshold(g, l1)
-    return g * g / (h + l2)
-
-
 cdef double bounded_value(
     double g, double h, double l1, double l2, double lower, double upper,
 ) noexcept nogil:
@@ -153,9 +136,9 @@ cdef inline void _consider(
         if cst == 0 and not p.bounded:
             # 0.5 [T(G_L)^2/(H_L+l) + T(G_R)^2/(H_R+l) - T(G)^2/(H+l)] - gamma,
             # the parent term computed once per node.
-            gain = 0.5 * (_score(g_left, h_left, p.l1_regularization,
+            gain = 0.5 * (structure_score(g_left, h_left, p.l1_regularization,
                                  p.l2_regularization)
-                          + _score(g_right, h_right, p.l1_regularization,
+                          + structure_score(g_right, h_right, p.l1_regularization,
                                    p.l2_regularization)
                           - p.parent_score) - p.min_gain_to_split
         else:
@@ -544,7 +527,7 @@ cdef void find_split(
     if features == NULL:
         n_scan = n_features
     p.parent_l2 = p.l2_regularization
-    p.parent_score = _score(sum_gradients, sum_hessians, p.l1_regularization,
+    p.parent_score = structure_score(sum_gradients, sum_hessians, p.l1_regularization,
                             p.l2_regularization)
     if n_scan * stride < MIN_PARALLEL_WORK or n_threads == 1:
         for i in range(n_scan):
