@@ -156,6 +156,10 @@ PARAMS = (
     _p("tweedie_power", 1.5, [Interval(Real, 1, 2, closed="both")],
        "Power of the Tweedie deviance.", "objective", (REGRESSOR,),
        "tweedie_variance_power", "tweedie_variance_power"),
+    _p("multi_strategy", "one_output_per_tree",
+       [StrOptions({"one_output_per_tree", "multi_output_tree"})],
+       "Several outputs: a tree per output each round, or one tree whose leaves hold "
+       "a value per output.", "boosting", (REGRESSOR,), None, "multi_strategy"),
     _p("loss", "lambdarank", [StrOptions(set(RANKING_LOSSES))],
        "LambdaMART optimising NDCG, or the pairwise logistic loss (RankNet).",
        "objective", (RANKER,), "objective", "objective"),

@@ -391,6 +391,15 @@ def bin_rows(X: np.ndarray | sp.csr_matrix, bin_mapper: BinMapper, n_threads: in
                         max_conflict_rate=max_conflict_rate)
 
 
+def plain_bins(X: np.ndarray | sp.csr_matrix, bin_mapper: BinMapper,
+               n_threads: int) -> FeatureLayout:
+    """The plain layout of rows: every feature its own dense column of bins
+    (sparse rows densified), for trees that read no other layout."""
+    codes = (sparse_bins(X, bin_mapper, n_threads).dense_matrix() if sp.issparse(X)
+             else bin_mapper.transform(X))
+    return FeatureLayout.plain(np.asfortranarray(codes), bin_mapper.n_bins_non_missing_)
+
+
 def _same(a, b):
     """Equal parameter values (arrays and lists element-wise)."""
     if isinstance(a, str) or isinstance(b, str) or a is None or b is None:

@@ -43,6 +43,9 @@ class BaseLoss:
     #: the trees of a round grow side by side, a share of the threads each
     #: (else one after another on all of them)
     trees_side_by_side = True
+    #: the trees of a round have the same hessians (a multi-output loss's
+    #: outputs): vector-leaf trees keep one hessian sum for all
+    trees_share_hessians = False
     #: the processes whose rows the fit pools (a Dask shard sets its ring):
     #: the quantiles of the non-smooth losses are taken over all of them
     collective = SINGLE_PROCESS

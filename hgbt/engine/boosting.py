@@ -147,6 +147,10 @@ class BoostSettings:
     bagging_by_query : bool
         Bagging draws whole queries (a ranker's rows; each query's draw keyed
         by its first row among all rows).
+    vector_leaves : bool
+        A multi-output round grows one tree for all outputs, its leaves a
+        value per output (:mod:`hgbt.tree.vector_grower`), instead of a tree
+        per output.
     quantized_bins : int or None
         ``num_grad_quant_bins`` with ``use_quantized_grad``, else None.
     bin_thresholds : list of ndarray
@@ -187,6 +191,7 @@ class BoostSettings:
     select_tol: float = 0.0
     adapt_threads: bool = False
     bagging_by_query: bool = False
+    vector_leaves: bool = False
 
     @property
     def full_hessian(self):

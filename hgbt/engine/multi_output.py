@@ -25,6 +25,7 @@ class MultiSquaredError(BaseLoss):
     # side, a thread each: 0.87-1.0x) and 0.98x on its flights (262k rows, 2
     # outputs; side by side: 1.27x), 2 threads (benchmarks/RESULTS.md)
     trees_side_by_side = False
+    trees_share_hessians = True  # each output's: the row weights
 
     def __init__(self, n_outputs, meta=None):
         super().__init__(meta)

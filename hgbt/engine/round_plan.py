@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from ..tree.grower import TreeGrower
+from ..tree.vector_grower import VectorTreeGrower
 
 
 @dataclass
@@ -103,3 +104,49 @@ def grow_tree(settings, data, grower, k, plan):
             values[leaf] = grower.renewed_value(leaf, sum_g, sum_h)
     data.finish_tree(source, k, leaves, values[leaves], tree)
     return tree
+
+
+class VectorRoundTrees:
+    """Grows each round of a multi-output fit as one tree with vector leaves
+    (``BoostSettings.vector_leaves``), on plain binned rows held here.
+
+    Parameters
+    ----------
+    settings : BoostSettings
+    X_binned : ndarray of uint8 of shape (n_samples, n_features), F-ordered
+    missing_bin : int
+    n_outputs : int
+    shared_hessian : bool
+        Every output has the same hessians (the loss's ``trees_share_hessians``).
+    """
+
+    def __init__(self, settings, X_binned, missing_bin, n_outputs, shared_hessian):
+        unsupported = [name for name, given in (
+            ("use_quantized_grad", settings.quantized_bins is not None),
+            ("data_sample_strategy='goss'", settings.data_sample_strategy == "goss"),
+            ("colsample_bynode < 1", settings.colsample_bynode != 1.0)) if given]
+        if unsupported:
+            raise ValueError(f"multi_strategy='multi_output_tree' does not support "
+                             f"{' or '.join(unsupported)}; use "
+                             "multi_strategy='one_output_per_tree'.")
+        if X_binned is None:
+            raise ValueError("vector leaves need the plain binned rows.")
+        self.settings = settings
+        self._make = lambda size: VectorTreeGrower(
+            X_binned, settings.bin_thresholds, settings.n_bins_non_missing, missing_bin,
+            n_outputs, shared_hessian, replace(settings.grower, **size))
+        self._growers = {}
+
+    def grow(self, state, plan, n_threads):
+        """The round's tree, one :class:`TreePredictor` per output, added to
+        the raw predictions of the rows it grew on (``state``: the fit's
+        :class:`~hgbt.engine.row_state.RowState`)."""
+        size = tuple(plan.tree_size.items())
+        grower = self._growers.get(size)
+        if grower is None:
+            grower = self._growers[size] = self._make(plan.tree_size)
+        # the round's first sampler: the same draw as a single tree's
+        tree_mask = plan.feature_samplers[0].tree_mask()
+        trees = grower.grow(state.gradients, state.hessians, plan.rows, tree_mask, n_threads)
+        grower.add_leaf_values(state.raw, n_threads)
+        return trees

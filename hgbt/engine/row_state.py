@@ -16,7 +16,7 @@ from ..core._types import SIZE_DTYPE
 from ..core.collective import SINGLE_PROCESS, allreduce_sum_int
 from ..core.row_meta import RowMeta
 from ..tree.training_data import LocalTrainingData
-from .round_plan import RoundTrees
+from .round_plan import RoundTrees, VectorRoundTrees
 from .tree_team import TreeTeam
 
 
@@ -277,9 +277,21 @@ class LocalData:
         return self._keys
 
     def grow_round(self, settings, plan):
+        if settings.vector_leaves:
+            return self._grow_vector_round(settings, plan)
         if self._round_trees is None or self._round_trees.settings is not settings:
             self._round_trees = RoundTrees(settings)
         return self._round_trees.grow(self, plan, self._team.grow)
+
+    def _grow_vector_round(self, settings, plan):
+        if self._round_trees is None or self._round_trees.settings is not settings:
+            self._round_trees = VectorRoundTrees(settings, self._X_binned, self._missing_bin,
+                                                 self.n_trees,
+                                                 self.state.loss.trees_share_hessians)
+        trees = self._round_trees.grow(self.state, plan, self.n_threads)
+        for k, tree in enumerate(trees):
+            self._add_unsampled(k, tree, self.n_threads)
+        return trees
 
     def refit_leaves(self, source, k, leaf_ids):
         if not self.state.loss.needs_leaf_refit:
@@ -289,14 +301,18 @@ class LocalData:
 
     def finish_tree(self, source, k, leaf_ids, leaf_values, tree):
         self.state.add_leaf_values(source, k, leaf_ids, leaf_values)
+        self._add_unsampled(k, tree, source.n_threads)
+
+    def _add_unsampled(self, k, tree, n_threads):
+        # tree k's values at the rows outside the round's sample
         unsampled = self._unsampled
         if unsampled is not None and unsampled.size:
             raw = self.state.raw[k]
             if self._X_binned is not None:
                 tree.predict_binned_add(self._X_binned, unsampled, self._missing_bin, raw,
-                                        source.n_threads)
+                                        n_threads)
             else:
-                raw[unsampled] += tree.predict(self._X[unsampled], source.n_threads)
+                raw[unsampled] += tree.predict(self._X[unsampled], n_threads)
 
     def finish_round(self, trees):
         self.state.add_validation(trees, self.n_threads)

@@ -25,7 +25,7 @@ from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import AUTO_TREE_SIZES, TREE_PARAMS, unknown_parameter_message
 from ..core.row_meta import RowMeta, check_qid
 from ..data import target_stats
-from ..data.dataset import BINNING_PARAMS, Dataset, MatrixLike, new_seed
+from ..data.dataset import BINNING_PARAMS, Dataset, MatrixLike, new_seed, plain_bins
 from ..data.categorical import same_encoding, validate_X
 from ..engine.boosting import TREE_SIZE, BoostSettings, FitRecord, boost
 from ..engine.early_stopping import can_stratify, split_validation
@@ -602,6 +602,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if not warm:  # rows given start scores start there only (as the peers')
             booster.baseline = (loss.baseline(y) if offset is None
                                 else np.zeros(k_trees, dtype=np.float64))
+        if self._boost_settings(n_threads).vector_leaves and not binned.is_plain:
+            # vector-leaf trees read each feature's own column of bins
+            binned = plain_bins(X, booster.bin_mapper, n_threads)
         # Without a plain layout, earlier rounds are replayed on the raw values
         # (the same routing: x <= threshold[b] exactly when bin(x) <= b).
         raw = booster.raw_from_trees(np.empty((k_trees, n_samples)),
@@ -722,7 +725,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             n_bins_non_missing=mapper.n_bins_non_missing_,
             grower=TreeSettings(**self._grower_params(), **tree_size),
             tree_sizes=sizes if select else (), select_at_best=self.truncate_at_best,
-            select_tol=self.tol, bagging_by_query=getattr(self, "bagging_by_query", False))
+            select_tol=self.tol, bagging_by_query=getattr(self, "bagging_by_query", False),
+            vector_leaves=(getattr(self, "multi_strategy", None) == "multi_output_tree"
+                           and self._trees_per_round() > 1))
 
     def _grower_params(self):
         """The TreeGrower settings of this fit but the tree size

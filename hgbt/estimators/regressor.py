@@ -47,6 +47,13 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         residuals.
     tweedie_power : float, default=1.5
         Power of the Tweedie deviance (1 = Poisson, 2 = Gamma).
+    multi_strategy : {'one_output_per_tree', 'multi_output_tree'}, default='one_output_per_tree'
+        With ``y`` of several columns: grow a tree per output each round (each
+        output's trees those of its model alone), or one tree whose leaves hold
+        a value per output, its splits chosen on the gain summed over the
+        outputs (XGBoost's name; faster per round, as accurate where the
+        outputs depend on the same features; no categorical features,
+        constraints, quantized gradients, GOSS or per-node column sampling).
 {COMMON_PARAMETERS_DOC}
 
     Attributes

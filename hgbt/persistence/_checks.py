@@ -58,9 +58,18 @@ def check_random_state(value, where):
         fail(where, "not a valid MT19937 state (the position must be in [0, 624])")
 
 
+#: parameters added after models were first saved, with the value that
+#: reproduces a model saved before them: a state without one gets it
+ADDED_PARAMS = {"multi_strategy": "one_output_per_tree"}
+
+
 def check_params(cls, state):
     """The estimator parameters in ``state`` are valid for ``cls`` (as ``fit``
-    validates them)."""
+    validates them); one of :data:`ADDED_PARAMS` the state lacks is set."""
+    taken = cls().get_params(deep=False) if isinstance(cls, type) else {}
+    for name, value in ADDED_PARAMS.items():
+        if name in taken and name not in state:
+            state[name] = value
     check_random_state(state.get("random_state"), "params.random_state")
     probe = cls.__new__(cls)
     probe.__dict__.update(state)
