@@ -30,7 +30,7 @@ from hgbt.engine.losses import (
     get_loss,
     weighted_quantile,
 )
-from hgbt.engine.multi_output import MultiSquaredError
+from hgbt.engine.multi_output import MultiLogLoss, MultiSquaredError
 from hgbt.engine.ranking import LambdaRankLoss
 from hgbt.engine.survival import AFTLoss, CoxLoss
 from hgbt.core._types import G_H_DTYPE, Y_DTYPE
@@ -785,7 +785,8 @@ _EVERY_LOSS = [SquaredError(), AbsoluteError(), QuantileLoss(0.3), HuberLoss(), 
                CustomBinaryLoss(lambda y, raw, w: (raw - y, np.ones_like(y))),
                LambdaRankLoss(RowMeta(qid=np.zeros(5))),
                CoxLoss(RowMeta(label_upper_bound=np.ones(5))),
-               AFTLoss(RowMeta(label_upper_bound=np.ones(5))), MultiSquaredError(3)]
+               AFTLoss(RowMeta(label_upper_bound=np.ones(5))), MultiSquaredError(3),
+               MultiLogLoss(3)]
 
 
 def test_every_loss_class_has_its_link_checked():
@@ -806,7 +807,8 @@ def test_link_names_what_inverse_link_computes(loss):
     expected = {"identity": lambda r: r[0] if r.shape[0] == 1 else r.T,
                 "exp": lambda r: np.exp(r[0]),
                 "logistic": lambda r: np.column_stack([1 / (1 + np.exp(r[0])),
-                                                       1 / (1 + np.exp(-r[0]))]),
+                                                       1 / (1 + np.exp(-r[0]))])
+                if r.shape[0] == 1 else 1 / (1 + np.exp(-r.T)),  # labels: P(1) each
                 "softmax": lambda r: (np.exp(r) / np.exp(r).sum(axis=0)).T}[loss.link](raw)
     np.testing.assert_allclose(loss.inverse_link(raw), expected, rtol=1e-12)
 

@@ -106,3 +106,21 @@ def test_a_booster_file_and_cross_validated_rounds_with_start_scores(tmp_path):
     cv = HistGBDTRegressor(max_iter=10, early_stopping="cv", random_state=0)
     cv.fit(X, Y, init_score=np.zeros((600, 3)))
     assert 1 <= cv.n_iter_ <= 10
+
+
+def test_a_pooled_categorical_feature_encodes_each_output():
+    # more than 255 categories are pooled by their target statistics: one
+    # statistic column per output
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    n = 3000
+    codes = rng.integers(0, 400, n)
+    X = pd.DataFrame({"a": rng.normal(size=n),
+                      "c": pd.Categorical(codes.astype(str))})
+    Y = np.column_stack([codes % 7 + rng.normal(size=n) * 0.1, X["a"] * 2])
+    model = HistGBDTRegressor(**FAST).fit(X, Y)
+    assert model.booster_.n_internal == 2 + 2  # a, c, c's mean of each output
+    rmse = np.sqrt(((model.predict(X) - Y) ** 2).mean(0))
+    assert np.all(rmse < 0.5 * Y.std(0))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(X),
+                                  model.predict(X))

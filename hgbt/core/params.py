@@ -158,8 +158,9 @@ PARAMS = (
        "tweedie_variance_power", "tweedie_variance_power"),
     _p("multi_strategy", "one_output_per_tree",
        [StrOptions({"one_output_per_tree", "multi_output_tree"})],
-       "Several outputs: a tree per output each round, or one tree whose leaves hold "
-       "a value per output.", "boosting", (REGRESSOR,), None, "multi_strategy"),
+       "Several outputs or labels: a tree per output each round, or one tree whose "
+       "leaves hold a value per output.", "boosting", (REGRESSOR, CLASSIFIER), None,
+       "multi_strategy"),
     _p("loss", "lambdarank", [StrOptions(set(RANKING_LOSSES))],
        "LambdaMART optimising NDCG, or the pairwise logistic loss (RankNet).",
        "objective", (RANKER,), "objective", "objective"),

@@ -167,8 +167,9 @@ class _DaskMixin:
             raise ValueError("X_val and y_val must be given together.")
         if any(getattr(t, "ndim", 1) != 1 for t in (y, y_val) if t is not None):
             raise ValueError("a distributed fit takes one target (y of shape (n_samples,)): "
-                             "fit a multi-output model with HistGBDTRegressor, or one "
-                             "model per output.")
+                             "fit a multi-output or multi-label model with "
+                             "HistGBDTRegressor / HistGBDTClassifier, or one model per "
+                             "output.")
         if X_val is None and sample_weight_val is not None:
             raise ValueError("sample_weight_val was given without X_val and y_val.")
         has_val = X_val is not None

@@ -47,9 +47,12 @@ N_FOLDS = 5
 
 def target_columns(y, n_classes):
     """The targets whose means are encoded, shape (n, n_outputs): ``y``
-    itself for regression and two classes (0/1), one indicator column per
-    class for more."""
+    itself for regression and two classes (0/1) (each column of a
+    multi-output or multi-label ``y``), one indicator column per class for
+    more."""
     y = np.asarray(y, dtype=np.float64)
+    if y.ndim == 2:
+        return y
     if n_classes is None or n_classes <= 2:
         return y[:, None]
     return (y[:, None] == np.arange(n_classes)).astype(np.float64)

@@ -14,6 +14,8 @@ from ..core.exact import WeightedMean
 from ..core.row_meta import NO_META, RowMeta
 
 _NO_WEIGHT = np.empty(0, dtype=Y_DTYPE)
+#: the least probability a log loss's baseline takes (1 - it the most)
+PROB_EPS = 1e-15
 
 
 class BaseLoss:

@@ -48,7 +48,7 @@ from ._loss import (
 from ..core._types import G_H_DTYPE, Y_DTYPE
 from ..core.collective import allreduce_max, allreduce_merge, allreduce_sum_int
 from ..core.exact import ExactSum, WeightedMean
-from .base_loss import BaseLoss
+from .base_loss import PROB_EPS as _PROB_EPS, BaseLoss
 from .selection import Agreed, weighted_quantile, weighted_quantiles
 
 
@@ -74,9 +74,8 @@ class SquaredError(BaseLoss):
 
 # ------------------------------------------------------------------ helpers
 
-#: the classification baselines clip probabilities (and, binary, their
-#: complements) to at least this before taking logs
-_PROB_EPS = 1e-15
+# The classification baselines clip probabilities (and, binary, their
+# complements) to at least _PROB_EPS (base_loss.PROB_EPS) before taking logs.
 
 
 def _row_losses(kind, y, raw_prediction, param, n_threads):
@@ -622,7 +621,8 @@ def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
     ``label_gain`` and ``sigmoid`` arguments); 'cox' and 'aft' model survival
     times (``survival.CoxLoss``, ``AFTLoss`` with ``aft_distribution`` and
     ``aft_sigma``). ``n_outputs`` (>= 2) makes 'squared_error' a
-    multi-output loss (``multi_output.MultiSquaredError``). A callable
+    multi-output loss (``multi_output.MultiSquaredError``) and 'log_loss' of
+    two classes a multi-label one (``multi_output.MultiLogLoss``). A callable
     becomes a ``CustomLoss``.
     """
     if callable(loss):
@@ -638,10 +638,13 @@ def get_loss(loss, meta=None, *, n_classes=None, huber_delta=None,
         return LambdaRankLoss(meta, lambdarank_truncation_level, label_gain, sigmoid,
                               lambdarank_norm, loss == "pairwise")
     if n_outputs is not None:  # multi_output.py: one tree per output
-        if loss != "squared_error":
-            raise ValueError(f"a multi-output regressor (y of {n_outputs} columns) takes "
-                             f"loss='squared_error', got {loss!r}.")
-        from .multi_output import MultiSquaredError
+        from .multi_output import MultiLogLoss, MultiSquaredError
+        if loss == "log_loss" and n_classes == 2:
+            return MultiLogLoss(n_outputs, meta)
+        if loss != "squared_error" or n_classes is not None:
+            raise ValueError(f"a multi-output model (y of {n_outputs} columns) takes "
+                             f"loss='squared_error' (regression) or 'log_loss' "
+                             f"(multi-label), got {loss!r}.")
         return MultiSquaredError(n_outputs, meta)
     if loss in ("cox", "aft"):  # survival.py builds on this module's base
         from .survival import AFTLoss, CoxLoss

@@ -49,7 +49,10 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     __doc__ = f"""Histogram-based gradient-boosted trees for classification.
 
     Binary targets grow one tree per round on the log-loss; K > 2 classes grow
-    K trees per round on the multinomial log-loss (softmax).
+    K trees per round on the multinomial log-loss (softmax). A 0/1 indicator
+    matrix ``y`` of shape (n_samples, n_labels) is multi-label: a binary
+    log-loss per label, one tree per label a round (or one tree for all with
+    ``multi_strategy='multi_output_tree'``).
 
     Parameters
     ----------
@@ -64,12 +67,21 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     class_weight : dict, 'balanced' or None, default=None
         Weights per class label, multiplied into ``sample_weight``;
         'balanced' weights classes inversely to their frequency in ``y``.
+        Not with multi-label ``y``.
+    multi_strategy : {{'one_output_per_tree', 'multi_output_tree'}}, default='one_output_per_tree'
+        Multi-label ``y``: grow a tree per label each round (each label's trees
+        those of its binary model alone), or one tree whose leaves hold a value
+        per label, its splits chosen on the gain summed over the labels
+        (XGBoost's name; faster per round; no categorical features,
+        constraints, quantized gradients, GOSS or per-node column sampling).
 {COMMON_PARAMETERS_DOC}
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels.
+        Class labels (multi-label: ``[0, 1]``, each label's).
+    n_outputs_ : int
+        Multi-label only: the number of labels (columns of ``y``).
 {COMMON_ATTRIBUTES_DOC}
 
     Examples
@@ -89,8 +101,27 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
     else:
         __init__ = make_init(CLASSIFIER)
     _stratify = True
+    _multi_output = True  # y may be a multi-label indicator matrix
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def _multilabel(self):
+        return getattr(self, "n_outputs_", 1) > 1
 
     def _encode_y(self, y, reset):
+        y = np.asarray(y) if not hasattr(y, "iloc") else y
+        if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:
+            y = np.asarray(y)[:, 0]  # one column: one label
+        if getattr(y, "ndim", 1) == 2:
+            return self._encode_labels(np.asarray(y), reset)
+        if reset:
+            self.__dict__.pop("n_outputs_", None)
+        elif self._multilabel():
+            raise ValueError(f"y has one column; the model was fitted on "
+                             f"{self.n_outputs_} labels.")
         _check_labels(y)  # before scikit-learn's check, which sorts them
         check_classification_targets(y)
         if reset:
@@ -105,7 +136,31 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
                     self.class_weight, classes=self.classes_, y=y)
         return encode_labels(self.classes_, y)
 
+    def _encode_labels(self, y, reset):
+        """A multi-label indicator matrix, checked, as float64."""
+        if y.ndim != 2 or y.shape[1] == 0 or y.dtype.kind not in "biuf" or not np.all(
+                (y == 0) | (y == 1)):
+            raise ValueError(
+                f"A 2-D y is multi-label: it must be a 0/1 indicator matrix of shape "
+                f"(n_samples, n_labels), got shape {y.shape} of {y.dtype}; for classes "
+                "use a 1-D y.")
+        if reset:
+            if self.class_weight is not None:
+                raise ValueError("class_weight does not apply to multi-label y: weight "
+                                 "rows with sample_weight.")
+            if self._custom_loss():
+                raise ValueError("a callable loss takes one label (a 1-D y).")
+            self.classes_ = np.array([0, 1])
+            self.n_outputs_ = y.shape[1]
+            self._class_weights = None
+        elif y.shape[1] != getattr(self, "n_outputs_", 1):
+            raise ValueError(f"y has {y.shape[1]} labels; the model was fitted on "
+                             f"{getattr(self, 'n_outputs_', 1)}.")
+        return np.ascontiguousarray(y, dtype=np.float64)
+
     def _decode(self, y_encoded):
+        if y_encoded.ndim == 2:
+            return y_encoded.astype(np.int64)
         return self.classes_[y_encoded.astype(np.intp)]
 
     def _class_weighted(self, sample_weight, y_encoded):
@@ -113,7 +168,10 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         return class_weighted(getattr(self, "_class_weights", None), sample_weight, y_encoded)
 
     def _objective(self):
-        return objective_from_params(self.get_params(deep=False), self.classes_)
+        objective = objective_from_params(self.get_params(deep=False), self.classes_)
+        if self._multilabel():
+            objective["n_outputs"] = self.n_outputs_
+        return objective
 
     @peer_predict_options
     def decision_function(self, X: MatrixLike,
@@ -130,7 +188,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
 
         Returns
         -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        scores : ndarray of shape (n_samples,), (n_samples, n_classes) or (n_samples, n_labels)
         """
         return self._shape_decision(self._raw_predict(X, iteration_range))
 
@@ -150,6 +208,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Multi-label: (n_samples, n_labels), each label's probability of 1.
         """
         raw = self._raw_predict(X, iteration_range)
         return self.booster_.loss.inverse_link(raw)
@@ -170,12 +229,17 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         Returns
         -------
         y : ndarray of shape (n_samples,)
+            Multi-label: (n_samples, n_labels) of 0/1, 1 where the label's
+            probability is above 0.5.
         """
+        if self._multilabel():
+            return _labels(self._raw_predict(X, iteration_range))
         proba = self.predict_proba(X, iteration_range)
         return self.classes_[np.argmax(proba, axis=1)]
 
     def _round_view(self, raw):
-        return ClassificationRound(raw, self.booster_.loss.inverse_link, self.classes_)
+        return ClassificationRound(raw, self.booster_.loss.inverse_link, self.classes_,
+                                   self._multilabel())
 
     def _shape_decision(self, raw):
         return raw[0] if raw.shape[0] == 1 else raw.T.copy()
@@ -193,5 +257,15 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
 
     def staged_predict(self, X: MatrixLike) -> Iterator[np.ndarray]:
         """Predicted classes after each boosting round."""
+        if self._multilabel():
+            for raw in self._staged_raw_predict(X):
+                yield _labels(raw)
+            return
         for proba in self.staged_predict_proba(X):
             yield self.classes_[np.argmax(proba, axis=1)]
+
+
+def _labels(raw):
+    """Multi-label predictions from raw scores (n_labels, n_samples): 1 where a
+    label's log-odds are positive (its probability above 0.5)."""
+    return (raw > 0).T.astype(np.int64)

@@ -93,6 +93,12 @@ def peer_predict_options(method):
 Estimator = TypeVar("Estimator", bound="BaseHistGBDT")
 
 
+def y_columns(estimator):
+    """The columns of the fitted ``y``: ``n_outputs_`` (multi-output
+    regression, multi-label classification), else 1."""
+    return getattr(estimator, "n_outputs_", 1)
+
+
 class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     """Shared fit/predict machinery of the hgbt estimators.
 
@@ -385,7 +391,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
               and (not others or self.early_stopping_set == VALIDATION)):
             # the hold-out, unless another set is watched
             X_train, X_hold, y_train, y_hold, meta_train, meta_hold = split_validation(
-                X, y, meta, self.validation_fraction, self._seed, self._stratify)
+                X, y, meta, self.validation_fraction, self._seed, self._by_class())
             validation.insert(0, (X_hold, y_hold, meta_hold))
             names.insert(0, VALIDATION)
             dataset = Dataset.from_prepared(
@@ -397,7 +403,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         booster = self.booster_
         X_user = booster.user_codes(X_train)  # as a scikit-learn callback may predict it
         binned = dataset.construct(
-            target_stats.target_columns(y_train, len(self.classes_) if self._stratify
+            target_stats.target_columns(y_train, len(self.classes_) if self._by_class()
                                         else None), meta_train.sample_weight,
             self._binning_key(), self._seed,
             n_threads, (booster.bin_mapper, booster.target_stats) if warm else None)
@@ -484,6 +490,8 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         and the class weights (the weighted bin boundaries)."""
         if not self._stratify:
             return ("regression",)
+        if not self._by_class():
+            return (f"multi-label ({y_columns(self)} labels)",)
         return (f"classification ({len(self.classes_)} classes)", repr(self.class_weight))
 
     def _set_internal_constraints(self, interactions, monotonic):
@@ -569,7 +577,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             # queries whole), keeps a small fit as it was.
             return (y.shape[0] >= AUTO_EARLY_STOPPING_ROWS
                     and not (self._custom_loss() and self.scoring == "loss")
-                    and not (self._stratify and self.validation_fraction is not None
+                    and not (self._by_class() and self.validation_fraction is not None
                              and not can_stratify(y, self.validation_fraction))
                     and (meta.queries is None or meta.queries.n_queries >= 2))
         return bool(self.early_stopping)
@@ -580,9 +588,14 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _trees_per_round(self):
         """Trees a round grows: one per class (> 2 classes), per output
         (several targets), else one."""
-        if self._stratify:
+        if self._by_class():
             return len(self.classes_) if len(self.classes_) > 2 else 1
-        return getattr(self, "n_outputs_", 1)
+        return y_columns(self)
+
+    def _by_class(self):
+        """Whether ``y`` holds one class label a row (a classifier's, not
+        multi-label): the hold-out is stratified by it."""
+        return self._stratify and y_columns(self) == 1
 
     def _has_loss_value(self):
         """Whether the fit's loss has a value to record ('loss')."""

@@ -59,11 +59,14 @@ class ClassificationRound(ClassifierMixin, _RoundView):
     raw, inverse_link : see :class:`_RoundView`
     classes : ndarray
         The class labels.
+    multilabel : bool
+        The raw scores are those of several labels (multi-label ``y``).
     """
 
-    def __init__(self, raw=None, inverse_link=None, classes=None):
+    def __init__(self, raw=None, inverse_link=None, classes=None, multilabel=False):
         super().__init__(raw, inverse_link)
         self.classes = classes
+        self.multilabel = multilabel
 
     @property
     def classes_(self):
@@ -72,7 +75,8 @@ class ClassificationRound(ClassifierMixin, _RoundView):
     def decision_function(self, X):
         """The scored rows' raw scores."""
         self._check(X)
-        return self.raw[0] if self.raw.shape[0] == 1 else self.raw.T.copy()
+        return self.raw[0] if self.raw.shape[0] == 1 and not self.multilabel \
+            else self.raw.T.copy()
 
     def predict_proba(self, X):
         """The scored rows' class probabilities."""
@@ -80,7 +84,10 @@ class ClassificationRound(ClassifierMixin, _RoundView):
         return self.inverse_link(self.raw)
 
     def predict(self, X):
-        """The scored rows' most probable classes."""
+        """The scored rows' most probable classes (multi-label: 0/1 per label)."""
+        if self.multilabel:
+            self._check(X)
+            return (self.raw > 0).T.astype(np.int64)
         return self.classes[np.argmax(self.predict_proba(X), axis=1)]
 
 

@@ -116,6 +116,10 @@ def ensemble_attributes(forest: Forest, double: bool = False) -> dict[str, Any]:
     node for a :class:`~hgbt.export._forest.Forest`, for float32 input or,
     with ``double``, float64 input (double tensors)."""
     classifier = forest.classes is not None
+    if classifier and forest.link == "logistic" and forest.n_outputs > 1:
+        raise ValueError("ONNX's TreeEnsembleClassifier has no multi-label form: export a "
+                         "multi-label classifier with hgbt.export.to_treelite, or one "
+                         "binary model per label.")
     prefix = "class" if classifier else "target"
     attrs = {name: [] for name in (
         "nodes_treeids", "nodes_nodeids", "nodes_modes", "nodes_featureids", "nodes_values",

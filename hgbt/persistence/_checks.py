@@ -199,9 +199,10 @@ def _check_baseline_hazard(value, state, where):
 
 
 def _check_n_outputs(value, state, where):
-    # a regressor's targets: as many trees a round when more than one
-    if _as_count(value, where, 1) != state.get("n_trees_per_iteration_", value):
-        fail(where, "a regressor grows one tree a round per output")
+    # a regressor's targets, a classifier's labels: a tree a round each
+    if _as_count(value, where, 2 if "classes_" in state else 1) != state.get(
+            "n_trees_per_iteration_", value):
+        fail(where, "a model grows one tree a round per output")
 
 
 #: the fitted attributes of an estimator that a model file or a pickle holds
@@ -279,7 +280,8 @@ def check_state(cls, state):
         classes = state.get("classes_")
         if not (isinstance(classes, np.ndarray) and classes.ndim == 1 and classes.size >= 2):
             fail("classes_", "expected an array of at least two class labels")
-        expected = 1 if classes.size == 2 else classes.size
+        # a label's trees (multi-label: n_outputs_ labels), or a class's
+        expected = state.get("n_outputs_", 1) if classes.size == 2 else classes.size
         if k_trees != expected:
             fail("n_trees_per_iteration_", f"expected {expected} for {classes.size} "
                                            f"classes, got {k_trees}")

@@ -444,7 +444,7 @@ def _holder(booster):
     params = {key: value for key, value in booster.objective.items()
               if key not in ("n_classes", "n_outputs")}
     estimator = _CLASSES[name](**params, max_bins=int(booster.bin_mapper.max_bins))
-    if "n_outputs" in booster.objective:  # a multi-output regressor's
+    if "n_outputs" in booster.objective:  # a multi-output or multi-label model's
         estimator.n_outputs_ = booster.objective["n_outputs"]
     vars(estimator).update(booster_=booster, n_features_in_=booster.n_features_in_,
                            n_iter_=booster.n_iter,
@@ -662,10 +662,9 @@ def _model_from_dict(document, verify_checksum):
 
     k_trees = _as_int(_get(fitted, "n_trees_per_iteration_", "fitted"),
                       "fitted.n_trees_per_iteration_", low=1)
-    if name == "HistGBDTClassifier":
-        expected = 1 if classes.size == 2 else classes.size
-        if k_trees != expected:
-            _fail("fitted.n_trees_per_iteration_", f"expected {expected}, got {k_trees}")
+    multiclass = name == "HistGBDTClassifier" and classes.size > 2
+    if multiclass and k_trees != classes.size:
+        _fail("fitted.n_trees_per_iteration_", f"expected {classes.size}, got {k_trees}")
     n_iter = _as_int(_get(fitted, "n_iter_", "fitted"), "fitted.n_iter_", low=0)
     baseline = _numeric_array(_get(fitted, "baseline", "fitted"), np.dtype(np.float64),
                               (k_trees,), "fitted.baseline")
@@ -673,9 +672,11 @@ def _model_from_dict(document, verify_checksum):
     attributes = _decode_attributes(_get(fitted, "attributes", "fitted"),
                                     _ESTIMATOR_ATTRIBUTES, "fitted.attributes",
                                     ignore_unknown=True)
-    # a regressor grows one tree a round per output, the others one
-    outputs = attributes.get("n_outputs_", 1) if name == "HistGBDTRegressor" else 1
-    if name != "HistGBDTClassifier" and k_trees != outputs:
+    # a regressor (a binary classifier) grows one tree a round per output
+    # (per label), the others one
+    outputs = (attributes.get("n_outputs_", 1)
+               if name in ("HistGBDTRegressor", "HistGBDTClassifier") else 1)
+    if not multiclass and k_trees != outputs:
         _fail("fitted.n_trees_per_iteration_", f"expected {outputs}, got {k_trees}")
     # the bin mapper (and the trees) also cover the target-statistic columns
     n_internal = n_features + check_target_stats(attributes, n_features, k_trees,
