@@ -294,3 +294,30 @@ def test_what_vector_leaves_do_not_support_gets_a_clear_error(params, match):
                                **params).fit(X, Y[:, 0]).predict(X)
     np.testing.assert_array_equal(
         HistGBDTRegressor(max_iter=3, **VECTOR, **params).fit(X, Y[:, 0]).predict(X), single)
+
+
+def test_large_nodes_summed_in_blocks_of_rows_give_the_reference_tree():
+    # from 131,072 rows a node's histograms are built per (feature, block of
+    # rows) and the blocks added up: the same tree for any number of threads
+    rng = np.random.default_rng(5)
+    n = 140_000
+    X = rng.normal(size=(n, 3))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    mapper, Xb = _binned(X, max_bins=31)
+    G = rng.normal(size=(2, n)).astype(np.float32)
+    H = rng.uniform(0.5, 1.5, size=(1, n)).astype(np.float32)
+    settings = TreeSettings(max_leaf_nodes=8, min_samples_leaf=100, l2_regularization=1.0,
+                            learning_rate=1.0)
+    trees = [VectorTreeGrower(Xb, mapper.bin_thresholds_, mapper.n_bins_non_missing_,
+                              mapper.missing_bin, 2, True, settings).grow(G, H, n_threads=t)
+             for t in (1, 3)]
+    for one, other in zip(*trees):
+        assert one.nodes.tobytes() == other.nodes.tobytes()
+    expected, values = reference_tree(
+        Xb, mapper.n_bins_non_missing_, mapper.missing_bin, G, H,
+        dict(l1=0.0, l2=1.0, min_child_weight=1e-3, min_samples_leaf=100,
+             min_gain_to_split=0.0, max_leaf_nodes=8, max_depth=1024, lossguide=True))
+    nodes = trees[0][0].nodes
+    assert [int(f) if not leaf else -1 for f, leaf in
+            zip(nodes["feature_idx"], nodes["is_leaf"])] == [e[0] for e in expected]
+    np.testing.assert_allclose(trees[0][1].nodes["value"], values[:, 1], rtol=1e-9)

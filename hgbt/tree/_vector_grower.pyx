@@ -197,6 +197,10 @@ cdef void _scan_feature(
 # takes the rows i with i % LANES == l, whatever the threads: the same sums.
 DEF LANES = 4
 DEF LANE_MIN_ROWS = 512
+# A node of at least twice this many rows is histogrammed in blocks of rows
+# (at most MAX_BLOCKS), a task per feature and block.
+DEF BLOCK_MIN_ROWS = 65536
+DEF MAX_BLOCKS = 16
 
 
 cdef inline void _zero_used(double* hist, int stride, unsigned int width,
@@ -458,17 +462,23 @@ cdef class VectorKernel:
         """``raw[j, row] += values[leaf, j]`` for the rows of each leaf of the
         last grown tree (``values``: (n_nodes, n_outputs), shrunk)."""
         cdef int i, j, k = self.p.n_outputs
-        cdef SIZE_C r
+        cdef SIZE_C r, N = self.n_rows
         if raw.shape[0] != k or raw.shape[1] != self.n_rows:
             raise ValueError("raw must have shape (n_outputs, n_samples).")
         if values.shape[0] != self.n_nodes or values.shape[1] != k:
             raise ValueError("values must have shape (n_nodes, n_outputs).")
+        if N == 0:
+            return
+        cdef double* out = &raw[0, 0]
+        cdef const double* v = &values[0, 0]
+        cdef const SIZE_C* rows = &self.rows[0]
+        cdef const vnode* nodes = self.nodes
         with nogil:
             for i in prange(self.n_nodes, schedule='dynamic', num_threads=max(1, n_threads)):
-                if self.nodes[i].left < 0:
-                    for r in range(self.nodes[i].start, self.nodes[i].stop):
-                        for j in range(k):
-                            raw[j, self.rows[r]] += values[i, j]
+                if nodes[i].left < 0:
+                    for j in range(k):
+                        for r in range(nodes[i].start, nodes[i].stop):
+                            out[j * N + rows[r]] += v[i * k + j]
 
     def _records(self, int k):
         cdef int i, s = self.p.stride, nh = self.p.n_hessians
@@ -651,42 +661,82 @@ cdef class VectorKernel:
     cdef void _build(self, int node, const G_H_DTYPE_C* g, const G_H_DTYPE_C* h,
                      bint constant, const double* hconst, int n_threads) noexcept nogil:
         # The node's histograms from its rows: gradients gathered row-major,
-        # then each feature's bins summed by one thread.
+        # then each feature's bins summed by one thread, or, in a large node,
+        # each (feature, block of rows) by one thread and the blocks added up
+        # in order: every thread busy whatever the number of features. The
+        # blocks depend on the node's rows only, so the sums on the threads not.
         cdef vector_params* p = &self.p
         cdef SIZE_C start = self.nodes[node].start, n = self.nodes[node].stop - start
         cdef const SIZE_C* rows = &self.rows[start]
         cdef G_H_DTYPE_C* ordered = &self.ordered[0]
         cdef double* hist = self.slots[self.nodes[node].slot]
-        cdef int k = p.n_outputs, nh = p.n_hessians, C = p.n_channels, s = p.stride, f
+        cdef int k = p.n_outputs, nh = p.n_hessians, C = p.n_channels, s = p.stride, f, t
         cdef Py_ssize_t block = <Py_ssize_t> p.n_bins * s
-        cdef SIZE_C i, N = self.n_rows
+        cdef SIZE_C i, N = self.n_rows, n_blocks = 1, rows_per_block = n, lo
+        cdef double* parts = NULL
         cdef bint parallel = n_threads > 1 and n * p.n_features >= MIN_PARALLEL_WORK
+        if n >= 2 * BLOCK_MIN_ROWS:
+            n_blocks = min(MAX_BLOCKS, n // BLOCK_MIN_ROWS)
+            rows_per_block = (n + n_blocks - 1) // n_blocks
+            parts = <double*> malloc(<size_t> p.n_features * n_blocks * block * sizeof(double))
+            if parts == NULL:  # no memory: whole columns
+                n_blocks, rows_per_block = 1, n
         if parallel:
             for i in prange(n, schedule='static', num_threads=n_threads):
                 _gather(ordered + i * C, g, h, rows[i], N, k, 0 if constant else nh)
-            for f in prange(p.n_features, schedule='dynamic', num_threads=n_threads):
-                if self.built[f]:
-                    self._feature(hist + f * block, f, rows, n, constant, hconst)
         else:
             for i in range(n):
                 _gather(ordered + i * C, g, h, rows[i], N, k, 0 if constant else nh)
-            for f in range(p.n_features):
+        if parts == NULL:
+            for f in prange(p.n_features, schedule='dynamic', num_threads=n_threads
+                            if parallel else 1):
                 if self.built[f]:
-                    self._feature(hist + f * block, f, rows, n, constant, hconst)
+                    self._feature(hist + f * block, f, rows, n, ordered)
+                    self._finish(hist + f * block, f, constant, hconst, NULL, 0)
+            return
+        for t in prange(p.n_features * n_blocks, schedule='dynamic',
+                        num_threads=n_threads):
+            if self.built[t // n_blocks]:
+                lo = (t % n_blocks) * rows_per_block
+                self._feature(parts + t * block, t // n_blocks, rows + lo,
+                              min(n, lo + rows_per_block) - lo, ordered + lo * C)
+        for f in prange(p.n_features, schedule='static', num_threads=n_threads):
+            if self.built[f]:
+                self._finish(hist + f * block, f, constant, hconst,
+                             parts + f * n_blocks * block, n_blocks)
+        free(parts)
+
+    cdef inline unsigned int _width(self, int f) noexcept nogil:
+        # value bins of feature f that hold rows (then the missing bin)
+        cdef unsigned int width = self.n_bins_non_missing[f]
+        return width if width < <unsigned int> self.p.missing_bin else self.p.missing_bin
 
     cdef void _feature(self, double* hist, int f, const SIZE_C* rows, SIZE_C n,
-                       bint constant, const double* hconst) noexcept nogil:
+                       const G_H_DTYPE_C* ordered) noexcept nogil:
+        _feature_histogram(hist, self.X + <Py_ssize_t> f * self.n_rows, rows, n, ordered,
+                           self.p.n_channels, self.p.stride, self._width(f),
+                           self.p.missing_bin)
+
+    cdef void _finish(self, double* hist, int f, bint constant, const double* hconst,
+                      const double* parts, SIZE_C n_parts) noexcept nogil:
+        # hist = the sum of the n_parts blocks' histograms (in order), if any;
+        # with a constant hessian, the hessian sums from the counts
         cdef vector_params* p = &self.p
-        cdef int k = p.n_outputs, s = p.stride, j
-        cdef unsigned int b, width = self.n_bins_non_missing[f]
+        cdef int k = p.n_outputs, s = p.stride, j, c
+        cdef unsigned int i, b, width = self._width(f)
+        cdef Py_ssize_t block = <Py_ssize_t> p.n_bins * s
+        cdef SIZE_C part
         cdef double* cell
-        if width > <unsigned int> p.missing_bin:
-            width = p.missing_bin
-        _feature_histogram(hist, self.X + <Py_ssize_t> f * self.n_rows, rows, n,
-                           &self.ordered[0], p.n_channels, s, width, p.missing_bin)
-        if constant:  # hessian sums from the counts
-            for b in range(width + 1):
-                cell = hist + (b if b < width else p.missing_bin) * s
+        cdef double total
+        for i in range(width + 1):
+            b = i if i < width else p.missing_bin
+            cell = hist + b * s
+            for c in range(s if n_parts else 0):
+                total = 0.0
+                for part in range(n_parts):
+                    total = total + parts[part * block + b * s + c]
+                cell[c] = total
+            if constant:
                 for j in range(p.n_hessians):
                     cell[k + j] = cell[s - 1] * hconst[j]
 
@@ -702,9 +752,7 @@ cdef class VectorKernel:
             n_threads = 1  # an OpenMP region costs more than the work
         for f in prange(p.n_features, schedule='static', num_threads=n_threads):
             if self.built[f]:
-                width = self.n_bins_non_missing[f]
-                if width > <unsigned int> p.missing_bin:
-                    width = p.missing_bin
+                width = self._width(f)
                 base = f * block
                 m = <Py_ssize_t> width * p.stride
                 for i in range(m):
@@ -719,9 +767,7 @@ cdef class VectorKernel:
         cdef int s = p.stride, c
         cdef double* out = &self.sums[node * s]
         cdef const double* hist = self.slots[self.nodes[node].slot]
-        cdef unsigned int b, width = self.n_bins_non_missing[0] if p.n_features else 0
-        if width > <unsigned int> p.missing_bin:
-            width = p.missing_bin
+        cdef unsigned int b, width = self._width(0) if p.n_features else 0
         memset(out, 0, s * sizeof(double))
         for b in range(width):
             for c in range(s):
