@@ -948,3 +948,43 @@ def test_a_distributed_aft_model_is_the_local_one(client):
         DaskHistGBDTSurvival("cox", **params).fit(
             da.from_array(X, chunks=(1000, 4)), da.from_array(lower, chunks=1000),
             label_upper_bound=da.from_array(upper, chunks=1000))
+
+
+@pytest.mark.parametrize("tree_learner", ["data", "feature"])
+def test_multi_output_and_multi_label_fits_are_the_local_ones(client, tree_learner):
+    X, y = regression_data()
+    Z = np.nan_to_num(X)
+    Y = np.column_stack([y, Z[:, 0] - Z[:, 1], Z[:, 3] ** 2])
+    w = np.random.default_rng(3).uniform(0.5, 2.0, X.shape[0])
+    chunks = (1200, 800, 1000)
+    local = HistGBDTRegressor(**PARAMS).fit(X, Y, sample_weight=w)
+    model = DaskHistGBDTRegressor(**PARAMS, tree_learner=tree_learner).fit(
+        chunked(X, chunks), chunked(Y, chunks), sample_weight=chunked(w, chunks))
+    assert model.n_outputs_ == 3
+    assert_same_model(local, model)
+    predictions = model.predict(chunked(X, chunks))
+    assert predictions.shape[1] == 3
+    np.testing.assert_array_equal(predictions.compute(), local.predict(X))
+    labels = (Y > np.median(Y, axis=0)).astype(int)
+    local = HistGBDTClassifier(**PARAMS).fit(X, labels)
+    model = DaskHistGBDTClassifier(**PARAMS, tree_learner=tree_learner).fit(
+        chunked(X, chunks), chunked(labels, chunks))
+    assert model.n_outputs_ == 3 and model.classes_.tolist() == [0, 1]
+    assert_same_model(local, model)
+    np.testing.assert_array_equal(model.predict_proba(chunked(X, chunks)).compute(),
+                                  local.predict_proba(X))
+    np.testing.assert_array_equal(model.predict(chunked(X, chunks)).compute(),
+                                  local.predict(X))
+
+
+def test_multi_output_on_a_cluster_refuses_what_it_does_not_do(client):
+    X, y = regression_data(600)
+    Y = np.column_stack([y, y])
+    with pytest.raises(ValueError, match="not grown on a cluster"):
+        DaskHistGBDTRegressor(**PARAMS, multi_strategy="multi_output_tree").fit(
+            chunked(X, 300), chunked(Y, 300))
+    with pytest.raises(ValueError, match="column\\(s\\) of y"):
+        DaskHistGBDTRegressor(**PARAMS).fit(chunked(X, 300), chunked(Y, 300),
+                                            X_val=chunked(X, 300), y_val=chunked(y, 300))
+    with pytest.raises(ValueError, match="0/1"):
+        DaskHistGBDTClassifier(**PARAMS).fit(chunked(X, 300), chunked(Y, 300))

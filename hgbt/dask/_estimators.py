@@ -28,6 +28,7 @@ from ..data.dataset import MatrixLike
 from ..engine.evaluation import TRAIN, ScoredRows, training_score_rows
 from ..estimators.classifier import HistGBDTClassifier
 from ..estimators.fit_inputs import interaction_groups
+from ..estimators.gradient_boosting import y_columns
 from ..estimators.monitoring import VALIDATION, Monitor
 from ..estimators.ranker import HistGBDTRanker, split_qid
 from ..estimators.survival import HistGBDTSurvival
@@ -79,6 +80,20 @@ def _dask_init(local_class: type) -> Callable[..., None]:
     __init__.__annotations__ = {**typing.get_type_hints(local_class.__init__),
                                 **{p.name: p.annotation for p in extra}}
     return __init__
+
+
+def _columns_of(y, multi_output):
+    """The columns of a target collection (1 for a 1-D one or a single
+    column); several only for an estimator that takes several targets."""
+    if y is None or getattr(y, "ndim", 1) == 1:
+        return 1
+    if y.ndim != 2:
+        raise ValueError(f"y must be 1- or 2-dimensional, got {y.ndim} dimensions.")
+    width = int(y.shape[1])
+    if width > 1 and not multi_output:
+        raise ValueError("a distributed fit of this estimator takes one target (y of "
+                         "shape (n_samples,)).")
+    return width
 
 
 class _DaskMixin:
@@ -165,11 +180,13 @@ class _DaskMixin:
         self._validate_params()
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
-        if any(getattr(t, "ndim", 1) != 1 for t in (y, y_val) if t is not None):
-            raise ValueError("a distributed fit takes one target (y of shape (n_samples,)): "
-                             "fit a multi-output or multi-label model with "
-                             "HistGBDTRegressor / HistGBDTClassifier, or one model per "
-                             "output.")
+        width = _columns_of(y, self._multi_output)
+        if y_val is not None and _columns_of(y_val, self._multi_output) != width:
+            raise ValueError(f"y_val must have the {width} column(s) of y.")
+        if width > 1 and self.multi_strategy == "multi_output_tree":
+            raise ValueError("Vector-leaf trees (multi_strategy='multi_output_tree') are not "
+                             "grown on a cluster: use multi_strategy='one_output_per_tree', "
+                             "or fit locally.")
         if X_val is None and sample_weight_val is not None:
             raise ValueError("sample_weight_val was given without X_val and y_val.")
         has_val = X_val is not None
@@ -188,6 +205,7 @@ class _DaskMixin:
             for name in [name for name in vars(self) if name not in params]:
                 delattr(self, name)
         try:
+            self._set_outputs(width, warm)
             self._fit_on_cluster(client, X, y, sample_weight, X_val, y_val,
                                  sample_weight_val, early_stopping, callbacks, warm, fields)
         except BaseException:
@@ -234,7 +252,8 @@ class _DaskMixin:
             raise ValueError("X_val has no rows.")
         booster = self.booster_
         if self._stratify:
-            self._set_classes(info, warm)
+            if self._by_class():  # not multi-label: classes from the labels
+                self._set_classes(info, warm)
             booster.classes = self.classes_
         booster.objective = self._objective()
         categories = {}
@@ -337,6 +356,22 @@ class _DaskMixin:
         check_is_fitted(self)
         return self._fitted_copy(self._local_class, self._local_params(),
                                  skip=("telemetry_",))
+
+    def _set_outputs(self, width, warm):
+        """The fit's targets: ``n_outputs_`` for several columns (a regressor's
+        always), a multi-label classifier's classes; a warm start's must match."""
+        if warm:
+            if width != y_columns(self):
+                raise ValueError(f"y has {width} column(s); the model was fitted on "
+                                 f"{y_columns(self)}.")
+            return
+        if width > 1 and self._stratify:  # multi-label
+            if self.class_weight is not None:
+                raise ValueError("class_weight does not apply to multi-label y: weight "
+                                 "rows with sample_weight.")
+            self.classes_, self._class_weights = np.array([0, 1]), None
+        if width > 1 or not self._stratify and self._multi_output:
+            self.n_outputs_ = width
 
     def _lazy(self, method, X, iteration_range, n_outputs=None, dtype=np.float64):
         if not is_dask_collection(X):
@@ -530,7 +565,8 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
                 iteration_range: tuple[int, int] | None = None) -> np.ndarray | da.Array:
         """Predictions; lazy (a dask array) for a dask collection
         (``iteration_range``: as :meth:`hgbt.HistGBDTRegressor.predict`)."""
-        return self._lazy("predict", X, iteration_range)
+        width = y_columns(self)
+        return self._lazy("predict", X, iteration_range, width if width > 1 else None)
 
 
 class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
@@ -584,6 +620,8 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
                 iteration_range: tuple[int, int] | None = None) -> np.ndarray | da.Array:
         """Predicted labels; lazy (a dask array) for a dask collection
         (``iteration_range``: as :meth:`hgbt.HistGBDTClassifier.predict`)."""
+        if self._multilabel():
+            return self._lazy("predict", X, iteration_range, self.n_outputs_, np.int64)
         return self._lazy("predict", X, iteration_range,
                           dtype=getattr(self, "classes_", np.empty(0)).dtype)
 
@@ -592,15 +630,17 @@ class DaskHistGBDTClassifier(_DaskMixin, HistGBDTClassifier):
                       ) -> np.ndarray | da.Array:
         """Class probabilities; lazy (a dask array) for a dask collection."""
         return self._lazy("predict_proba", X, iteration_range,
-                          n_outputs=len(getattr(self, "classes_", [])))
+                          n_outputs=(self.n_outputs_ if self._multilabel()
+                                     else len(getattr(self, "classes_", []))))
 
     def decision_function(self, X: MatrixLike | da.Array | dd.DataFrame,
                           iteration_range: tuple[int, int] | None = None
                           ) -> np.ndarray | da.Array:
         """Raw scores; lazy (a dask array) for a dask collection."""
-        n_classes = len(getattr(self, "classes_", []))
+        n_classes = (self.n_outputs_ if self._multilabel()
+                     else len(getattr(self, "classes_", [])))
         return self._lazy("decision_function", X, iteration_range,
-                          None if n_classes <= 2 else n_classes)
+                          None if n_classes <= 2 and not self._multilabel() else n_classes)
 
 
 __all__ = ["DaskHistGBDTClassifier", "DaskHistGBDTRegressor", "WorkerLostError"]

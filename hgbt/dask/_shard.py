@@ -41,11 +41,13 @@ def _timed(method):
 
 
 def _rows_of(parts):
-    """Concatenate ``(X, y, w)`` partitions; weights stay None if none has them."""
+    """Concatenate ``(X, y, w)`` partitions; weights stay None if none has them.
+    A ``y`` of several columns stays 2-D (multi-output, multi-label)."""
     if not parts:
         return None, None, None
     X = [p[0] for p in parts]
-    y = [np.asarray(p[1]).ravel() for p in parts]
+    y = [np.asarray(p[1]) for p in parts]
+    y = [yi if yi.ndim == 2 and yi.shape[1] > 1 else yi.ravel() for yi in y]
     w = [p[2] for p in parts]
     if any(wi is None for wi in w):
         if not all(wi is None for wi in w):
@@ -146,7 +148,8 @@ class Shard:
         for name, (X_parts, y, w) in (("train", self._train), ("val", self._val)):
             if X_parts is None:
                 setattr(self, "_" + name, (np.empty((0, inputs.n_features)),
-                                           np.empty(0), None))
+                                           np.empty((0, inputs.n_outputs) if inputs.n_outputs > 1
+                                                    else 0), None))
                 out[name] = {"n_rows": 0, "codes": {}, "labels": None}
                 continue
             # empty partitions are fine; scikit-learn's validation rejects them

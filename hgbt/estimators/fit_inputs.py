@@ -60,6 +60,9 @@ class FitInputs:
         The estimator's parameters that define the loss.
     classes, class_weights : ndarray or None
         The class labels (sorted) and their weights, once known.
+    n_outputs : int, default=1
+        Columns of ``y``: > 1 for multi-output regression, or multi-label
+        classification (``classes`` [0, 1], each column 0/1).
 
     Attributes
     ----------
@@ -70,13 +73,14 @@ class FitInputs:
     """
 
     def __init__(self, booster, estimator_name, stratify, loss_params, classes=None,
-                 class_weights=None):
+                 class_weights=None, n_outputs=1):
         self.booster = booster
         self.estimator_name = estimator_name
         self.stratify = stratify
         self.loss_params = loss_params
         self.classes = classes
         self.class_weights = class_weights
+        self.n_outputs = n_outputs
         self.n_features = booster.n_features_in_
         encoding = booster.categorical
         self.is_categorical = None if encoding is None else encoding.mask
@@ -91,12 +95,22 @@ class FitInputs:
     def check_X_y(self, X, y):
         """The local ``fit``'s checks of validated rows and their targets
         (dtype, finite numeric regression targets); no rows is fine."""
-        return check_X_y(X, y, dtype=np.float64, ensure_all_finite=False,
+        X, y = check_X_y(X, y, dtype=np.float64, ensure_all_finite=False,
                          accept_sparse="csr", ensure_min_samples=0,
-                         y_numeric=not self.stratify, estimator=self.estimator_name)
+                         y_numeric=not self.stratify, estimator=self.estimator_name,
+                         multi_output=self.n_outputs > 1)
+        if self.n_outputs > 1:
+            if y.ndim != 2 or y.shape[1] != self.n_outputs:
+                raise ValueError(f"y must have {self.n_outputs} columns on every worker, "
+                                 f"got shape {y.shape}.")
+            if self.classes is not None and not np.all((y == 0) | (y == 1)):
+                raise ValueError("multi-label y must be a 0/1 indicator matrix.")
+        return X, y
 
     def encode_y(self, y):
         """Targets as the fit encodes them (labels → class indices), float64."""
+        if self.n_outputs > 1:  # several targets, or 0/1 labels, as given
+            return np.ascontiguousarray(np.reshape(y, (-1, self.n_outputs)), dtype=Y_DTYPE)
         if y.shape[0] == 0:
             return np.empty(0, dtype=Y_DTYPE)
         if self.classes is not None:
@@ -114,7 +128,10 @@ class FitInputs:
 
     def make_loss(self, meta):
         """The fit's loss over rows of side information ``meta`` (a RowMeta)."""
-        return get_loss(**objective_from_params(self.loss_params, self.classes), meta=meta)
+        objective = objective_from_params(self.loss_params, self.classes)
+        if self.n_outputs > 1:
+            objective["n_outputs"] = self.n_outputs
+        return get_loss(**objective, meta=meta)
 
 
 def same_rows(X_a, y_a, w_a, X_b, y_b, w_b):

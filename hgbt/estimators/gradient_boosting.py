@@ -168,10 +168,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def _fit_inputs(self):
         """This fit's input validation, target encoding, class weights and
         loss, for code outside the estimator (:class:`FitInputs`)."""
-        return FitInputs(self.booster_, type(self).__name__, self._stratify,
+        return FitInputs(self.booster_, type(self).__name__, self._by_class(),
                          objective_from_params(self.get_params(deep=False)),
                          getattr(self, "classes_", None),
-                         getattr(self, "_class_weights", None))
+                         getattr(self, "_class_weights", None), y_columns(self))
 
     def _fitted_copy(self, cls, params, skip=(), deep=True):
         """``cls(**params)`` holding (deep) copies of this estimator's other
