@@ -328,20 +328,29 @@ def test_feature_parallel_classifier_with_validation_and_scorers(client):
     assert model.evals_result_ == local.evals_result_
 
 
-def test_a_worker_without_training_rows(client):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_worker_without_training_rows(client, weighted):
     # Training rows all on one worker, validation rows on the other: the second
-    # shard has no training rows and adds empty histograms.
+    # shard has no training rows and adds empty histograms (weighted: an empty
+    # array of weights, as every shard's are alike).
     # (with a categorical feature: the second shard has no codes to count)
     a, b = sorted(client.scheduler_info()["workers"])
     X, y = regression_data(2000)
     X_val, y_val = regression_data(500, seed=3)
     for data in (X, X_val):
         data[:, 5] = np.arange(data.shape[0]) % 300  # pooled: codes up to 299
+    rng = np.random.default_rng(4)
+    w, w_val = (rng.uniform(0.5, 2, 2000), rng.uniform(0.5, 2, 500)) if weighted else (None,
+                                                                                        None)
     dX, dy = client.persist([chunked(X, 500), chunked(y, 500)], workers=[a])
     dXv, dyv = client.persist([chunked(X_val, 250), chunked(y_val, 250)], workers=[b])
+    dw, dwv = ((client.persist(chunked(w, 500), workers=[a]),
+                client.persist(chunked(w_val, 250), workers=[b])) if weighted else (None, None))
     params = dict(PARAMS, early_stopping=True, n_iter_no_change=50, categorical_features=[5])
-    model = DaskHistGBDTRegressor(**params).fit(dX, dy, X_val=dXv, y_val=dyv)
-    local = HistGBDTRegressor(**params).fit(X, y, X_val=X_val, y_val=y_val)
+    model = DaskHistGBDTRegressor(**params).fit(dX, dy, dw, X_val=dXv, y_val=dyv,
+                                                sample_weight_val=dwv)
+    local = HistGBDTRegressor(**params).fit(X, y, w, X_val=X_val, y_val=y_val,
+                                            sample_weight_val=w_val)
     assert_same_model(local, model)
     np.testing.assert_array_equal(model.validation_score_, local.validation_score_)
 

@@ -232,8 +232,9 @@ class _DaskMixin:
         shards, placement = _start_shards(client, train, train_workers, val, val_workers,
                                        self.timeout)
         try:
-            self.telemetry_ = self._fit_shards(shards, placement, early_stopping, has_val,
-                                               callbacks, warm)
+            self.telemetry_ = self._fit_shards(
+                shards, placement, early_stopping, has_val, callbacks, warm,
+                (sample_weight is not None, sample_weight_val is not None))
         finally:
             # end the actors and free the partitions on the workers now
             shards.actors.clear()
@@ -242,9 +243,10 @@ class _DaskMixin:
             except Exception:  # a lost worker or closed client: nothing left to free
                 pass
 
-    def _fit_shards(self, shards, placement, early_stopping, has_val, callbacks, warm=False):
+    def _fit_shards(self, shards, placement, early_stopping, has_val, callbacks, warm=False,
+                    weighted=(False, False)):
         n_threads = effective_n_threads(self.n_threads)
-        info = shards.call("inspect", self._fit_inputs())
+        info = shards.call("inspect", self._fit_inputs(), weighted)
         n_total = int(sum(i["train"]["n_rows"] for i in info))
         if n_total == 0:
             raise ValueError("X has no rows.")
@@ -422,10 +424,8 @@ def _scored_rows(targets, train_rows, val_rows, has_val):
     out = []
     for which, order in enumerate(orders[:1 + has_val]):
         y = np.concatenate([t[which][0] for t in targets])[order]
-        # a shard without rows of the set has no weights, even in a weighted fit
-        weights = [t[which][1] for t in targets if t[which][0].shape[0]]
-        w = (None if not weights or weights[0] is None
-             else np.concatenate(weights)[order])
+        weights = [t[which][1] for t in targets]
+        w = None if weights[0] is None else np.concatenate(weights)[order]
         qids = [t[which][2] for t in targets if t[which][0].shape[0]]
         qid = (None if not qids or qids[0] is None
                else check_qid(np.concatenate(qids)[order], y.shape[0]))
@@ -496,10 +496,8 @@ def _fit_bin_mapper(bin_mapper, inputs, shards, placement, sizes, n_total, categ
     blocks = [X for X, _ in results]
     sample = (sp.vstack([sp.csr_matrix(X) for X in blocks], format="csr")
               if any(sp.issparse(X) for X in blocks) else np.concatenate(blocks))[order]
-    # a shard without training rows has no weights to send, even in a weighted fit
-    weights = [w for X, w in results if X.shape[0]]
-    weight = (None if not weights or weights[0] is None
-              else np.concatenate(weights)[order])
+    weights = [w for _, w in results]
+    weight = None if weights[0] is None else np.concatenate(weights)[order]
     return bin_mapper.fit_sample(sample, weight, categories)
 
 

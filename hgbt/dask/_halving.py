@@ -16,13 +16,12 @@ The sums and blocks are those of the ring: rank ``r`` ends with the sums of
 the additions irrelevant, so the trees do not depend on the topology.
 """
 import pickle
-import socket
 import time
 
 import numpy as np
 
 from ..core.collective import feature_block
-from ._ring import _HELLO, RingCollective, RingError, _add_into, _connect, _recv_exact
+from ._ring import _HELLO, RingCollective, _add_into, _connect, accept_ranks
 
 
 #: the group size from which a fit's workers reduce in log steps, not a ring
@@ -57,8 +56,8 @@ def join_halving(rank, addresses, server, token, timeout):
                 sock = _connect(addresses[other], deadline)
                 sockets[other] = sock
                 sock.sendall(_HELLO.pack(token, rank))
-        _accept_ranks(server, token, {o for o in peers(rank, size) if o > rank}, deadline,
-                      sockets)
+        accept_ranks(server, token, {o for o in peers(rank, size) if o > rank}, deadline,
+                     sockets)
     except BaseException:
         for sock in sockets.values():
             sock.close()
@@ -66,27 +65,6 @@ def join_halving(rank, addresses, server, token, timeout):
     finally:
         server.close()
     return HalvingCollective(rank, size, sockets, timeout)
-
-
-def _accept_ranks(server, token, expected, deadline, into):
-    # the connections of the ranks in ``expected`` into ``into`` (rank -> socket)
-    while expected:
-        server.settimeout(max(0.0, deadline - time.monotonic()))
-        try:
-            sock, _ = server.accept()
-        except OSError as exc:
-            raise RingError(f"workers {sorted(expected)} did not connect in time") from exc
-        sock.settimeout(max(0.1, deadline - time.monotonic()))
-        try:
-            fit, other = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
-            if fit == token and other in expected:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                into[other] = sock
-                expected.discard(other)
-                continue
-        except OSError:
-            pass
-        sock.close()  # not this fit's peer
 
 
 class HalvingCollective(RingCollective):

@@ -63,7 +63,8 @@ def join_ring(rank, addresses, server, token, timeout):
         to_next = _connect(addresses[(rank + 1) % size], deadline)
         try:
             to_next.sendall(_HELLO.pack(token, rank))
-            from_prev = _accept(server, token, (rank - 1) % size, deadline)
+            prev = (rank - 1) % size
+            from_prev = accept_ranks(server, token, {prev}, deadline)[prev]
         except BaseException:
             to_next.close()
             raise
@@ -97,23 +98,31 @@ def _connect(address, deadline):
             time.sleep(0.05)
 
 
-def _accept(server, token, expected_rank, deadline):
-    while True:
+def accept_ranks(server, token, expected, deadline, into=None):
+    """The connections of the ranks in ``expected`` (a set, emptied) as
+    ``into`` (rank -> socket, a new dict by default), each known by its
+    hello (this fit's ``token`` and its rank); anything else that connects
+    is closed. RingError when the deadline passes first."""
+    into = {} if into is None else into
+    while expected:
         server.settimeout(max(0.0, deadline - time.monotonic()))
         try:
             sock, _ = server.accept()
         except OSError as exc:  # socket.timeout is an OSError
-            raise RingError(f"the previous worker (rank {expected_rank}) did not "
-                            "connect in time") from exc
+            raise RingError(f"worker(s) of rank {sorted(expected)} did not connect in "
+                            "time") from exc
         sock.settimeout(max(0.1, deadline - time.monotonic()))
         try:
-            hello = _recv_exact(sock, _HELLO.size)
-            if _HELLO.unpack(hello) == (token, expected_rank):
+            fit, other = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
+            if fit == token and other in expected:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return sock
+                into[other] = sock
+                expected.discard(other)
+                continue
         except OSError:
             pass
         sock.close()  # not this fit's peer: wait for the right one
+    return into
 
 
 def _recv_exact(sock, n):

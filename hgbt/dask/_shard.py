@@ -101,13 +101,10 @@ def _gathered(ring, own, X_binned, y, w, row_ids):
     positions among them."""
     parts = ring.allgather((X_binned, y, w, np.asarray(row_ids, dtype=np.int64)))
     offset = sum(part[1].shape[0] for part in parts[:ring.rank])
-    # a shard without training rows has no weights, even in a weighted fit
-    weighted = any(part[2] is not None for part in parts)
     return (offset + np.asarray(own, dtype=np.intp),
             np.asfortranarray(np.concatenate([part[0] for part in parts])),
             np.concatenate([part[1] for part in parts]),
-            np.concatenate([np.ones(part[1].shape[0]) if part[2] is None else part[2]
-                            for part in parts]) if weighted else None,
+            None if w is None else np.concatenate([part[2] for part in parts]),
             np.concatenate([part[3] for part in parts]))
 
 
@@ -133,9 +130,13 @@ class Shard:
 
     # ------------------------------------------------------------ set-up
     @_timed
-    def inspect(self, inputs):
+    def inspect(self, inputs, weighted=(False, False)):
         """Validate and convert the rows; return counts (also per training
         partition), category codes, labels.
+
+        ``weighted``: whether the training and validation sets have weights;
+        a set with no rows here then gets an empty array of them (not None),
+        so every shard's weights are alike.
 
         ``inputs`` (:class:`~hgbt.estimators.fit_inputs.FitInputs`) carries
         the fitted input schema (features, names, categorical columns); the
@@ -145,11 +146,12 @@ class Shard:
         """
         out = {"partition_sizes": self._part_sizes,
                "val_partition_sizes": self._val_part_sizes}
-        for name, (X_parts, y, w) in (("train", self._train), ("val", self._val)):
+        for name, (X_parts, y, w), has_w in (("train", self._train, weighted[0]),
+                                             ("val", self._val, weighted[1])):
             if X_parts is None:
                 setattr(self, "_" + name, (np.empty((0, inputs.n_features)),
                                            np.empty((0, inputs.n_outputs) if inputs.n_outputs > 1
-                                                    else 0), None))
+                                                    else 0), np.empty(0) if has_w else None))
                 out[name] = {"n_rows": 0, "codes": {}, "labels": None}
                 continue
             # empty partitions are fine; scikit-learn's validation rejects them
