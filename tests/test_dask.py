@@ -905,6 +905,13 @@ def test_a_distributed_ranker_is_the_local_one(client):
     assert dist.telemetry_["n_workers"] == 2
     np.testing.assert_array_equal(dist.predict(X), local.predict(X))
     assert dist.evals_result_ == local.evals_result_
+    # feature-parallel: every worker gathers all the rows and their queries
+    by_feature = DaskHistGBDTRanker(**params, tree_learner="feature").fit(
+        _placed(client, X, cut), _placed(client, y, cut), qid=_placed(client, qid, cut),
+        X_val=da.from_array(X_val, chunks=(250, 5)), y_val=da.from_array(y_val, chunks=250),
+        qid_val=da.from_array(qid_val, chunks=250))
+    np.testing.assert_array_equal(by_feature.predict(X), local.predict(X))
+    assert by_feature.evals_result_ == local.evals_result_
     # bagging by query: a query's draw is the same on a worker as locally
     bagged = dict(PARAMS, subsample=0.5, bagging_by_query=True)
     np.testing.assert_array_equal(
@@ -931,10 +938,6 @@ def test_a_query_on_two_workers_is_refused(client):
     with pytest.raises(ValueError, match="needs each row's query"):
         DaskHistGBDTRanker(**PARAMS).fit(da.from_array(X, chunks=(1000, 5)),
                                          da.from_array(y, chunks=1000))
-    with pytest.raises(ValueError, match="tree_learner='feature'"):
-        DaskHistGBDTRanker(**PARAMS, tree_learner="feature").fit(
-            da.from_array(X, chunks=(1000, 5)), da.from_array(y, chunks=1000),
-            qid=da.from_array(qid, chunks=1000))
 
 
 def test_a_distributed_aft_model_is_the_local_one(client):
@@ -953,6 +956,10 @@ def test_a_distributed_aft_model_is_the_local_one(client):
     assert dist.telemetry_["n_workers"] == 2
     np.testing.assert_array_equal(dist.booster_.baseline, local.booster_.baseline)
     np.testing.assert_array_equal(dist.predict(X), local.predict(X))
+    by_feature = DaskHistGBDTSurvival("aft", **params, tree_learner="feature").fit(
+        _placed(client, X, 900), _placed(client, lower, 900),
+        label_upper_bound=_placed(client, upper, 900))
+    np.testing.assert_array_equal(by_feature.predict(X), local.predict(X))
     with pytest.raises(ValueError, match="loss='aft'"):
         DaskHistGBDTSurvival("cox", **params).fit(
             da.from_array(X, chunks=(1000, 4)), da.from_array(lower, chunks=1000),

@@ -648,8 +648,8 @@ class DaskHistGBDTRanker(_DaskMixin, HistGBDTRanker):
     """:class:`~hgbt.HistGBDTRanker` trained on a Dask cluster.
 
     Same parameters as :class:`~hgbt.HistGBDTRanker`, plus ``client``,
-    ``timeout``, ``tree_learner`` ('data' or 'voting'; 'feature' gathers the
-    rows, not yet their queries) and ``top_k``, as
+    ``timeout``, ``tree_learner`` ('feature' gathers every worker's rows
+    and queries) and ``top_k``, as
     :class:`DaskHistGBDTRegressor`. A query's rows must be in one partition
     (their gradients are computed where they are): ``ddf.shuffle('qid')``
     or ``set_index('qid')`` arranges that; a query on two workers is a
@@ -699,9 +699,6 @@ class DaskHistGBDTRanker(_DaskMixin, HistGBDTRanker):
         -------
         self : object
         """
-        if self.tree_learner == "feature":
-            raise ValueError("tree_learner='feature' gathers every worker's rows, not yet "
-                             "their query ids: use 'data' or 'voting' for a ranker.")
         X, qid = split_qid(X, qid, "qid")
         if qid is None:
             raise ValueError("A distributed ranker needs each row's query: pass qid (a "
@@ -727,7 +724,7 @@ class DaskHistGBDTSurvival(_DaskMixin, HistGBDTSurvival):
     ``loss='cox'`` is local only: a risk set spans every row.
 
     Same parameters as :class:`~hgbt.HistGBDTSurvival`, plus ``client``,
-    ``timeout``, ``tree_learner`` ('data' or 'voting') and ``top_k``, as
+    ``timeout``, ``tree_learner`` and ``top_k``, as
     :class:`DaskHistGBDTRegressor`. The model is the local one's, bit for bit.
 
     Attributes
@@ -777,9 +774,6 @@ class DaskHistGBDTSurvival(_DaskMixin, HistGBDTSurvival):
             raise ValueError("a distributed survival fit takes loss='aft' (each row's "
                              "likelihood its own); loss='cox' couples every row through "
                              "its risk sets: fit it with HistGBDTSurvival.")
-        if self.tree_learner == "feature":
-            raise ValueError("tree_learner='feature' gathers every worker's rows, not yet "
-                             "their upper bounds: use 'data' or 'voting'.")
         if X_val is not None and label_upper_bound_val is None:
             raise ValueError("X_val needs label_upper_bound_val.")
         return self._fit_dask(X, y, sample_weight, X_val, y_val, sample_weight_val,

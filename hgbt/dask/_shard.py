@@ -95,17 +95,19 @@ def _binned(X, bin_mapper, n_threads):
     return sparse_bins(X, bin_mapper, n_threads).dense_matrix()
 
 
-def _gathered(ring, own, X_binned, y, w, row_ids):
-    """Every shard's binned rows, targets, weights and row ids, in rank
-    order (a feature-parallel fit), and ``own`` (this shard's local rows) as
-    positions among them."""
-    parts = ring.allgather((X_binned, y, w, np.asarray(row_ids, dtype=np.int64)))
+def _gathered(ring, own, X_binned, y, w, row_ids, fields):
+    """Every shard's binned rows, targets, weights, row ids and side
+    information (``fields``: query ids, upper bounds), in rank order (a
+    feature-parallel fit), and ``own`` (this shard's local rows) as
+    positions among them. A ranker's queries stay whole and in their order."""
+    parts = ring.allgather((X_binned, y, w, np.asarray(row_ids, dtype=np.int64), fields))
     offset = sum(part[1].shape[0] for part in parts[:ring.rank])
     return (offset + np.asarray(own, dtype=np.intp),
             np.asfortranarray(np.concatenate([part[0] for part in parts])),
             np.concatenate([part[1] for part in parts]),
             None if w is None else np.concatenate([part[2] for part in parts]),
-            np.concatenate([part[3] for part in parts]))
+            np.concatenate([part[3] for part in parts]),
+            {name: np.concatenate([part[4][name] for part in parts]) for name in fields})
 
 
 class Shard:
@@ -288,13 +290,15 @@ class Shard:
         X_binned = _binned(X, bin_mapper, self.n_threads)
         row_ids = np.arange(X.shape[0]) if row_ids is None else row_ids
         own = np.arange(X.shape[0]) if score_rows is None else score_rows
+        fields = self._fields["train"]
         if by_feature:  # all rows here: the loss and the draws see one process
-            own, X_binned, y, w, row_ids = _gathered(self.ring, own, X_binned, y, w, row_ids)
+            own, X_binned, y, w, row_ids, fields = _gathered(self.ring, own, X_binned, y, w,
+                                                             row_ids, fields)
             score_rows = own
         self._score_rows, self._send_raw = score_rows, send_raw
-        # a ranker's queries: whole on this shard (the driver checked), so the
-        # gradients are those of the local fit
-        meta = _meta(w, self._fields["train"], y.shape[0])
+        # a ranker's queries: whole on this shard (the driver checked; all of
+        # them, feature-parallel), so the gradients are those of the local fit
+        meta = _meta(w, fields, y.shape[0])
         loss = inputs.make_loss(meta)
         # quantiles and a custom baseline pool the rows of every shard
         loss.collective = SINGLE_PROCESS if by_feature else self.ring
