@@ -13,20 +13,16 @@ runs between two kernels, and trees grown side by side (``tree_team``) never
 wait for each other's Python.
 """
 from libc.math cimport INFINITY
-from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 import numpy as np
 
-from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
+from ..core._types cimport (X_BINNED_DTYPE_C, SIZE_C, hist_struct,
                             split_info_struct, grown_node_struct)
-from ._histogram cimport (histogram_root, histogram_rows, histogram_packed, subtract,
-                          packed_params)
-from ._histogram_sparse cimport histogram_sparse
-from ._partition cimport partition, partition_stored
+from ._histogram cimport subtract
+from ._layout cimport tree_buffers, set_buffers, node_histograms, partition_node
 from ._spread cimport Spread
-from ._rules cimport (may_split, queued_before, child_of, bound_children,
-                      goes_left_table, bundle_table)
+from ._rules cimport may_split, queued_before, child_of, bound_children
 from ._splitting cimport (find_split, live_features, newton_value, split_params,
                           layout_params, SplitSettings)
 
@@ -39,49 +35,6 @@ DEF MASK_BATCH = 64
 # Live-feature entries kept per tree at most (64 MiB); past it, nodes scan
 # their parent's list.
 DEF MAX_LIVE = 16777216
-
-
-cdef struct tree_buffers:
-    # The rows a tree grows on and how their histograms are built.
-    const X_BINNED_DTYPE_C* X  # n_samples x n_dense codes, F-ordered (NULL: none)
-    SIZE_C n_samples
-    int n_dense  # dense columns; the others are sparse-stored
-    int n_columns  # histogram rows
-    int n_bins
-    SIZE_C* rows  # the row-index array: node slices are partitioned in place
-    SIZE_C* buffer
-    # float histograms (packed == NULL) and the sparse-stored columns' always
-    const G_H_DTYPE_C* gradients
-    const G_H_DTYPE_C* hessians
-    bint constant_hessian
-    G_H_DTYPE_C* ordered_gradients
-    G_H_DTYPE_C* ordered_hessians
-    # packed quantized histograms of the dense columns
-    const int64_t* packed
-    packed_params q
-    int64_t* acc
-    int64_t* sums
-    Py_ssize_t part_stride
-    int max_parts
-    const X_BINNED_DTYPE_C* X_rows  # NULL: never row-wise
-    Py_ssize_t row_stride
-    # the feature layout (bundling.FeatureLayout); feature_column NULL: none
-    const int* feature_column
-    const int* bundle_index
-    const X_BINNED_DTYPE_C* bundle_codes  # 256 per bundled feature
-    const X_BINNED_DTYPE_C* default_bin
-    const unsigned short* column_width
-    const X_BINNED_DTYPE_C* column_default
-    # sparse-stored columns: row-wise and column-wise entries
-    const long long* sparse_indptr
-    const unsigned int* sparse_columns
-    const X_BINNED_DTYPE_C* sparse_codes
-    const unsigned int* column_bounds
-    int n_chunks
-    const long long* column_indptr
-    const SIZE_C* column_rows
-    const X_BINNED_DTYPE_C* column_codes
-    X_BINNED_DTYPE_C* scratch  # a zero byte per row
 
 
 cdef struct grow_state:
@@ -329,22 +282,8 @@ cdef class TreeKernel:
         buffers = {} if buffers is None else buffers
         layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),
                                 buffers.get("buffer"))
-        packed = buffers.get("packed")
         cdef tree_buffers buf
         cdef SIZE_C[::1] rows_view = rows, buffer_view = buffer
-        cdef const G_H_DTYPE_C[::1] g_view, h_view
-        cdef G_H_DTYPE_C[::1] og_view, oh_view
-        cdef const int64_t[::1] packed_view
-        cdef int64_t[:, ::1] acc_view, sums_view
-        cdef const X_BINNED_DTYPE_C[:, ::1] rows_major
-        cdef const int[::1] lay_column, lay_bundle
-        cdef const X_BINNED_DTYPE_C[:, ::1] lay_codes
-        cdef const X_BINNED_DTYPE_C[::1] lay_default, lay_col_default, lay_sp_codes
-        cdef const X_BINNED_DTYPE_C[::1] lay_col_codes
-        cdef X_BINNED_DTYPE_C[::1] scratch_view
-        cdef const long long[::1] lay_indptr, lay_col_indptr
-        cdef const unsigned int[::1] lay_sp_columns, bounds_view
-        cdef const SIZE_C[::1] lay_col_rows
         cdef int n_features = self._n_features
         if layout is None or rows is None or buffer is None:
             raise ValueError("TreeKernel.grow: layout, rows and buffer are needed for "
@@ -369,84 +308,7 @@ cdef class TreeKernel:
                 or (plain and n_dense != n_features)
                 or (not plain and settings.n_columns != n_columns)):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        memset(&buf, 0, sizeof(tree_buffers))
-        buf.X = &X[0, 0] if n_dense else NULL
-        buf.n_samples = n_samples
-        buf.n_dense = n_dense
-        buf.n_columns = n_columns
-        buf.n_bins = settings.missing_bin + 1
-        buf.rows = &rows_view[0]
-        buf.buffer = &buffer_view[0]
-        g_view, h_view = buffers.get("gradients"), buffers.get("hessians")
-        buf.constant_hessian = h_view.shape[0] == 1
-        if g_view.shape[0]:
-            buf.gradients, buf.hessians = &g_view[0], &h_view[0]
-        if packed is None:
-            og_view, oh_view = buffers["ordered_gradients"], buffers["ordered_hessians"]
-            buf.ordered_gradients = &og_view[0]
-            buf.ordered_hessians = &oh_view[0]
-        else:
-            packed_view = packed
-            acc_view, sums_view = buffers["acc"], buffers["sums"]
-            if (packed_view.shape[0] < n_samples or acc_view.shape[1] < n_dense * 256
-                    or sums_view.shape[1] != 3 * acc_view.shape[1]):
-                raise ValueError("TreeKernel.grow: inconsistent packed buffers.")
-            buf.packed = &packed_view[0]
-            buf.q.g_exponent, buf.q.h_exponent = buffers["exponents"]
-            buf.q.h_shift, buf.q.g_shift, buf.q.block_rows = buffers["packed_lanes"]
-            buf.q.constant_hessian = buffers["constant_hessian"]
-            buf.acc, buf.sums = &acc_view[0, 0], &sums_view[0, 0]
-            buf.part_stride = acc_view.shape[1]
-            buf.max_parts = acc_view.shape[0]
-            X_rows = buffers.get("X_rows")
-            if X_rows is not None:
-                rows_major = X_rows
-                if rows_major.shape[0] != n_samples or rows_major.shape[1] < n_dense:
-                    raise ValueError("TreeKernel.grow: X_rows must hold X_binned's rows.")
-                buf.X_rows = &rows_major[0, 0]
-                buf.row_stride = rows_major.shape[1]
-        if n_columns:
-            # histograms and subtractions touch only the bins a column uses
-            buf.column_width = &width_view[0]
-        if not plain:
-            lay_column = layout.feature_column
-            lay_bundle = layout.bundle_index
-            lay_default = layout.default_bin
-            lay_col_default = layout.column_default
-            if (lay_column.shape[0] != n_features or lay_bundle.shape[0] != n_features
-                    or lay_default.shape[0] != n_features
-                    or lay_col_default.shape[0] != n_columns):
-                raise ValueError("TreeKernel.grow: inconsistent layout.")
-            buf.feature_column = &lay_column[0]
-            buf.bundle_index = &lay_bundle[0]
-            buf.default_bin = &lay_default[0]
-            buf.column_default = &lay_col_default[0]
-            if layout.bundle_codes.shape[0]:
-                lay_codes = layout.bundle_codes
-                buf.bundle_codes = &lay_codes[0, 0]
-            if n_columns > n_dense:
-                lay_indptr = layout.sparse_indptr
-                lay_sp_columns = layout.sparse_columns
-                lay_sp_codes = layout.sparse_codes
-                lay_col_indptr = layout.column_indptr
-                lay_col_rows = layout.column_rows
-                lay_col_codes = layout.column_codes
-                bounds_view = buffers["column_bounds"]
-                scratch_view = buffers["scratch"]
-                if (lay_indptr.shape[0] != n_samples + 1 or scratch_view.shape[0] < n_samples
-                        or bounds_view[bounds_view.shape[0] - 1] != n_columns - n_dense
-                        or buf.gradients == NULL):
-                    raise ValueError("TreeKernel.grow: inconsistent sparse columns.")
-                buf.sparse_indptr = &lay_indptr[0]
-                if lay_sp_columns.shape[0]:
-                    buf.sparse_columns = &lay_sp_columns[0]
-                    buf.sparse_codes = &lay_sp_codes[0]
-                    buf.column_rows = &lay_col_rows[0]
-                    buf.column_codes = &lay_col_codes[0]
-                buf.column_indptr = &lay_col_indptr[0]
-                buf.column_bounds = &bounds_view[0]
-                buf.n_chunks = bounds_view.shape[0] - 1
-                buf.scratch = &scratch_view[0]
+        set_buffers(&buf, layout, buffers, n_features, settings.missing_bin + 1)
         # blocks of features need feature f in column f: the plain layout
         self._scatter = spread and plain and not voting
         self._by_feature = by_feature
@@ -531,12 +393,10 @@ cdef class TreeKernel:
         # TreeGrower.grow; returns the node count, or -1 when out of memory
         # (-2: fetching node masks failed, see self._error).
         cdef int n_queued = 0, n_nodes = 1, n_leaves = 1, i, node_id, status
-        cdef int small, large, small_slot, large_slot, b, f, column
+        cdef int small, large, small_slot, large_slot, b
         cdef grown_node_struct* node
         cdef grown_node_struct* nodes
         cdef node_state* state
-        cdef unsigned char goes_left[256]
-        cdef unsigned char table[256]
         cdef SIZE_C n_left
         cdef bint more, small_ok, large_ok
         cdef const hist_struct* row0
@@ -608,27 +468,8 @@ cdef class TreeKernel:
             n_nodes += 2
             # the partition: a table over the split feature's bins, then over
             # its column's codes
-            goes_left_table(&node.split, buf.n_bins - 1, goes_left)
-            f = node.split.feature_idx
-            column = f
-            if buf.feature_column != NULL:
-                column = buf.feature_column[f]
-                if buf.bundle_index[f] >= 0:
-                    bundle_table(buf.bundle_codes + <Py_ssize_t>buf.bundle_index[f] * 256,
-                                  goes_left[buf.default_bin[f]], goes_left, table)
-                    memcpy(goes_left, table, 256)
-            if column < buf.n_dense:
-                n_left = partition(buf.rows + node.start, buf.buffer,
-                                   node.stop - node.start,
-                                   buf.X + <Py_ssize_t>column * buf.n_samples, False,
-                                   goes_left, grow.n_threads)
-            else:
-                n_left = partition_stored(
-                    buf.rows + node.start, buf.buffer, node.stop - node.start,
-                    buf.sparse_indptr, buf.sparse_columns, buf.sparse_codes,
-                    buf.column_indptr, buf.column_rows, buf.column_codes,
-                    column - buf.n_dense, buf.column_default[column], goes_left,
-                    buf.scratch, grow.n_threads)
+            n_left = partition_node(buf, node.start, node.stop - node.start, &node.split,
+                                    grow.n_threads)
             nodes[node.left].start, nodes[node.left].stop = node.start, node.start + n_left
             nodes[node.right].start = node.start + n_left
             nodes[node.right].stop = node.stop
@@ -798,45 +639,13 @@ cdef class TreeKernel:
                           int n_threads) noexcept nogil:
         # The node's histograms from the rows in this process.
         cdef const grown_node_struct* node = &self._nodes[node_id]
-        cdef SIZE_C n = node.stop - node.start
-        cdef bint all_rows = n == buf.n_samples
         # the dense columns built: all, or (feature-parallel, plain layout)
         # this process's block, a contiguous run of columns
         cdef Py_ssize_t first = self._block_start if self._by_feature else 0
         cdef int n_dense = (self._block_stop - self._block_start if self._by_feature
                             else buf.n_dense)
-        cdef const X_BINNED_DTYPE_C* X = (buf.X + first * buf.n_samples
-                                          if buf.X != NULL else NULL)
-        cdef const unsigned short* width = (buf.column_width + first
-                                            if buf.column_width != NULL else NULL)
-        cdef hist_struct* into = out + first * buf.n_bins
-        if n == 0:
-            memset(out, 0, self._bins * sizeof(hist_struct))
-        elif n_dense == 0:
-            pass
-        elif buf.packed != NULL:
-            histogram_packed(X, buf.n_samples, n_dense,
-                             buf.X_rows + first if buf.X_rows != NULL else NULL,
-                             buf.row_stride, not all_rows, buf.rows + node.start, n,
-                             buf.packed, &buf.q, buf.acc, buf.sums,
-                             buf.part_stride, buf.max_parts, into, buf.n_bins,
-                             width, n_threads)
-        elif all_rows:
-            histogram_root(X, buf.n_samples, n_dense, buf.gradients,
-                           buf.hessians, buf.constant_hessian, into, buf.n_bins,
-                           width, n_threads)
-        else:
-            histogram_rows(X, buf.n_samples, n_dense, buf.rows + node.start, n,
-                           buf.gradients, buf.hessians, buf.constant_hessian,
-                           buf.ordered_gradients, buf.ordered_hessians, into, buf.n_bins,
-                           width, n_threads)
-        if n > 0 and buf.n_columns > buf.n_dense:
-            histogram_sparse(buf.sparse_indptr, buf.sparse_columns, buf.sparse_codes,
-                             buf.rows + node.start, n, buf.gradients, buf.hessians,
-                             buf.constant_hessian, buf.column_default + buf.n_dense,
-                             buf.column_width + buf.n_dense, buf.column_bounds,
-                             buf.n_chunks, out + <Py_ssize_t>buf.n_dense * buf.n_bins,
-                             buf.n_columns - buf.n_dense, buf.n_bins, n_threads)
+        node_histograms(buf, node.start, node.stop - node.start, first, n_dense, out,
+                        n_threads)
 
     cdef int _split(self, const tree_buffers* buf, const grow_state* grow, const search* s,
                     split_params* p, int node_id) noexcept nogil:
