@@ -17,7 +17,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 import numpy as np
 
-from ..core._types cimport (X_BINNED_DTYPE_C, SIZE_C, hist_struct,
+from ..core._types cimport (SIZE_C, hist_struct,
                             split_info_struct, grown_node_struct)
 from ._histogram cimport subtract
 from ._layout cimport tree_buffers, set_buffers, node_histograms, partition_node
@@ -279,36 +279,21 @@ cdef class TreeKernel:
         nominated most (all of them when that is every feature) are summed
         over the processes and searched.
         """
-        buffers = {} if buffers is None else buffers
-        layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),
-                                buffers.get("buffer"))
         cdef tree_buffers buf
-        cdef SIZE_C[::1] rows_view = rows, buffer_view = buffer
         cdef int n_features = self._n_features
-        if layout is None or rows is None or buffer is None:
-            raise ValueError("TreeKernel.grow: layout, rows and buffer are needed for "
-                             "local rows.")
-        cdef const X_BINNED_DTYPE_C[::1, :] X = layout.X_dense
-        cdef const unsigned short[::1] width_view = layout.column_width
-        plain = layout.is_plain
-        n_samples = rows_view.shape[0]
-        n_dense = X.shape[1]
-        n_columns = layout.n_columns
+        if settings.n_features != n_features:
+            raise ValueError("TreeKernel.grow: inconsistent shapes.")
+        set_buffers(&buf, buffers or {}, n_features, settings.missing_bin + 1,
+                    settings.n_columns)
+        plain = buffers["layout"].is_plain
         spread = collective is not None and collective.size > 1
         by_feature = spread and feature_parallel
         voting = spread and not feature_parallel and voting_top_k > 0
         spread = spread and not feature_parallel
         # a process of a spread fit may hold none of the rows (its histograms: 0)
-        if (settings.n_features != n_features or (n_root == 0 and not spread)
-                or n_root > n_samples
-                or X.shape[0] != n_samples or buffer_view.shape[0] < n_samples
-                or settings.missing_bin + 1 > 256
-                or self._bins != <Py_ssize_t>max(n_columns, 1) * (settings.missing_bin + 1)
-                or width_view.shape[0] != n_columns
-                or (plain and n_dense != n_features)
-                or (not plain and settings.n_columns != n_columns)):
+        if ((n_root == 0 and not spread) or n_root > buf.n_samples
+                or self._bins != <Py_ssize_t>max(buf.n_columns, 1) * buf.n_bins):
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
-        set_buffers(&buf, layout, buffers, n_features, settings.missing_bin + 1)
         # blocks of features need feature f in column f: the plain layout
         self._scatter = spread and plain and not voting
         self._by_feature = by_feature

@@ -52,8 +52,8 @@ cdef struct tree_buffers:
     X_BINNED_DTYPE_C* scratch  # a zero byte per row
 
 
-cdef int set_buffers(tree_buffers* buf, object layout, dict buffers, int n_features,
-                     int n_bins) except -1
+cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins,
+                     int n_columns_expected) except -1
 
 cdef void node_histograms(const tree_buffers* buf, SIZE_C start, SIZE_C n,
                           Py_ssize_t first, int n_dense, hist_struct* out,

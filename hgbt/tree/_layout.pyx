@@ -20,11 +20,16 @@ from ._partition cimport partition, partition_stored
 from ._rules cimport goes_left_table, bundle_table
 
 
-cdef int set_buffers(tree_buffers* buf, object layout, dict buffers, int n_features,
-                     int n_bins) except -1:
-    # buf's pointers into the arrays of ``buffers`` and ``layout``: valid while
-    # those live (the caller holds them for the tree)
-    rows, buffer = buffers["rows"], buffers["buffer"]
+cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins,
+                     int n_columns_expected) except -1:
+    # buf's pointers into the arrays of ``buffers`` (TreeKernel.grow's, the
+    # binned rows as "layout"): valid while those live (the caller holds them
+    # for the tree). ValueError for arrays of inconsistent shapes.
+    layout, rows, buffer = (buffers.get("layout"), buffers.get("rows"),
+                            buffers.get("buffer"))
+    if layout is None or rows is None or buffer is None:
+        raise ValueError("TreeKernel.grow: layout, rows and buffer are needed for "
+                         "local rows.")
     packed = buffers.get("packed")
     cdef SIZE_C[::1] rows_view = rows, buffer_view = buffer
     cdef const G_H_DTYPE_C[::1] g_view, h_view
@@ -46,6 +51,10 @@ cdef int set_buffers(tree_buffers* buf, object layout, dict buffers, int n_featu
     n_samples = rows_view.shape[0]
     n_dense = X.shape[1]
     n_columns = layout.n_columns
+    if (X.shape[0] != n_samples or buffer_view.shape[0] < n_samples or n_bins > 256
+            or width_view.shape[0] != n_columns or (plain and n_dense != n_features)
+            or (not plain and n_columns_expected != n_columns)):
+        raise ValueError("TreeKernel.grow: inconsistent shapes.")
     memset(buf, 0, sizeof(tree_buffers))
     buf.X = &X[0, 0] if n_dense else NULL
     buf.n_samples = n_samples
@@ -194,3 +203,33 @@ cdef SIZE_C partition_node(const tree_buffers* buf, SIZE_C start, SIZE_C n,
         buf.sparse_codes, buf.column_indptr, buf.column_rows, buf.column_codes,
         column - buf.n_dense, buf.column_default[column], goes_left, buf.scratch,
         n_threads)
+
+
+# The per-node interface of LocalTrainingData (the Python loop the tests check
+# the kernel against) goes through the same dispatch.
+
+def build_node_histograms(dict buffers, int n_features, SIZE_C start, SIZE_C n,
+                          hist_struct[:, ::1] out, int n_threads):
+    """The histograms of rows ``rows[start:start + n]`` of ``buffers``
+    (``TreeKernel.grow``'s) into ``out`` (one row of bins per column)."""
+    cdef tree_buffers buf
+    set_buffers(&buf, buffers, n_features, out.shape[1], buffers["layout"].n_columns)
+    if out.shape[0] != max(buf.n_columns, 1) or start + n > buf.n_samples:
+        raise ValueError("build_node_histograms: inconsistent shapes.")
+    with nogil:
+        node_histograms(&buf, start, n, 0, buf.n_dense, &out[0, 0], n_threads)
+
+
+def partition_node_rows(dict buffers, int n_features, int n_bins, SIZE_C start, SIZE_C n,
+                        split_info_struct[::1] split, int n_threads):
+    """Partition ``rows[start:start + n]`` of ``buffers`` in place by
+    ``split[0]`` (a SPLIT_INFO_DTYPE record); returns the left count."""
+    cdef tree_buffers buf
+    cdef SIZE_C n_left
+    set_buffers(&buf, buffers, n_features, n_bins, buffers["layout"].n_columns)
+    if (start + n > buf.n_samples or split.shape[0] != 1
+            or not 0 <= split[0].feature_idx < n_features):
+        raise ValueError("partition_node_rows: inconsistent split or rows.")
+    with nogil:
+        n_left = partition_node(&buf, start, n, &split[0], n_threads)
+    return n_left

@@ -5,8 +5,9 @@ A tree grows in one kernel call on the rows' buffers (:meth:`LocalTrainingData.g
 the kernel sums each node's histograms with the other shards' (``collective``,
 :mod:`hgbt.core.collective`), so every shard grows the tree of all rows. The per-node methods
 (``node_histogram``, ``sibling_histogram``, ``split``, ``release``) build the
-same histograms and partitions one call at a time: the reference loop of the
-tests drives them.
+same histograms and partitions one call at a time, through the kernel's own
+dispatch over the layout (``_layout``): the reference loop of the tests
+drives them.
 """
 import math
 import threading
@@ -15,13 +16,12 @@ import numpy as np
 
 from ..core._exact import snap_to_grid
 from ._grower import TreeKernel
-from ._histogram import (build_histogram, build_histogram_packed, build_histogram_root,
-                         subtract_histograms)
-from ._histogram_sparse import build_histogram_sparse
-from ._partition import partition_rows, partition_rows_by_table, partition_rows_stored
+from ._histogram import subtract_histograms
+from ._layout import build_node_histograms, partition_node_rows
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
-from ..core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
+from ..core._types import (G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, SPLIT_INFO_DTYPE,
+                           X_BINNED_DTYPE)
 from ..core.collective import SINGLE_PROCESS, allreduce_max, allreduce_sum, allreduce_sum_int
 from ..core.exact import GradientOverflowError, grid_exponent
 from ..data.bundling import FeatureLayout
@@ -230,29 +230,8 @@ class LocalTrainingData:
         """Histograms of a node built from its rows."""
         out = self._new_histogram()
         start, stop = self._ranges[node_id]
-        n_dense = self.X_binned.shape[1]
-        if n_dense == 0:
-            pass
-        elif self._packed is not None:
-            rows = None if stop - start == self._rows.shape[0] else self._rows[start:stop]
-            build_histogram_packed(self.X_binned, rows, self._packed,
-                                   *self._exponents, *self._lanes, self._constant_hessian_value,
-                                   self._acc, self._sums, out[:n_dense], self.n_threads,
-                                   self._X_rows, self.layout.column_width[:n_dense])
-        elif stop - start == self._rows.shape[0]:  # the root of an unsampled tree
-            build_histogram_root(self.X_binned, self._hist_gradients, self._hist_hessians,
-                                 out[:n_dense], self.n_threads)
-        else:
-            build_histogram(self.X_binned, self._rows[start:stop], self._hist_gradients,
-                            self._hist_hessians, self._ordered_gradients,
-                            self._ordered_hessians, out[:n_dense], self.n_threads)
-        if n_dense < self._n_columns:
-            lay = self.layout
-            build_histogram_sparse(lay.sparse_indptr, lay.sparse_columns, lay.sparse_codes,
-                                   self._rows[start:stop], self._hist_gradients,
-                                   self._hist_hessians, lay.column_default[n_dense:],
-                                   lay.column_width[n_dense:], self._column_bounds,
-                                   out[n_dense:], self.n_threads)
+        build_node_histograms(self._buffers(), self.n_features, start, stop - start, out,
+                              self.n_threads)
         return out
 
     def sibling_histogram(self, parent_histogram, child_histogram):
@@ -271,39 +250,20 @@ class LocalTrainingData:
         Missing values go left when ``missing_go_to_left``.
         """
         start, stop = self._ranges[node_id]
-        rows = self._rows[start:stop]
-        if cat_bitset is None and self.layout.is_plain:
-            n_left = partition_rows(rows, self._buffer, self.X_binned, feature_idx, bin_idx,
-                                    self.n_bins - 1, missing_go_to_left, self.n_threads)
+        split = np.zeros(1, dtype=SPLIT_INFO_DTYPE)
+        split["feature_idx"], split["missing_go_to_left"] = feature_idx, missing_go_to_left
+        if cat_bitset is None:
+            split["bin_idx"] = bin_idx
         else:
-            if cat_bitset is None:
-                goes_left = np.zeros(256, dtype=np.uint8)
-                goes_left[:bin_idx + 1] = 1
-            else:
-                goes_left = np.unpackbits(
-                    np.ascontiguousarray(cat_bitset, dtype="<u4").view(np.uint8),
-                    bitorder="little")
-            goes_left[self.n_bins - 1] = bool(missing_go_to_left)
-            goes_left = self.layout.feature_codes(feature_idx, goes_left)
-            column = int(self.layout.feature_column[feature_idx])
-            n_left = self._partition(rows, column, goes_left)
+            split["is_categorical"], split["cat_bitset"] = 1, cat_bitset
+        n_left = partition_node_rows(self._buffers(), self.n_features, self.n_bins, start,
+                                     stop - start, split, self.n_threads)
         for node in (left_id, right_id):
             if node >= len(self._ranges):
                 self._ranges.extend([None] * (node + 1 - len(self._ranges)))
         self._ranges[left_id] = (start, start + n_left)
         self._ranges[right_id] = (start + n_left, stop)
         return n_left
-
-    def _partition(self, rows, column, goes_left):
-        n_dense = self.X_binned.shape[1]
-        if column < n_dense:
-            return partition_rows_by_table(rows, self._buffer, self.X_binned, column,
-                                           goes_left, self.n_threads)
-        lay = self.layout
-        return partition_rows_stored(
-            rows, self._buffer, lay.sparse_indptr, lay.sparse_columns, lay.sparse_codes,
-            lay.column_indptr, lay.column_rows, lay.column_codes, column - n_dense,
-            lay.column_default[column], goes_left, self._scratch, self.n_threads)
 
     @property
     def grows_trees(self):
@@ -322,6 +282,20 @@ class LocalTrainingData:
         """
         if self._kernel is None:
             self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
+        by_feature = self.feature_collective is not None
+        nodes = self._kernel.grow(settings, growth, self._buffers(),
+                                  n_root=self._ranges[0][1],
+                                  tree_mask=tree_mask, node_masks=node_masks,
+                                  collective=(self.feature_collective if by_feature
+                                              else self.collective),
+                                  feature_parallel=by_feature,
+                                  voting_top_k=self.voting_top_k, n_threads=self.n_threads)
+        self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
+        return nodes
+
+    def _buffers(self):
+        """The begun tree's arrays by name, as ``TreeKernel.grow`` and the
+        per-node methods (``_layout``) read them."""
         buffers = dict(layout=self.layout, rows=self._rows, buffer=self._buffer,
                        gradients=self._hist_gradients, hessians=self._hist_hessians)
         if self._packed is not None:
@@ -334,15 +308,7 @@ class LocalTrainingData:
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
-        by_feature = self.feature_collective is not None
-        nodes = self._kernel.grow(settings, growth, buffers, n_root=self._ranges[0][1],
-                                  tree_mask=tree_mask, node_masks=node_masks,
-                                  collective=(self.feature_collective if by_feature
-                                              else self.collective),
-                                  feature_parallel=by_feature,
-                                  voting_top_k=self.voting_top_k, n_threads=self.n_threads)
-        self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
-        return nodes
+        return buffers
 
     def node_rows(self, node_id):
         """Row indices of a node (a view; valid until the node is split)."""
