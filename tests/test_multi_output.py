@@ -124,3 +124,18 @@ def test_a_pooled_categorical_feature_encodes_each_output():
     assert np.all(rmse < 0.5 * Y.std(0))
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(X),
                                   model.predict(X))
+
+
+def test_a_dataset_of_several_targets_and_the_native_api():
+    import hgbt
+    X, Y = problem(n=1200)
+    direct = HistGBDTRegressor(**FAST).fit(X, Y)
+    np.testing.assert_array_equal(HistGBDTRegressor(**FAST).fit(hgbt.Dataset(X, Y))
+                                  .predict(X), direct.predict(X))
+    booster = hgbt.train({"max_iter": 20, "random_state": 0}, hgbt.Dataset(X, Y))
+    np.testing.assert_allclose(booster.predict(X), direct.predict(X), rtol=1e-12)
+    result = hgbt.cv({"max_iter": 5, "multi_strategy": "multi_output_tree"},
+                     hgbt.Dataset(X, Y), nfold=3)
+    assert result["loss-mean"][-1] < result["loss-mean"][0]
+    with pytest.raises(ValueError, match="one target per row"):
+        hgbt.Dataset(X, np.zeros((X.shape[0] - 1, 2)))

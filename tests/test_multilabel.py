@@ -145,3 +145,26 @@ def test_bad_multilabel_input_gets_a_clear_error(y, params, match):
     model = HistGBDTClassifier(max_iter=2, warm_start=True).fit(X, Y)
     with pytest.raises(ValueError, match="labels"):
         model.set_params(max_iter=3).fit(X, Y[:, :2])
+
+
+def test_datasets_the_native_api_and_cross_validated_rounds():
+    import hgbt
+    X, Y = problem(n=900)
+    direct = HistGBDTClassifier(**FAST).fit(X, Y)
+    from_dataset = HistGBDTClassifier(**FAST).fit(hgbt.Dataset(X, Y))
+    np.testing.assert_array_equal(from_dataset.predict_proba(X), direct.predict_proba(X))
+    booster = hgbt.train({"loss": "log_loss", "max_iter": 20, "random_state": 0},
+                         hgbt.Dataset(X, Y))
+    np.testing.assert_allclose(booster.predict(X), direct.predict_proba(X), rtol=1e-12)
+    result = hgbt.cv({"loss": "log_loss", "max_iter": 5}, hgbt.Dataset(X, Y), nfold=3)
+    assert result["loss-mean"].shape == (6,) and result["loss-mean"][-1] < result[
+        "loss-mean"][0]
+    # early_stopping='cv': unstratified folds, start scores a column per label
+    for strategy in ("one_output_per_tree", "multi_output_tree"):
+        model = HistGBDTClassifier(max_iter=20, early_stopping="cv", random_state=0,
+                                   multi_strategy=strategy).fit(
+            X, Y, init_score=np.zeros(Y.shape))
+        assert model.predict(X).shape == Y.shape
+    with pytest.raises(ValueError, match="shape"):
+        HistGBDTClassifier(max_iter=5, early_stopping="cv").fit(
+            X, Y, init_score=np.zeros((X.shape[0], 2)))

@@ -86,8 +86,10 @@ class Dataset:
     data : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
         Anything the estimators' ``fit`` takes: NumPy, pandas, polars,
         Arrow, scipy.sparse. NaN marks a missing value.
-    label : array-like of shape (n_samples,), default=None
-        Targets (regression) or class labels (classification).
+    label : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+        Targets (regression) or class labels (classification); several
+        columns: multi-output regression, or multi-label classification
+        (0/1).
     weight : array-like of shape (n_samples,), default=None
         Non-negative row weights.
     init_score : array-like of shape (n_samples,) or (n_samples, n_classes), default=None
@@ -257,9 +259,10 @@ class Dataset:
         if label is not None:
             label = check_array(label, ensure_2d=False, dtype=None, ensure_all_finite=False,
                                 input_name="label")
-            if label.ndim != 1 or label.shape[0] != n:
+            if label.ndim not in (1, 2) or label.shape[0] != n:
                 raise ValueError(f"label has shape {label.shape}; data has {n} rows: it "
-                                 "must be one target per row.")
+                                 "must be one target per row (or one row of targets "
+                                 "per row: several outputs, or labels).")
         if weight is not None:
             weight = np.ascontiguousarray(_check_sample_weight(
                 weight, X, dtype=Y_DTYPE, ensure_non_negative=True))

@@ -263,13 +263,14 @@ def choose_rounds(estimator, X, y, sample_weight, init_score, seed, qid=None):
     """
     y = np.asarray(y)
     weight = None if sample_weight is None else np.asarray(sample_weight)
+    # several targets, or labels (multi-label): a column each, never stratified
+    columns = y.shape[1] if y.ndim == 2 and y.shape[1] > 1 else 1
+    by_class = is_classifier(estimator) and columns == 1
     if init_score is not None:  # checked on every row, before the folds cut it
-        k = (np.unique(y).size if is_classifier(estimator)
-             else y.shape[1] if y.ndim == 2 and y.shape[1] > 1 else 1)  # outputs
-        check_init_score(init_score, y.shape[0], k if k > 2 or not is_classifier(estimator)
-                         else 1)
+        k = np.unique(y).size if by_class else columns  # trees a round
+        check_init_score(init_score, y.shape[0], k if k > 2 or not by_class else 1)
     splitter = (GroupKFold if qid is not None else StratifiedKFold
-                if is_classifier(estimator) else KFold)(
+                if by_class else KFold)(
         n_splits=N_FOLDS, shuffle=True, random_state=seed)
     qid = None if qid is None else np.asarray(qid)
     folds = list(splitter.split(np.zeros((y.shape[0], 1)), y, groups=qid))

@@ -172,7 +172,9 @@ def cv(params: dict, train_set: Dataset, num_boost_round: int | None = None, *,
     if not isinstance(train_set, Dataset) or train_set.label is None:
         raise TypeError("train_set must be an hgbt.Dataset with a label.")
     params = dict(params)
-    classify = params.get("loss") == "log_loss"
+    label = np.asarray(train_set.label)
+    # one class a row (not a multi-label matrix): folds stratified by it
+    classify = params.get("loss") == "log_loss" and (label.ndim == 1 or label.shape[1] == 1)
     stratified = classify if stratified is None else stratified
     # a Dataset with query ids: folds of whole queries
     splitter = (GroupKFold if train_set.qid is not None else StratifiedKFold if stratified
