@@ -1004,3 +1004,9 @@ def test_multi_output_on_a_cluster_refuses_what_it_does_not_do(client):
                                             X_val=chunked(X, 300), y_val=chunked(y, 300))
     with pytest.raises(ValueError, match="0/1"):
         DaskHistGBDTClassifier(**PARAMS).fit(chunked(X, 300), chunked(Y, 300))
+    # one class a row: multi_strategy has nothing to share, the local multiclass model
+    X, y = classification_data(900, n_classes=3)
+    params = dict(PARAMS, multi_strategy="multi_output_tree")
+    np.testing.assert_array_equal(
+        DaskHistGBDTClassifier(**params).fit(chunked(X, 450), chunked(y, 450))
+        .predict_proba(X), HistGBDTClassifier(**params).fit(X, y).predict_proba(X))

@@ -168,3 +168,16 @@ def test_datasets_the_native_api_and_cross_validated_rounds():
     with pytest.raises(ValueError, match="shape"):
         HistGBDTClassifier(max_iter=5, early_stopping="cv").fit(
             X, Y, init_score=np.zeros((X.shape[0], 2)))
+
+
+def test_a_sparse_indicator_matrix_and_multiclass_with_the_vector_option():
+    import scipy.sparse as sp
+    X, Y = problem(n=600)
+    dense = HistGBDTClassifier(**FAST).fit(X, Y)
+    sparse = HistGBDTClassifier(**FAST).fit(X, sp.csr_matrix(Y))
+    np.testing.assert_array_equal(sparse.predict_proba(X), dense.predict_proba(X))
+    # one class a row: a multiclass round's trees, whatever multi_strategy says
+    y = Y @ np.array([1, 2, 4]) % 3
+    vector = HistGBDTClassifier(**FAST, multi_strategy="multi_output_tree").fit(X, y)
+    np.testing.assert_array_equal(vector.predict_proba(X),
+                                  HistGBDTClassifier(**FAST).fit(X, y).predict_proba(X))

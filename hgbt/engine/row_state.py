@@ -284,6 +284,8 @@ class LocalData:
         return self._round_trees.grow(self, plan, self._team.grow)
 
     def _grow_vector_round(self, settings, plan):
+        if self._collective.size > 1:  # the kernel sums no other process's rows
+            raise ValueError("vector-leaf trees grow on rows held in one process.")
         if self._round_trees is None or self._round_trees.settings is not settings:
             self._round_trees = VectorRoundTrees(settings, self._X_binned, self._missing_bin,
                                                  self.n_trees,

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from sklearn.utils.class_weight import compute_class_weight
@@ -112,6 +113,8 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         return getattr(self, "n_outputs_", 1) > 1
 
     def _encode_y(self, y, reset):
+        if sp.issparse(y):  # a sparse indicator matrix (MultiLabelBinarizer's)
+            y = y.toarray()
         y = np.asarray(y) if not hasattr(y, "iloc") else y
         if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:
             y = np.asarray(y)[:, 0]  # one column: one label

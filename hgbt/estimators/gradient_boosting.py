@@ -739,8 +739,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             grower=TreeSettings(**self._grower_params(), **tree_size),
             tree_sizes=sizes if select else (), select_at_best=self.truncate_at_best,
             select_tol=self.tol, bagging_by_query=getattr(self, "bagging_by_query", False),
+            # several columns of y only (not a multiclass round's classes)
             vector_leaves=(getattr(self, "multi_strategy", None) == "multi_output_tree"
-                           and self._trees_per_round() > 1))
+                           and y_columns(self) > 1))
 
     def _grower_params(self):
         """The TreeGrower settings of this fit but the tree size

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -94,7 +95,7 @@ class HistGBDTRegressor(RegressorMixin, BaseHistGBDT):
         return objective
 
     def _encode_y(self, y, reset):
-        y = np.asarray(y, dtype=Y_DTYPE)
+        y = np.asarray(y.toarray() if sp.issparse(y) else y, dtype=Y_DTYPE)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]  # one column: one output
         width = 1 if y.ndim == 1 else y.shape[1]
