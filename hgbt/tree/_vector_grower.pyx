@@ -5,19 +5,17 @@ histogram holds, per feature and bin, the k outputs' gradient sums, their
 hessian sums and the row count, built in one pass over the node's rows for
 all outputs. Where every output has the same hessians (squared error: the
 row weights) one hessian sum serves all: the stride is k + 2 doubles, not
-2k + 1, and a candidate's score divides once per side, not k times. A split's gain is the sum over the
-outputs of the single-output gain,
-``0.5 * sum_j [T(G_Lj)^2 / (H_Lj + l2) + T(G_Rj)^2 / (H_Rj + l2) - T(G_j)^2 / (H_j + l2)] - gamma``,
-with every output's hessian on each side at least ``min_child_weight``; leaf
-value j is ``-T(G_j) / (H_j + l2)``. The loop is ``_grower``'s: best-first or
-level by level, the smaller child's histogram from rows and the larger one's
-by subtraction, ties to the oldest node, the lowest feature, the lowest bin,
-missing values right first. It reads plain dense columns and makes numeric
-splits only (no categorical sets, constraints or per-node column sampling:
-the estimators refuse those with vector leaves).
+2k + 1. A split's gain is the sum over the outputs of the single-output gain
+(``_vector_scan``); leaf value j is ``-T(G_j) / (H_j + l2)``. The loop is
+``_grower``'s: best-first or level by level, the smaller child's histogram
+from rows and the larger one's by subtraction, ties to the oldest node, the
+lowest feature, the lowest bin, missing values right first. It reads plain
+dense columns and makes numeric splits only (no categorical sets,
+constraints or per-node column sampling: the estimators refuse those with
+vector leaves).
 
-One thread sums a feature's bins, in row order, so the tree is the same for
-any number of threads.
+One thread sums a feature's bins (or a block of its rows), in row order, so
+the tree is the same for any number of threads.
 """
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
@@ -27,39 +25,15 @@ import numpy as np
 
 from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, grown_node_struct
 from ._partition cimport partition
-from ._splitting cimport newton_value, soft_threshold, structure_score
+from ._splitting cimport newton_value
+from ._vector_scan cimport (vector_params, vsplit, output_score, outputs_score,
+                            scan_feature)
 
 from ..core._types import GROWN_NODE_DTYPE, MAX_TREE_DEPTH, SIZE_DTYPE
 
 # Below this many rows x features a node's histograms are built without an
 # OpenMP region (as _histogram's MIN_PARALLEL_WORK).
 DEF MIN_PARALLEL_WORK = 32768
-
-
-cdef struct vector_params:
-    int n_outputs
-    int n_features
-    int n_bins  # per feature, the missing bin included
-    int missing_bin
-    int n_hessians  # hessian sums per bin: 1 (shared by the outputs) or k
-    int stride  # doubles per bin: k gradients, n_hessians hessians, the count
-    int n_channels  # values gathered per row: k gradients (+ n_hessians hessians)
-    double l1
-    double l2
-    double min_gain_to_split
-    double min_child_weight
-    double min_samples_leaf
-    int max_leaf_nodes  # -1: none
-    int max_depth  # -1: none
-    bint lossguide
-
-
-cdef struct vsplit:
-    double gain
-    int feature  # -1: none
-    int bin
-    unsigned char missing_left
-    double n_left
 
 
 cdef struct vnode:
@@ -71,124 +45,6 @@ cdef struct vnode:
     int slot  # histogram slot while it may be split (-1: none)
     bint open  # a split with positive gain was found and not yet made
     vsplit split
-
-
-cdef inline double _score(double g, double h, const vector_params* p) noexcept nogil:
-    return structure_score(g, h, p.l1, p.l2)
-
-
-cdef inline double _outputs_score(const double* sums, const vector_params* p) noexcept nogil:
-    # sum_j T(G_j)^2 / (H_j + lambda) of a node's sums
-    cdef int j, k = p.n_outputs
-    cdef double s = 0.0, g
-    if p.n_hessians == 1:
-        if sums[k] + p.l2 <= 0.0:
-            return 0.0
-        for j in range(k):
-            g = soft_threshold(sums[j], p.l1) if p.l1 > 0.0 else sums[j]
-            s = s + g * g
-        return s / (sums[k] + p.l2)
-    for j in range(k):
-        s = s + _score(sums[j], sums[k + j], p)
-    return s
-
-
-cdef inline void _consider(
-    vsplit* best, int f, int b, unsigned char missing_left, const double* run,
-    const double* miss, const double* total, double parent_score,
-    const vector_params* p,
-) noexcept nogil:
-    # The candidate "left = run (+ miss)": kept when it beats best.
-    cdef int j, k = p.n_outputs, s = p.stride
-    cdef double n_left = run[s - 1], g_left, h_left, h_right, score = 0.0, gain
-    cdef double sq_left = 0.0, sq_right = 0.0, g_right
-    if miss != NULL:
-        n_left = n_left + miss[s - 1]
-    if n_left < p.min_samples_leaf or total[s - 1] - n_left < p.min_samples_leaf:
-        return
-    if p.n_hessians == 1:
-        # one hessian sum a side: the outputs' squares over one denominator
-        h_left = run[k] + (miss[k] if miss != NULL else 0.0)
-        h_right = total[k] - h_left
-        if h_left < p.min_child_weight or h_right < p.min_child_weight:
-            return
-        for j in range(k):
-            g_left = run[j] + (miss[j] if miss != NULL else 0.0)
-            g_right = total[j] - g_left
-            if p.l1 > 0.0:
-                g_left = soft_threshold(g_left, p.l1)
-                g_right = soft_threshold(g_right, p.l1)
-            sq_left = sq_left + g_left * g_left
-            sq_right = sq_right + g_right * g_right
-        if h_left + p.l2 > 0.0:
-            score = sq_left / (h_left + p.l2)
-        if h_right + p.l2 > 0.0:
-            score = score + sq_right / (h_right + p.l2)
-    else:
-        score = _per_output_score(run, miss, total, p)
-        if score < 0.0:
-            return
-    gain = 0.5 * (score - parent_score) - p.min_gain_to_split
-    if gain > best.gain:
-        best.gain = gain
-        best.feature = f
-        best.bin = b
-        best.missing_left = missing_left
-        best.n_left = n_left
-
-
-cdef inline double _per_output_score(
-    const double* run, const double* miss, const double* total, const vector_params* p,
-) noexcept nogil:
-    # Both sides' scores, a hessian per output; -1 when a side lacks
-    # min_child_weight of some output's hessian.
-    cdef int j, k = p.n_outputs
-    cdef double g_left, h_left, h_right, score = 0.0
-    for j in range(k):
-        g_left = run[j]
-        h_left = run[k + j]
-        if miss != NULL:
-            g_left = g_left + miss[j]
-            h_left = h_left + miss[k + j]
-        h_right = total[k + j] - h_left
-        if h_left < p.min_child_weight or h_right < p.min_child_weight:
-            return -1.0
-        score = score + _score(g_left, h_left, p) + _score(total[j] - g_left, h_right, p)
-    return score
-
-
-cdef void _scan_feature(
-    const double* hist, int f, unsigned int n_bins_non_missing, const double* total,
-    double parent_score, const vector_params* p, double* run, vsplit* best,
-) noexcept nogil:
-    # One pass over the value bins: at bin b, left = bins 0..b with missing
-    # values right, then left; the last value bin with missing values right
-    # separates present from missing values.
-    cdef int s = p.stride, c
-    cdef unsigned int b
-    cdef const double* miss = hist + p.missing_bin * s
-    cdef const double* cur
-    cdef bint has_missing = miss[s - 1] > 0.0
-    best.gain = 0.0
-    best.feature = -1
-    best.bin = 0
-    best.missing_left = 0
-    best.n_left = 0.0
-    memset(run, 0, s * sizeof(double))
-    for b in range(n_bins_non_missing):
-        cur = hist + b * s
-        if cur[s - 1] == 0.0 and b > 0:
-            continue  # the sides of b - 1, whose candidates win ties
-        for c in range(s):
-            run[c] = run[c] + cur[c]
-        if total[s - 1] - run[s - 1] < p.min_samples_leaf:
-            break
-        if b + 1 < n_bins_non_missing:
-            _consider(best, f, b, 0, run, NULL, total, parent_score, p)
-            if has_missing:
-                _consider(best, f, b, 1, run, miss, total, parent_score, p)
-        elif has_missing:
-            _consider(best, f, b, 0, run, NULL, total, parent_score, p)
 
 
 # Rows from which a feature's bins are summed in LANES interleaved copies,
@@ -491,6 +347,8 @@ cdef class VectorKernel:
         cdef double[:, ::1] hess_v = hessian_sums, values_v = values, gains_v = gains
         cdef int j, hj
         cdef const double* own
+        cdef const double* left
+        cdef const double* right
         cdef vnode* node
         for i in range(n):
             node = &self.nodes[i]
@@ -520,12 +378,11 @@ cdef class VectorKernel:
                 out[i].split.n_samples_right = <unsigned int> (own[s - 1] - node.split.n_left)
                 for j in range(k):  # the split's gain, output by output
                     hj = k + (j if nh > 1 else 0)
-                    gains_v[i, j] = 0.5 * (
-                        _score(self.sums[node.left * s + j], self.sums[node.left * s + hj],
-                               &self.p)
-                        + _score(self.sums[node.right * s + j],
-                                 self.sums[node.right * s + hj], &self.p)
-                        - _score(own[j], own[hj], &self.p))
+                    left = &self.sums[node.left * s]
+                    right = &self.sums[node.right * s]
+                    gains_v[i, j] = 0.5 * (output_score(left[j], left[hj], &self.p)
+                                           + output_score(right[j], right[hj], &self.p)
+                                           - output_score(own[j], own[hj], &self.p))
         return records, values, hessian_sums, gains
 
     # ------------------------------------------------------------ the loop
@@ -788,16 +645,16 @@ cdef class VectorKernel:
         nd.open = False
         if nd.depth >= p.max_depth or total[s - 1] < 2 * p.min_samples_leaf:
             return
-        parent_score = _outputs_score(total, p)
+        parent_score = outputs_score(total, p)
         if n_threads > 1 and p.n_features * p.n_bins * p.n_outputs >= 8192:
             for f in prange(p.n_features, schedule='dynamic', num_threads=n_threads):
                 if self.scanned[f]:
-                    _scan_feature(hist + f * block, f, self.n_bins_non_missing[f], total,
+                    scan_feature(hist + f * block, f, self.n_bins_non_missing[f], total,
                                   parent_score, p, &self.run[f * s], &self.per_feature[f])
         else:
             for f in range(p.n_features):
                 if self.scanned[f]:
-                    _scan_feature(hist + f * block, f, self.n_bins_non_missing[f], total,
+                    scan_feature(hist + f * block, f, self.n_bins_non_missing[f], total,
                                   parent_score, p, &self.run[f * s], &self.per_feature[f])
         best.gain = 0.0
         best.feature = -1
