@@ -18,6 +18,12 @@ _NO_WEIGHT = np.empty(0, dtype=Y_DTYPE)
 PROB_EPS = 1e-15
 
 
+def clipped_logit(p):
+    """log(p / (1 - p)), p and 1 - p each clipped to at least PROB_EPS
+    (symmetric, exact near 1 too): a binary log loss's baseline."""
+    return np.log(np.maximum(p, PROB_EPS)) - np.log(np.maximum(1.0 - p, PROB_EPS))
+
+
 class BaseLoss:
     """Interface of every loss.
 

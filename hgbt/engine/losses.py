@@ -48,7 +48,7 @@ from ._loss import (
 from ..core._types import G_H_DTYPE, Y_DTYPE
 from ..core.collective import allreduce_max, allreduce_merge, allreduce_sum_int
 from ..core.exact import ExactSum, WeightedMean
-from .base_loss import PROB_EPS as _PROB_EPS, BaseLoss
+from .base_loss import PROB_EPS as _PROB_EPS, BaseLoss, clipped_logit
 from .selection import Agreed, weighted_quantile, weighted_quantiles
 
 
@@ -391,10 +391,7 @@ class BinaryLogLoss(BaseLoss):
         return WeightedMean.of(y, self.sample_weight)
 
     def baseline_from_statistics(self, statistics):
-        p = statistics.value()
-        # p and 1 - p each clipped to >= eps: symmetric, exact near 1 too
-        logit = np.log(max(p, _PROB_EPS)) - np.log(max(1.0 - p, _PROB_EPS))
-        return np.array([logit], dtype=Y_DTYPE)
+        return np.array([clipped_logit(statistics.value())], dtype=Y_DTYPE)
 
     def gradients(self, y, raw_prediction, gradients, hessians, n_threads):
         row_gradients(LossKind.BINARY_LOG_LOSS, y, raw_prediction[0], self._weights(),

@@ -17,7 +17,7 @@ from scipy.special import expit
 from ..core._types import Y_DTYPE
 from ..core.exact import WeightedMean
 from ._loss import LossKind, row_gradients, row_losses
-from .base_loss import PROB_EPS, BaseLoss
+from .base_loss import BaseLoss, clipped_logit
 
 
 class _PerOutputLoss(BaseLoss):
@@ -106,9 +106,7 @@ class MultiLogLoss(_PerOutputLoss):
             raise ValueError("multi-label y must hold 0 or 1 in every column.")
 
     def baseline_from_statistics(self, statistics):
-        rates = np.array([s.value() for s in statistics])
-        return (np.log(np.maximum(rates, PROB_EPS))
-                - np.log(np.maximum(1.0 - rates, PROB_EPS))).astype(Y_DTYPE)
+        return clipped_logit(np.array([s.value() for s in statistics])).astype(Y_DTYPE)
 
     def inverse_link(self, raw_prediction):
         return np.ascontiguousarray(expit(raw_prediction).T)

@@ -15,7 +15,7 @@ from ..core.params import CLASSIFIER, constraints, make_init
 from ..data.dataset import MatrixLike
 from .docstrings import COMMON_ATTRIBUTES_DOC, COMMON_PARAMETERS_DOC
 from .fit_inputs import class_weighted, encode_labels
-from .gradient_boosting import BaseHistGBDT, peer_predict_options
+from .gradient_boosting import BaseHistGBDT, peer_predict_options, y_columns
 from .monitoring import ClassificationRound
 from ..model.booster import objective_from_params
 from ..persistence import register_estimator
@@ -110,7 +110,7 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
         return tags
 
     def _multilabel(self):
-        return getattr(self, "n_outputs_", 1) > 1
+        return y_columns(self) > 1
 
     def _encode_y(self, y, reset):
         if sp.issparse(y):  # a sparse indicator matrix (MultiLabelBinarizer's)
@@ -156,9 +156,9 @@ class HistGBDTClassifier(ClassifierMixin, BaseHistGBDT):
             self.classes_ = np.array([0, 1])
             self.n_outputs_ = y.shape[1]
             self._class_weights = None
-        elif y.shape[1] != getattr(self, "n_outputs_", 1):
+        elif y.shape[1] != y_columns(self):
             raise ValueError(f"y has {y.shape[1]} labels; the model was fitted on "
-                             f"{getattr(self, 'n_outputs_', 1)}.")
+                             f"{y_columns(self)}.")
         return np.ascontiguousarray(y, dtype=np.float64)
 
     def _decode(self, y_encoded):

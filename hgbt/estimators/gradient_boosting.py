@@ -615,7 +615,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if not warm:  # rows given start scores start there only (as the peers')
             booster.baseline = (loss.baseline(y) if offset is None
                                 else np.zeros(k_trees, dtype=np.float64))
-        if self._boost_settings(n_threads).vector_leaves and not binned.is_plain:
+        if self._vector_leaves() and not binned.is_plain:
             # vector-leaf trees read each feature's own column of bins
             binned = plain_bins(X, booster.bin_mapper, n_threads)
         # Without a plain layout, earlier rounds are replayed on the raw values
@@ -739,9 +739,13 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             grower=TreeSettings(**self._grower_params(), **tree_size),
             tree_sizes=sizes if select else (), select_at_best=self.truncate_at_best,
             select_tol=self.tol, bagging_by_query=getattr(self, "bagging_by_query", False),
-            # several columns of y only (not a multiclass round's classes)
-            vector_leaves=(getattr(self, "multi_strategy", None) == "multi_output_tree"
-                           and y_columns(self) > 1))
+            vector_leaves=self._vector_leaves())
+
+    def _vector_leaves(self):
+        """Whether a round grows one vector-leaf tree for the columns of y
+        (several columns only: not a multiclass round's classes)."""
+        return (getattr(self, "multi_strategy", None) == "multi_output_tree"
+                and y_columns(self) > 1)
 
     def _grower_params(self):
         """The TreeGrower settings of this fit but the tree size

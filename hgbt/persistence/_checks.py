@@ -66,7 +66,7 @@ ADDED_PARAMS = {"multi_strategy": "one_output_per_tree"}
 def check_params(cls, state):
     """The estimator parameters in ``state`` are valid for ``cls`` (as ``fit``
     validates them); one of :data:`ADDED_PARAMS` the state lacks is set."""
-    taken = cls().get_params(deep=False) if isinstance(cls, type) else {}
+    taken = getattr(cls, "_parameter_constraints", {})
     for name, value in ADDED_PARAMS.items():
         if name in taken and name not in state:
             state[name] = value

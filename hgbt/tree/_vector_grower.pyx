@@ -17,7 +17,7 @@ vector leaves).
 One thread sums a feature's bins (or a block of its rows), in row order, so
 the tree is the same for any number of threads.
 """
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
@@ -110,16 +110,14 @@ cdef inline void _add_rows(
 cdef void _feature_histogram(
     double* hist, const X_BINNED_DTYPE_C* col, const SIZE_C* rows, SIZE_C n,
     const G_H_DTYPE_C* ordered, int n_channels, int stride, unsigned int width,
-    int missing_bin,
+    int missing_bin, double* lanes,
 ) noexcept nogil:
-    # bins 0..width-1 and the missing bin: the codes the column holds
+    # bins 0..width-1 and the missing bin: the codes the column holds;
+    # ``lanes``: this thread's scratch of LANES histograms
     cdef Py_ssize_t lane_size = <Py_ssize_t> (missing_bin + 1) * stride, c
-    cdef double* lanes = NULL
     cdef int lane
     cdef unsigned int b
-    if n >= LANE_MIN_ROWS:
-        lanes = <double*> malloc(LANES * lane_size * sizeof(double))
-    if lanes == NULL:  # few rows (or no memory): one copy
+    if n < LANE_MIN_ROWS:  # few rows: one copy
         _zero_used(hist, stride, width, missing_bin)
         _add_rows(hist, 0, False, col, rows, n, ordered, n_channels, stride)
         return
@@ -133,7 +131,6 @@ cdef void _feature_histogram(
             hist[b * stride + c] = (lanes[b * stride + c] + lanes[lane_size + b * stride + c]
                                     + lanes[2 * lane_size + b * stride + c]
                                     + lanes[3 * lane_size + b * stride + c])
-    free(lanes)
 
 
 cdef inline void _gather(
@@ -173,6 +170,7 @@ cdef class VectorKernel:
     cdef object _n_bins
     cdef const unsigned int* n_bins_non_missing
     cdef object _rows
+    cdef object _all_rows
     cdef SIZE_C[::1] rows
     cdef SIZE_C[::1] buffer
     cdef G_H_DTYPE_C[::1] ordered
@@ -188,6 +186,12 @@ cdef class VectorKernel:
     cdef int capacity
     cdef unsigned char* built  # features whose histograms the tree builds
     cdef unsigned char* scanned  # features it may split on
+    # scratch kept across nodes and trees: each thread's lanes, a large
+    # node's blocks of histograms
+    cdef double* lanes
+    cdef int lane_threads
+    cdef double* parts
+    cdef size_t parts_size
 
     def __cinit__(self):
         self.per_feature = NULL
@@ -197,6 +201,9 @@ cdef class VectorKernel:
         self.sums = NULL
         self.built = NULL
         self.scanned = NULL
+        self.lanes = self.parts = NULL
+        self.lane_threads = 0
+        self.parts_size = 0
         self.n_slots = self.n_free = self.n_nodes = self.capacity = 0
 
     def __init__(self, X_binned, n_bins_non_missing, int missing_bin, int n_outputs, *,
@@ -229,6 +236,7 @@ cdef class VectorKernel:
         p.lossguide = lossguide
         self._rows = np.empty(self.n_rows, dtype=SIZE_DTYPE)
         self.rows = self._rows
+        self._all_rows = np.arange(self.n_rows, dtype=SIZE_DTYPE)
         self.buffer = np.empty(self.n_rows, dtype=SIZE_DTYPE)
         self.ordered = np.empty(self.n_rows * (n_outputs + p.n_hessians), dtype=np.float32)
         self.run = np.empty(max(1, p.n_features) * p.stride)
@@ -249,6 +257,8 @@ cdef class VectorKernel:
         free(self.per_feature)
         free(self.built)
         free(self.scanned)
+        free(self.lanes)
+        free(self.parts)
 
     @property
     def n_outputs(self):
@@ -288,7 +298,7 @@ cdef class VectorKernel:
         cdef SIZE_C n
         if sample is None:
             n = self.n_rows
-            self._rows[:] = np.arange(n, dtype=SIZE_DTYPE)
+            self._rows[:] = self._all_rows
         else:
             sample = np.asarray(sample, dtype=SIZE_DTYPE)
             n = sample.shape[0]
@@ -303,6 +313,14 @@ cdef class VectorKernel:
                 self.scanned[f] = mask[f] != 0
         for f in range(p.n_features):
             self.built[f] = self.scanned[f] or f == 0  # feature 0 gives the totals
+        cdef void* grown
+        n_threads = max(1, n_threads)
+        if n_threads > self.lane_threads:
+            grown = realloc(self.lanes, <size_t> n_threads * LANES * p.n_bins * p.stride
+                            * sizeof(double))
+            if grown == NULL:
+                raise MemoryError("Out of memory for the histogram lanes.")
+            self.lanes, self.lane_threads = <double*> grown, n_threads
         cdef double[::1] hconst = np.ascontiguousarray(
             hessians[:, 0] if constant else np.zeros(p.n_hessians), dtype=np.float64)
         cdef int status
@@ -531,12 +549,22 @@ cdef class VectorKernel:
         cdef Py_ssize_t block = <Py_ssize_t> p.n_bins * s
         cdef SIZE_C i, N = self.n_rows, n_blocks = 1, rows_per_block = n, lo
         cdef double* parts = NULL
+        cdef double* lanes = self.lanes
+        cdef Py_ssize_t lane_block = LANES * block
+        cdef size_t size
+        cdef void* grown
         cdef bint parallel = n_threads > 1 and n * p.n_features >= MIN_PARALLEL_WORK
         if n >= 2 * BLOCK_MIN_ROWS:
             n_blocks = min(MAX_BLOCKS, n // BLOCK_MIN_ROWS)
             rows_per_block = (n + n_blocks - 1) // n_blocks
-            parts = <double*> malloc(<size_t> p.n_features * n_blocks * block * sizeof(double))
-            if parts == NULL:  # no memory: whole columns
+            size = <size_t> p.n_features * n_blocks * block
+            if size > self.parts_size:  # grown once, kept for the next nodes
+                grown = realloc(self.parts, size * sizeof(double))
+                if grown != NULL:
+                    self.parts, self.parts_size = <double*> grown, size
+            if size <= self.parts_size:
+                parts = self.parts
+            else:  # no memory: whole columns
                 n_blocks, rows_per_block = 1, n
         if parallel:
             for i in prange(n, schedule='static', num_threads=n_threads):
@@ -548,7 +576,8 @@ cdef class VectorKernel:
             for f in prange(p.n_features, schedule='dynamic', num_threads=n_threads
                             if parallel else 1):
                 if self.built[f]:
-                    self._feature(hist + f * block, f, rows, n, ordered)
+                    self._feature(hist + f * block, f, rows, n, ordered,
+                                  lanes + threadid() * lane_block)
                     self._finish(hist + f * block, f, constant, hconst, NULL, 0)
             return
         for t in prange(p.n_features * n_blocks, schedule='dynamic',
@@ -556,12 +585,12 @@ cdef class VectorKernel:
             if self.built[t // n_blocks]:
                 lo = (t % n_blocks) * rows_per_block
                 self._feature(parts + t * block, t // n_blocks, rows + lo,
-                              min(n, lo + rows_per_block) - lo, ordered + lo * C)
+                              min(n, lo + rows_per_block) - lo, ordered + lo * C,
+                              lanes + threadid() * lane_block)
         for f in prange(p.n_features, schedule='static', num_threads=n_threads):
             if self.built[f]:
                 self._finish(hist + f * block, f, constant, hconst,
                              parts + f * n_blocks * block, n_blocks)
-        free(parts)
 
     cdef inline unsigned int _width(self, int f) noexcept nogil:
         # value bins of feature f that hold rows (then the missing bin)
@@ -569,10 +598,10 @@ cdef class VectorKernel:
         return width if width < <unsigned int> self.p.missing_bin else self.p.missing_bin
 
     cdef void _feature(self, double* hist, int f, const SIZE_C* rows, SIZE_C n,
-                       const G_H_DTYPE_C* ordered) noexcept nogil:
+                       const G_H_DTYPE_C* ordered, double* lanes) noexcept nogil:
         _feature_histogram(hist, self.X + <Py_ssize_t> f * self.n_rows, rows, n, ordered,
                            self.p.n_channels, self.p.stride, self._width(f),
-                           self.p.missing_bin)
+                           self.p.missing_bin, lanes)
 
     cdef void _finish(self, double* hist, int f, bint constant, const double* hconst,
                       const double* parts, SIZE_C n_parts) noexcept nogil:
