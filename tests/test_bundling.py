@@ -959,9 +959,12 @@ def node_totals(g, h, rows):
     return rows.size, G, H
 
 
+@pytest.mark.parametrize("histogram_layout", ["col_wise", "row_wise"])
 @pytest.mark.parametrize("constant_hessian", [False, True])
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_local_training_data_with_layout_equals_plain(mixed, constant_hessian, n_threads):
+def test_local_training_data_with_layout_equals_plain(mixed, constant_hessian, n_threads,
+                                                      histogram_layout):
+    # row_wise: the bundled layout's dense columns by rows (multi-value bins)
     X, default, nbnm, groups, layout = mixed
     rng = np.random.default_rng(16)
     n_rows = X.shape[0]
@@ -969,7 +972,7 @@ def test_local_training_data_with_layout_equals_plain(mixed, constant_hessian, n
     if constant_hessian:
         h0 = np.array([1.0], dtype=G_H_DTYPE)
     plain = LocalTrainingData(X, N_BINS, n_threads)
-    laid = LocalTrainingData(layout, N_BINS, n_threads)
+    laid = LocalTrainingData(layout, N_BINS, n_threads, histogram_layout=histogram_layout)
     # the bins split finding reads: value bins and the missing bin
     feature_bins = used_bins(nbnm, N_BINS)
     assert laid.n_features == plain.n_features == X.shape[1]

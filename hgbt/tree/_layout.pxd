@@ -7,6 +7,7 @@ from libc.stdint cimport int64_t
 from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
                             split_info_struct)
 from ._histogram cimport packed_params
+from ._multi_value cimport multi_value_bins
 
 
 cdef struct tree_buffers:
@@ -50,6 +51,8 @@ cdef struct tree_buffers:
     const SIZE_C* column_rows
     const X_BINNED_DTYPE_C* column_codes
     X_BINNED_DTYPE_C* scratch  # a zero byte per row
+    # the dense columns row-wise (mv.indptr NULL: column-wise histograms)
+    multi_value_bins mv
 
 
 cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins,

@@ -5,17 +5,21 @@
 :class:`~hgbt.data.bundling.FeatureLayout`); :func:`node_histograms` and
 :func:`partition_node` are the two things the grower loop asks of them, each
 dispatching on the layout (plain dense columns, bundled columns,
-sparse-stored columns, packed quantized gradients), so the loop
+sparse-stored columns, the dense columns' row-wise multi-value bins, packed
+quantized gradients), so the loop
 (``_grower.pyx``) reads no layout field itself.
 """
 from libc.string cimport memcpy, memset
 
 from libc.stdint cimport int64_t
 
+import numpy as np
+
 from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
                             split_info_struct)
 from ._histogram cimport histogram_root, histogram_rows, histogram_packed
 from ._histogram_sparse cimport histogram_sparse
+from ._multi_value cimport histogram_multi_value
 from ._partition cimport partition, partition_stored
 from ._rules cimport goes_left_table, bundle_table
 
@@ -94,6 +98,9 @@ cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins
     if n_columns:
         # histograms and subtractions touch only the bins a column uses
         buf.column_width = &width_view[0]
+    multi_value = buffers.get("multi_value")
+    if multi_value is not None and packed is None:
+        _set_multi_value(&buf.mv, multi_value, n_samples, n_dense)
     if not plain:
         lay_column = layout.feature_column
         lay_bundle = layout.bundle_index
@@ -136,6 +143,36 @@ cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins
     return 0
 
 
+cdef int _set_multi_value(multi_value_bins* mv, multi_value, SIZE_C n_samples,
+                          int n_dense) except -1:
+    # mv's pointers into a training_data.MultiValueBins (the dense columns)
+    cdef const long long[::1] indptr = multi_value.indptr, offset = multi_value.offset
+    cdef const unsigned short[::1] slots16
+    cdef const unsigned int[::1] slots32
+    cdef const X_BINNED_DTYPE_C[::1] mode = multi_value.mode
+    cdef hist_struct[:, ::1] private = multi_value.private
+    cdef double[::1] totals = multi_value.totals
+    if (indptr.shape[0] != n_samples + 1 or offset.shape[0] != n_dense + 1
+            or mode.shape[0] != n_dense or private.shape[1] != offset[n_dense]
+            or totals.shape[0] < 2 * private.shape[0] or private.shape[0] < 1):
+        raise ValueError("TreeKernel.grow: inconsistent multi-value bins.")
+    mv.indptr = &indptr[0]
+    if multi_value.slots.dtype == np.uint16:
+        slots16 = multi_value.slots
+        mv.slots16 = &slots16[0] if slots16.shape[0] else <const unsigned short*>mv.indptr
+    else:
+        slots32 = multi_value.slots
+        mv.slots32 = &slots32[0] if slots32.shape[0] else <const unsigned int*>mv.indptr
+    mv.offset = &offset[0]
+    mv.mode = &mode[0]
+    mv.n_columns = n_dense
+    mv.entries_per_row = indptr[n_samples] / max(<double>n_samples, 1.0)
+    mv.private = &private[0, 0]
+    mv.totals = &totals[0]
+    mv.max_parts = private.shape[0]
+    return 0
+
+
 cdef void node_histograms(const tree_buffers* buf, SIZE_C start, SIZE_C n,
                           Py_ssize_t first, int n_dense, hist_struct* out,
                           int n_threads) noexcept nogil:
@@ -152,6 +189,9 @@ cdef void node_histograms(const tree_buffers* buf, SIZE_C start, SIZE_C n,
         memset(out, 0, <Py_ssize_t>max(buf.n_columns, 1) * buf.n_bins * sizeof(hist_struct))
     elif n_dense == 0:
         pass
+    elif buf.mv.indptr != NULL and n_dense == buf.n_dense:
+        histogram_multi_value(&buf.mv, buf.rows + start, n, buf.gradients, buf.hessians,
+                              buf.constant_hessian, out, buf.n_bins, n_threads)
     elif buf.packed != NULL:
         histogram_packed(X, buf.n_samples, n_dense,
                          buf.X_rows + first if buf.X_rows != NULL else NULL,

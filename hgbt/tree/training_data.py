@@ -9,6 +9,7 @@ same histograms and partitions one call at a time, through the kernel's own
 dispatch over the layout (``_layout``): the reference loop of the tests
 drives them.
 """
+import copy
 import math
 import threading
 
@@ -18,6 +19,7 @@ from ..core._exact import snap_to_grid
 from ._grower import TreeKernel
 from ._histogram import subtract_histograms
 from ._layout import build_node_histograms, partition_node_rows
+from ._multi_value import build_multi_value, column_modes, slot_offsets
 from ._predictor import add_leaf_values
 from ._quantize import leaf_sums, quantize_gradients
 from ..core._types import (G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, SPLIT_INFO_DTYPE,
@@ -65,7 +67,8 @@ class LocalTrainingData:
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
-                 row_ids=None, feature_collective=None, voting_top_k=0, _row_major=None):
+                 row_ids=None, feature_collective=None, voting_top_k=0, _row_major=None,
+                 histogram_layout="col_wise", _multi_value=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -100,6 +103,11 @@ class LocalTrainingData:
         self._packed_buffer = None
         # the row-major bins of quantized histograms, shared with forks
         self._row_major = _row_major or _RowMajor(self.X_binned)
+        # the dense columns' row-wise multi-value bins, shared with forks
+        self._multi_value = _multi_value or _Shared(
+            lambda: MultiValueBins(layout, n_bins, n_threads))
+        self._mv_view = None
+        self.histogram_layout = histogram_layout
         self._kernel = None  # TreeKernel, made on the first grow_tree
         self._tree_gradients = self._tree_hessians = None  # set by use_gradients
 
@@ -109,7 +117,9 @@ class LocalTrainingData:
         buffers included)."""
         fork = LocalTrainingData(self.layout, self.n_bins, n_threads, self.collective,
                                  self.row_ids, self.feature_collective, self.voting_top_k,
-                                 _row_major=self._row_major)
+                                 _row_major=self._row_major,
+                                 histogram_layout=self.histogram_layout,
+                                 _multi_value=self._multi_value)
         if self._tree_gradients is not None:
             fork.use_gradients(self._tree_gradients, self._tree_hessians,
                                self._hessian_is_constant)
@@ -308,6 +318,10 @@ class LocalTrainingData:
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
+        if self.histogram_layout == "row_wise" and self._packed is None:
+            if self._mv_view is None:
+                self._mv_view = self._multi_value.get().view(self.max_threads)
+            buffers["multi_value"] = self._mv_view
         return buffers
 
     def node_rows(self, node_id):
@@ -342,20 +356,53 @@ class LocalTrainingData:
                         self.n_threads)
 
 
-class _RowMajor:
-    """The padded row-major copy of the bins, made on first use, once for
-    all the sources that share it (forks may ask from several threads)."""
+class _Shared:
+    """A value made on first use, once for all the sources that share it
+    (forks may ask from several threads)."""
 
-    def __init__(self, X_binned):
-        self._X_binned = X_binned
-        self._rows = None
+    def __init__(self, make):
+        self._make = make
+        self._value = None
         self._lock = threading.Lock()
 
     def get(self):
         with self._lock:
-            if self._rows is None:
-                self._rows = padded_row_major(self._X_binned)
-            return self._rows
+            if self._value is None:
+                self._value = self._make()
+            return self._value
+
+
+def _RowMajor(X_binned):
+    """The padded row-major copy of the bins, made on first use."""
+    return _Shared(lambda: padded_row_major(X_binned))
+
+
+class MultiValueBins:
+    """The dense columns' row-wise multi-value bins (``_multi_value``).
+
+    ``indptr`` and ``slots`` hold each row's entries off its columns' most
+    frequent codes (``mode``), at the columns' packed slots (``offset``).
+    Read-only and shared; each source sums into its own :meth:`view`.
+    """
+
+    def __init__(self, layout, n_bins, n_threads):
+        X = layout.X_dense
+        width = np.ascontiguousarray(layout.column_width[:layout.n_dense])
+        self.offset = slot_offsets(width, n_bins)
+        self.mode = column_modes(X, n_threads)
+        self.indptr, self.slots = build_multi_value(X, self.mode, self.offset, width,
+                                                    n_bins, n_threads)
+
+    @property
+    def entries_per_row(self):
+        return self.slots.shape[0] / max(self.indptr.shape[0] - 1, 1)
+
+    def view(self, max_threads):
+        """These bins with private sums for up to ``max_threads`` parts."""
+        view = copy.copy(self)
+        view.private = np.empty((max_threads, int(self.offset[-1])), dtype=HISTOGRAM_DTYPE)
+        view.totals = np.empty(2 * max_threads)
+        return view
 
 
 def max_abs(values):

@@ -1,0 +1,27 @@
+# Row-wise multi-value bins (_multi_value.pyx): the histogram engine that
+# splits a node by rows instead of by columns.
+from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
+
+
+cdef struct multi_value_bins:
+    # Row r's entries are slots[indptr[r]:indptr[r + 1]]: one per column whose
+    # code is not the column's most frequent one (mode), at the column's
+    # packed slot offset[c] + code (its missing bin at offset[c] + width).
+    const long long* indptr
+    const unsigned short* slots16  # one of the two is set (by the slot count)
+    const unsigned int* slots32
+    const long long* offset  # n_columns + 1
+    const X_BINNED_DTYPE_C* mode
+    int n_columns
+    double entries_per_row
+    # a node's private sums, one run of offset[n_columns] slots per part
+    hist_struct* private
+    double* totals  # 2 per part
+    int max_parts
+
+
+cdef void histogram_multi_value(
+    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
+    hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil

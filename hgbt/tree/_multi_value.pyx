@@ -1,0 +1,248 @@
+"""Kernels: row-wise multi-value bins, the histogram engine that splits a node
+by rows.
+
+The column-wise kernels (``_histogram``) give each thread whole columns: few
+columns or small nodes leave threads idle, and every row of a node is read
+in every column. Here each row keeps only its entries off each column's most
+frequent code (its *mode*), packed as slots of one run of all columns' bins
+(uint16 when they number at most 65,536, else uint32); a node's rows are
+split into one part per thread, each summed into private histograms, which
+are then added column by column into the node's histograms. A mode bin is
+the node's totals minus its column's other bins. The gradients lie on the
+exact-sum grid, so every sum is exact: the histograms, and the model, are
+bit for bit those of the column-wise kernels for any split into parts.
+"""
+from cython.parallel cimport prange
+from libc.string cimport memset
+
+import numpy as np
+
+from ._histogram cimport _fill_constant_hessian, _used_width
+from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
+
+ctypedef fused slot_t:
+    unsigned short
+    unsigned int
+
+cdef extern from *:
+    void __builtin_prefetch(const void*) noexcept nogil
+
+# Rows ahead whose entries are prefetched (a node's rows are scattered).
+DEF PREFETCH_DISTANCE = 16
+# A node is split into parts only with at least this many entries per part,
+# and this many entries per private slot each part must zero and add:
+# below, one thread sums it (a parallel region costs about 1 us, and the
+# parts' private slots are zeroed and added up whatever the node's size).
+DEF MIN_PART_ENTRIES = 8192
+DEF MIN_ENTRIES_PER_SLOT = 2
+# Rows per task of the builder.
+DEF BUILD_BLOCK = 4096
+MAX_SLOTS16 = 65536
+
+
+def slot_offsets(const unsigned short[::1] column_width, int n_bins):
+    """Each column's first slot (int64, ``n_columns + 1``): its used value
+    bins (as the kernels read them, the first column's all) and its missing bin."""
+    cdef int c, n_columns = column_width.shape[0]
+    offset = np.zeros(n_columns + 1, dtype=np.int64)
+    cdef long long[::1] out = offset
+    for c in range(n_columns):
+        out[c + 1] = out[c] + _used_width(&column_width[0], c, n_bins) + 1
+    return offset
+
+
+def column_modes(const X_BINNED_DTYPE_C[::1, :] X, int n_threads):
+    """Each column's most frequent code (the smallest of ties), uint8."""
+    cdef Py_ssize_t n = X.shape[0], i
+    cdef int c, b, best, n_columns = X.shape[1]
+    counts = np.zeros((max(n_columns, 1), 256), dtype=np.int64)
+    cdef long long[:, ::1] cnt = counts
+    modes = np.zeros(n_columns, dtype=np.uint8)
+    cdef unsigned char[::1] out = modes
+    with nogil:
+        for c in prange(n_columns, schedule='dynamic', num_threads=n_threads):
+            for i in range(n):
+                cnt[c, X[i, c]] += 1
+            best = 0
+            for b in range(1, 256):
+                if cnt[c, b] > cnt[c, best]:
+                    best = b
+            out[c] = best
+    return modes
+
+
+def build_multi_value(const X_BINNED_DTYPE_C[::1, :] X, const X_BINNED_DTYPE_C[::1] mode,
+                      const long long[::1] offset, const unsigned short[::1] column_width,
+                      int n_bins, int n_threads):
+    """The row-wise entries of ``X``'s columns: ``(indptr, slots)``.
+
+    Row ``r``'s entries, by column, are ``slots[indptr[r]:indptr[r + 1]]``:
+    column ``c``'s code ``b`` if it is not ``mode[c]``, as slot
+    ``offset[c] + b`` (``offset[c] + width`` for a code at or past the
+    column's used width: its missing bin).
+    """
+    cdef Py_ssize_t n = X.shape[0], i, lo, hi, blk, n_blocks
+    cdef int c, n_columns = X.shape[1]
+    cdef unsigned int[::1] slots32
+    cdef unsigned short[::1] slots16
+    if offset.shape[0] != n_columns + 1 or mode.shape[0] != n_columns:
+        raise ValueError("offset and mode need an entry per column.")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    cdef long long[::1] ptr = indptr
+    n_blocks = (n + BUILD_BLOCK - 1) // BUILD_BLOCK
+    with nogil:
+        for blk in prange(n_blocks, schedule='static', num_threads=n_threads):
+            lo = blk * BUILD_BLOCK
+            hi = min(n, lo + BUILD_BLOCK)
+            for c in range(n_columns):
+                for i in range(lo, hi):
+                    if X[i, c] != mode[c]:
+                        ptr[i + 1] += 1
+        for i in range(n):
+            ptr[i + 1] += ptr[i]
+    wide = offset[n_columns] > MAX_SLOTS16
+    slots = np.empty(ptr[n], dtype=np.uint32 if wide else np.uint16)
+    cdef long long[::1] cursor = indptr[:n].copy()
+    if wide:
+        slots32 = slots
+        _fill(X, mode, offset, column_width, n_bins, ptr, cursor, slots32, n_threads)
+    else:
+        slots16 = slots
+        _fill(X, mode, offset, column_width, n_bins, ptr, cursor, slots16, n_threads)
+    return indptr, slots
+
+
+cdef _fill(const X_BINNED_DTYPE_C[::1, :] X, const X_BINNED_DTYPE_C[::1] mode,
+           const long long[::1] offset, const unsigned short[::1] column_width, int n_bins,
+           const long long[::1] ptr, long long[::1] cursor, slot_t[::1] slots,
+           int n_threads):
+    cdef Py_ssize_t n = X.shape[0], i, lo, hi, blk
+    cdef Py_ssize_t n_blocks = (n + BUILD_BLOCK - 1) // BUILD_BLOCK
+    cdef int c, n_columns = X.shape[1], width
+    cdef X_BINNED_DTYPE_C b
+    with nogil:
+        for blk in prange(n_blocks, schedule='static', num_threads=n_threads):
+            lo = blk * BUILD_BLOCK
+            hi = min(n, lo + BUILD_BLOCK)
+            for c in range(n_columns):
+                width = _used_width(&column_width[0], c, n_bins)
+                for i in range(lo, hi):
+                    b = X[i, c]
+                    if b != mode[c]:
+                        slots[cursor[i]] = <slot_t>(offset[c] + min(<int>b, width))
+                        cursor[i] += 1
+
+
+cdef void _accumulate(
+    const long long* indptr, const slot_t* slots, const SIZE_C* rows, SIZE_C lo,
+    SIZE_C hi, const G_H_DTYPE_C* g, const G_H_DTYPE_C* h, bint constant_hessian,
+    hist_struct* acc, double* totals,
+) noexcept nogil:
+    # rows[lo:hi]'s entries into acc; totals[0:2] = their gradient and hessian sums
+    cdef SIZE_C i, r
+    cdef long long k, end
+    cdef double g_sum = 0.0, h_sum = 0.0
+    cdef G_H_DTYPE_C gr, hr = 0
+    cdef hist_struct* b
+    for i in range(lo, hi):
+        if i + PREFETCH_DISTANCE < hi:
+            r = rows[i + PREFETCH_DISTANCE]
+            __builtin_prefetch(slots + indptr[r])
+            __builtin_prefetch(g + r)
+        r = rows[i]
+        gr = g[r]
+        g_sum += gr
+        if not constant_hessian:
+            hr = h[r]
+            h_sum += hr
+        end = indptr[r + 1]
+        for k in range(indptr[r], end):
+            b = &acc[slots[k]]
+            b.sum_gradients += gr
+            if not constant_hessian:
+                b.sum_hessians += hr
+            b.count += 1
+    totals[0] = g_sum
+    totals[1] = h_sum
+
+
+cdef void _part(const multi_value_bins* mv, const SIZE_C* rows, SIZE_C lo, SIZE_C hi,
+                const G_H_DTYPE_C* g, const G_H_DTYPE_C* h, bint constant_hessian,
+                int t) noexcept nogil:
+    cdef long long n_slots = mv.offset[mv.n_columns]
+    cdef hist_struct* acc = mv.private + t * n_slots
+    memset(acc, 0, n_slots * sizeof(hist_struct))
+    if mv.slots16 != NULL:
+        _accumulate(mv.indptr, mv.slots16, rows, lo, hi, g, h, constant_hessian, acc,
+                    mv.totals + 2 * t)
+    else:
+        _accumulate(mv.indptr, mv.slots32, rows, lo, hi, g, h, constant_hessian, acc,
+                    mv.totals + 2 * t)
+
+
+cdef void _unpack_column(const multi_value_bins* mv, int c, int n_parts, SIZE_C n,
+                         double g_total, double h_total, bint constant_hessian,
+                         double hessian, hist_struct* row, int n_bins) noexcept nogil:
+    # Column c's bins: the parts' slots added, its mode bin the rest.
+    cdef long long start = mv.offset[c], n_slots = mv.offset[mv.n_columns]
+    cdef int width = <int>(mv.offset[c + 1] - start) - 1, j, t, m
+    cdef double g_rest = g_total, h_rest = h_total
+    cdef unsigned int n_rest = <unsigned int>n
+    cdef hist_struct* d
+    cdef const hist_struct* src
+    for j in range(width + 1):
+        d = &row[j if j < width else n_bins - 1]
+        d[0] = mv.private[start + j]
+        for t in range(1, n_parts):
+            src = &mv.private[t * n_slots + start + j]
+            d.sum_gradients = d.sum_gradients + src.sum_gradients
+            d.sum_hessians = d.sum_hessians + src.sum_hessians
+            d.count = d.count + src.count
+        g_rest = g_rest - d.sum_gradients
+        h_rest = h_rest - d.sum_hessians
+        n_rest = n_rest - d.count
+    m = mv.mode[c]
+    d = &row[m if m < width else n_bins - 1]
+    d.sum_gradients = d.sum_gradients + g_rest
+    d.sum_hessians = d.sum_hessians + h_rest
+    d.count = d.count + n_rest
+    if constant_hessian:
+        _fill_constant_hessian(row, width, hessian)
+        _fill_constant_hessian(row + n_bins - 1, 1, hessian)
+
+
+cdef void histogram_multi_value(
+    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
+    hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil:
+    # The histograms of the node's n >= 1 rows into out (a row of n_bins per
+    # column; only the bins a column uses are written).
+    cdef int t, c, n_parts = 1
+    cdef SIZE_C chunk
+    cdef double g_total = 0.0, h_total = 0.0
+    cdef double entries = n * mv.entries_per_row
+    cdef long long n_slots = mv.offset[mv.n_columns]
+    if n_threads > 1:
+        n_parts = <int>min(<double>min(n_threads, mv.max_parts),
+                           entries / MIN_PART_ENTRIES,
+                           entries / (MIN_ENTRIES_PER_SLOT * <double>n_slots))
+        n_parts = max(n_parts, 1)
+    if n_parts == 1:
+        _part(mv, rows, 0, n, gradients, hessians, constant_hessian, 0)
+    else:
+        chunk = (n + n_parts - 1) // n_parts
+        for t in prange(n_parts, schedule='static', num_threads=n_parts):
+            _part(mv, rows, t * chunk, min(n, (t + 1) * chunk), gradients, hessians,
+                  constant_hessian, t)
+    for t in range(n_parts):
+        g_total = g_total + mv.totals[2 * t]
+        h_total = h_total + mv.totals[2 * t + 1]
+    if n_parts > 1 and n_slots * n_parts >= 8192:
+        for c in prange(mv.n_columns, schedule='static', num_threads=n_parts):
+            _unpack_column(mv, c, n_parts, n, g_total, h_total, constant_hessian,
+                           hessians[0], out + <Py_ssize_t>c * n_bins, n_bins)
+    else:
+        for c in range(mv.n_columns):
+            _unpack_column(mv, c, n_parts, n, g_total, h_total, constant_hessian,
+                           hessians[0], out + <Py_ssize_t>c * n_bins, n_bins)

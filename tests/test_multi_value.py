@@ -1,0 +1,118 @@
+"""Row-wise multi-value bins (``hgbt.tree._multi_value``) against NumPy.
+
+The builder's entries against a per-row list comprehension, the histograms
+against ``np.bincount`` sums (gradients on the exact-sum grid, so compared
+bit for bit), for arbitrary row orders, any number of threads, both slot
+widths, narrow columns and fewer bins than 256.
+"""
+import numpy as np
+import pytest
+
+from hgbt.core._exact import snap_to_grid
+from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
+from hgbt.core.exact import grid_exponent
+from hgbt.data.bundling import FeatureLayout
+from hgbt.tree._layout import build_node_histograms
+from hgbt.tree._multi_value import build_multi_value, column_modes, slot_offsets
+from hgbt.tree.training_data import MultiValueBins
+
+from test_bundling import assert_hist_equal, reference_histogram, used_bins
+from test_histogram import garbage_histogram, row_subsets
+
+
+def skewed_codes(rng, n_rows, n_columns, n_bins, width):
+    """Codes below each column's width or the missing bin, a third of the
+    columns mostly one code (not always 0), some never off it."""
+    X = np.empty((n_rows, n_columns), dtype=np.uint8, order="F")
+    for c in range(n_columns):
+        codes = rng.integers(0, width[c], n_rows)
+        codes[rng.random(n_rows) < 0.1] = n_bins - 1  # missing
+        if c % 3 == 1:
+            codes = np.where(rng.random(n_rows) < 0.85, rng.integers(width[c]), codes)
+        if c % 7 == 5:
+            codes[:] = min(2, width[c] - 1)  # constant
+        X[:, c] = codes
+    return X
+
+
+def on_grid(values):
+    values = values.astype(G_H_DTYPE)
+    snap_to_grid(values, grid_exponent(float(np.abs(values).max()), values.size), 1)
+    return values
+
+
+@pytest.fixture(params=[(256, 20), (17, 9), (256, 300)], ids=["256 bins", "17 bins",
+                                                                "uint32 slots"])
+def table(request):
+    n_bins, n_columns = request.param
+    rng = np.random.default_rng(n_bins + n_columns)
+    width = rng.integers(1, n_bins, n_columns)
+    width[::4] = n_bins - 1  # full columns
+    n_rows = 1500 if n_columns > 100 else 6000
+    X = skewed_codes(rng, n_rows, n_columns, n_bins, width)
+    layout = FeatureLayout.plain(X, width)
+    return rng, X, layout, n_bins
+
+
+def test_entries_match_numpy(table):
+    rng, X, layout, n_bins = table
+    width = layout.column_width
+    mode = column_modes(X, 2)
+    expected_mode = [np.bincount(X[:, c], minlength=256).argmax() for c in range(X.shape[1])]
+    np.testing.assert_array_equal(mode, expected_mode)
+    offset = slot_offsets(width, n_bins)
+    used = [n_bins - 1 if c == 0 or width[c] >= n_bins - 1 else width[c]
+            for c in range(X.shape[1])]
+    np.testing.assert_array_equal(np.diff(offset), np.array(used) + 1)
+    indptr, slots = build_multi_value(X, mode, offset, width, n_bins, 2)
+    assert slots.dtype == (np.uint32 if offset[-1] > 65536 else np.uint16)
+    for r in rng.choice(X.shape[0], 200, replace=False):
+        expected = [offset[c] + min(int(X[r, c]), used[c]) for c in range(X.shape[1])
+                    if X[r, c] != mode[c]]
+        np.testing.assert_array_equal(slots[indptr[r]:indptr[r + 1]], expected)
+
+
+def multi_value_histogram(layout, n_bins, rows, g, h, n_threads):
+    n = layout.X_dense.shape[0]
+    index = np.zeros(n, dtype=SIZE_DTYPE)  # the node's rows first
+    index[:len(rows)] = rows
+    buffers = dict(layout=layout, rows=index,
+                   buffer=np.empty(n, dtype=SIZE_DTYPE), gradients=g, hessians=h,
+                   ordered_gradients=np.empty(n, dtype=G_H_DTYPE),
+                   ordered_hessians=np.empty(n, dtype=G_H_DTYPE),
+                   multi_value=MultiValueBins(layout, n_bins, n_threads).view(n_threads))
+    out = garbage_histogram(layout.n_columns, n_bins)
+    build_node_histograms(buffers, layout.n_features, 0, len(rows), out, n_threads)
+    return out
+
+
+@pytest.mark.parametrize("constant_hessian", [False, True])
+@pytest.mark.parametrize("n_threads", [1, 2, 4])
+def test_histograms_match_numpy(table, constant_hessian, n_threads):
+    rng, X, layout, n_bins = table
+    n = X.shape[0]
+    g = on_grid(rng.standard_normal(n) * np.exp(rng.uniform(-3, 3, n)))
+    h = (np.array([0.75], dtype=G_H_DTYPE) if constant_hessian
+         else on_grid(rng.uniform(0.01, 3.0, n)))
+    mask = used_bins(np.where(np.arange(X.shape[1]) == 0, n_bins - 1, layout.column_width),
+                     n_bins)
+    for rows in list(row_subsets(rng, n))[1:]:  # an empty node never reaches the kernel
+        got = multi_value_histogram(layout, n_bins, rows, g, h, n_threads)
+        expected = reference_histogram(X, rows, g, h, n_bins)
+        assert_hist_equal(got, expected, mask)
+
+
+def test_rows_scattered_over_threads_give_the_same_bits():
+    # a large node split into 1, 2, 3 and 4 parts: bit-identical histograms
+    rng = np.random.default_rng(5)
+    n_bins, n = 256, 40000
+    width = np.full(12, 255)
+    X = skewed_codes(rng, n, 12, n_bins, width)
+    layout = FeatureLayout.plain(X, width)
+    g = on_grid(rng.standard_normal(n))
+    h = on_grid(rng.uniform(0.1, 1.0, n))
+    rows = np.sort(rng.choice(n, n // 2, replace=False))
+    first = multi_value_histogram(layout, n_bins, rows, g, h, 1)
+    for n_threads in (2, 3, 4):
+        assert multi_value_histogram(layout, n_bins, rows, g, h,
+                                     n_threads).tobytes() == first.tobytes()
