@@ -5,7 +5,10 @@ Fits ~50 small configurations reaching every training path (dense, sparse CSR,
 bundled and sparse-stored layouts, categorical, constraints, column and row
 sampling, both growth policies, quantized histograms, the losses, multiclass,
 pooled categorical features with their target statistics, 1 and 2 threads) and compares their held-out predictions with a saved baseline:
-``--save PATH``, ``--compare PATH``, ``--list``, ``--only NAME,...``.
+``--save PATH``, ``--compare PATH``, ``--list``, ``--only NAME,...``;
+``--histogram-layout col_wise`` (or ``row_wise``) fits every configuration
+with that histogram engine (the baseline holds for either: the model does
+not depend on it).
 
 Every output must be byte-identical to the baseline's: predictions
 (``predict``; ``predict_proba`` and ``decision_function`` for classifiers),
@@ -234,10 +237,13 @@ class Config:
                       max_leaf_nodes=31, l2_regularization=0.0, n_iter_no_change=10,
                       cat_smooth=10.0, max_cat_threshold=32)
         params.update(self.params, n_threads=n_threads)
+        if HISTOGRAM_LAYOUT is not None:
+            params["histogram_layout"] = HISTOGRAM_LAYOUT
         return (HistGBDTClassifier if self.classifier else HistGBDTRegressor)(**params)
 
 
 T12 = (1, 2)
+HISTOGRAM_LAYOUT = None  # --histogram-layout: every fit's (None: the default)
 PLAIN = "bundles=0 sparse=0"
 C = Config
 CONFIGS = [
@@ -618,7 +624,11 @@ def main(argv=None):
     mode.add_argument("--compare", metavar="PATH", help="refit and compare with PATH")
     mode.add_argument("--list", action="store_true", help="print the configurations")
     parser.add_argument("--only", metavar="NAME,...", help="only these configurations")
+    parser.add_argument("--histogram-layout", choices=("auto", "col_wise", "row_wise"),
+                        help="fit every configuration with this histogram_layout")
     args = parser.parse_args(argv)
+    global HISTOGRAM_LAYOUT
+    HISTOGRAM_LAYOUT = args.histogram_layout
 
     configs = CONFIGS
     if args.only:

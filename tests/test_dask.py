@@ -90,6 +90,21 @@ def test_regression_equals_local(client, chunks):
     np.testing.assert_array_equal(model.predict(X), local.predict(X))
 
 
+@pytest.mark.parametrize("tree_learner", ["data", "voting", "feature"])
+def test_row_wise_histograms_on_a_cluster(client, tree_learner):
+    # every shard forced to the row-wise engine: the local column-wise model
+    # (feature-parallel shards build by columns, and say so)
+    X, y = regression_data()
+    local = HistGBDTRegressor(**PARAMS, histogram_layout="col_wise").fit(X, y)
+    model = DaskHistGBDTRegressor(**PARAMS, histogram_layout="row_wise",
+                                  tree_learner=tree_learner, top_k=X.shape[1]).fit(
+        chunked(X, (1000, 1000, 1000)), chunked(y, (1000, 1000, 1000)))
+    assert_same_model(local, model)
+    expected = "col_wise" if tree_learner == "feature" else "row_wise"
+    assert model.histogram_layout_ == expected
+    assert set(model.telemetry_["histogram_layouts"]) == {expected}
+
+
 def test_binary_with_categorical_weights_and_class_weight(client):
     X, y = classification_data()
     w = np.random.default_rng(2).uniform(0.2, 3.0, X.shape[0])

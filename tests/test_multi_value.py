@@ -7,7 +7,9 @@ widths, narrow columns and fewer bins than 256.
 """
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
+from hgbt import HistGBDTClassifier, HistGBDTRegressor
 from hgbt.core._exact import snap_to_grid
 from hgbt.core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE
 from hgbt.core.exact import grid_exponent
@@ -18,6 +20,7 @@ from hgbt.tree.training_data import MultiValueBins
 
 from test_bundling import assert_hist_equal, reference_histogram, used_bins
 from test_histogram import garbage_histogram, row_subsets
+from test_sparse import assert_same_model
 
 
 def skewed_codes(rng, n_rows, n_columns, n_bins, width):
@@ -116,3 +119,75 @@ def test_rows_scattered_over_threads_give_the_same_bits():
     for n_threads in (2, 3, 4):
         assert multi_value_histogram(layout, n_bins, rows, g, h,
                                      n_threads).tobytes() == first.tobytes()
+
+
+# ------------------------------------------------------ whole fits, both layouts
+def mixed_table(seed, n=3000):
+    """Numeric columns with NaN, a mostly-zero column, a constant one and a
+    categorical one."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 8))
+    X[rng.random((n, 8)) < 0.05] = np.nan
+    X[:, 3] = np.where(rng.random(n) < 0.9, 0.0, X[:, 3])
+    X[:, 5] = 1.0
+    X[:, 6] = rng.integers(0, 12, n)
+    y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 1]) - (X[:, 6] % 3) + rng.standard_normal(n)
+    return X, y, rng.uniform(0.1, 2.0, n)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 4])
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass", "weighted"])
+def test_row_wise_fit_equals_col_wise(kind, n_threads):
+    X, y, w = mixed_table(7)
+    params = dict(max_iter=12, early_stopping=False, n_threads=n_threads,
+                  categorical_features=[6], random_state=0)
+    fit_kw = {}
+    if kind == "regression":
+        cls = HistGBDTRegressor
+    elif kind == "weighted":
+        cls, fit_kw = HistGBDTRegressor, {"sample_weight": w}
+        params.update(subsample=0.7)  # bagged rows: a tree's root is a sample
+    else:
+        cls = HistGBDTClassifier
+        y = (y > 0).astype(int) if kind == "binary" else np.digitize(y, [-1, 0.5, 2])
+    models = {layout: cls(histogram_layout=layout, **params).fit(X, y, **fit_kw)
+              for layout in ("col_wise", "row_wise")}
+    assert models["row_wise"].histogram_layout_ == "row_wise"
+    assert models["col_wise"].histogram_layout_ == "col_wise"
+    assert_same_model(models["col_wise"], models["row_wise"])
+
+
+def test_auto_chooses_one_and_keeps_the_model():
+    X, y, _ = mixed_table(8)
+    auto = HistGBDTRegressor(max_iter=8, early_stopping=False, n_threads=2).fit(X, y)
+    assert auto.histogram_layout_ in ("col_wise", "row_wise")
+    forced = HistGBDTRegressor(max_iter=8, early_stopping=False, n_threads=2,
+                               histogram_layout="col_wise").fit(X, y)
+    assert_same_model(auto, forced)
+
+
+def test_bundled_sparse_input_row_wise():
+    # a CSR matrix whose one-hot columns are bundled and stored sparse: the
+    # dense columns by rows, the sparse-stored ones by their own kernel
+    rng = np.random.default_rng(9)
+    n = 4000
+    dense = rng.standard_normal((n, 4))
+    onehot = np.eye(40)[rng.integers(0, 40, n)]
+    X = sp.csr_matrix(np.hstack([dense, onehot]))
+    y = dense[:, 0] + onehot[:, :5].sum(axis=1) + rng.standard_normal(n) * 0.1
+    models = [HistGBDTRegressor(histogram_layout=layout, max_iter=10, early_stopping=False,
+                                n_threads=2).fit(X, y) for layout in ("col_wise", "row_wise")]
+    assert_same_model(*models)
+
+
+def test_quantized_fits_build_by_columns():
+    X, y, _ = mixed_table(10)
+    model = HistGBDTRegressor(histogram_layout="row_wise", use_quantized_grad=True,
+                              max_iter=5, early_stopping=False).fit(X, y)
+    assert model.histogram_layout_ == "col_wise"
+
+
+def test_histogram_layout_is_validated():
+    X, y, _ = mixed_table(11, n=200)
+    with pytest.raises(ValueError, match="histogram_layout"):
+        HistGBDTRegressor(histogram_layout="rows").fit(X, y)

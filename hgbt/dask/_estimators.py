@@ -327,7 +327,8 @@ class _DaskMixin:
         statistics = shards.call("start", per_actor=[
             (inputs, booster.bin_mapper, self.n_threads, local, ids,
              self.data_sample_strategy == "goss", scored is not None,
-             booster if warm else None, self.tree_learner, self.top_k)
+             booster if warm else None, self.tree_learner, self.top_k,
+             self.histogram_layout)
             for local, ids in zip(local_rows, row_ids)])
         loss = self._make_loss()
         if not warm:  # a warm start's rows start from its model's predictions
@@ -344,6 +345,10 @@ class _DaskMixin:
 
         self._run_rounds(run, monitor, loss.n_trees_per_iteration, early_stopping, has_val,
                          n_threads, warm)
+        # each shard chose for itself: the layout most of them used
+        layouts = shards.call("histogram_layout")
+        telemetry["histogram_layouts"] = layouts
+        self.histogram_layout_ = max(("col_wise", "row_wise"), key=layouts.count)
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 
@@ -547,7 +552,9 @@ class DaskHistGBDTRegressor(_DaskMixin, HistGBDTRegressor):
         them (``communication_seconds``: transfers and waiting for the
         others), and the driver's wait beyond the slowest worker
         (``driver_seconds``: Dask's round trips); ``calls`` to the workers
-        during the rounds, and ``n_workers``.
+        during the rounds, ``n_workers``, and each worker's
+        ``histogram_layouts`` (each chooses for its rows; ``histogram_layout_``
+        is the one most of them used).
     """
 
     _local_class = HistGBDTRegressor

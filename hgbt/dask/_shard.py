@@ -269,7 +269,7 @@ class Shard:
     @_timed
     def start(self, inputs, bin_mapper, n_threads, score_rows=None, row_ids=None,
               full_hessian=False, send_raw=False, model=None, tree_learner="data",
-              top_k=20):
+              top_k=20, histogram_layout="auto"):
         """Encode targets, bin the rows, allocate buffers; return baseline
         statistics. ``score_rows``: the local rows the training loss is scored
         on (None: all); ``row_ids``: each row's index among all training rows
@@ -280,7 +280,8 @@ class Shard:
         and node); or 'feature', where every shard gathers all the binned
         training rows (in rank order) and grows each tree on its block of
         features, its loss sums and scored rows staying those of its own
-        rows, and only rank 0 returns baseline statistics (of all rows)."""
+        rows, and only rank 0 returns baseline statistics (of all rows);
+        ``histogram_layout``: the estimator's (this shard chooses for itself)."""
         self.n_threads = effective_n_threads(n_threads)
         by_feature = tree_learner == "feature"
         X, y, w = self._train
@@ -321,7 +322,8 @@ class Shard:
                               collective=SINGLE_PROCESS if by_feature else self.ring,
                               row_ids=np.ascontiguousarray(row_ids, dtype=np.int64),
                               feature_collective=self.ring if by_feature else None,
-                              voting_top_k=top_k if tree_learner == "voting" else 0)
+                              voting_top_k=top_k if tree_learner == "voting" else 0,
+                              histogram_layout=histogram_layout)
         if model is not None:  # a warm start: the model's predictions, as locally
             model.raw_from_trees(self.state.raw, X_binned=binned.X_dense,
                                  n_threads=self.n_threads)
@@ -399,6 +401,11 @@ class Shard:
         ``(training, validation)``."""
         self._run(commands)
         return self._scored_raw()
+
+    @_timed
+    def histogram_layout(self):
+        """How this shard's trees built their histograms."""
+        return self.data.histogram_layout
 
     @_timed
     def loss_statistics(self, commands):

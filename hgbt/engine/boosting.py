@@ -170,6 +170,9 @@ class BoostSettings:
         ``n_threads`` was not given: each round runs on the CPUs other
         processes leave free (:class:`~hgbt.core.load.ThreadGovernor`), at
         most ``n_threads``.
+    histogram_layout : {'auto', 'col_wise', 'row_wise'}
+        How node histograms are built (speed only; see
+        :class:`~hgbt.tree.training_data.LocalTrainingData`).
     """
 
     max_iter: int
@@ -192,6 +195,7 @@ class BoostSettings:
     adapt_threads: bool = False
     bagging_by_query: bool = False
     vector_leaves: bool = False
+    histogram_layout: str = "auto"
 
     @property
     def full_hessian(self):

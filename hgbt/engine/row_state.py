@@ -188,11 +188,15 @@ class LocalData:
     voting_top_k : int, default=0
         > 0: the trees grow voting-parallel over ``collective`` (see
         :class:`~hgbt.tree.training_data.LocalTrainingData`).
+    histogram_layout : {'auto', 'col_wise', 'row_wise'}, default='auto'
+        How node histograms are built (see
+        :class:`~hgbt.tree.training_data.LocalTrainingData`); the sources
+        of a team share the choice.
     """
 
     def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,
                  collective=SINGLE_PROCESS, row_ids=None, feature_collective=None,
-                 voting_top_k=0):
+                 voting_top_k=0, histogram_layout="auto"):
         self.state = state
         self._collective = collective
         self.row_ids = row_ids
@@ -211,7 +215,8 @@ class LocalData:
 
         def make_source(threads):
             source = LocalTrainingData(binned, n_bins, threads, collective, row_ids,
-                                       feature_collective, voting_top_k)
+                                       feature_collective, voting_top_k,
+                                       histogram_layout=histogram_layout)
             source.use_gradients(state.gradients, state.hessians, state.constant_hessian)
             return source
 
@@ -227,6 +232,11 @@ class LocalData:
 
     def __exit__(self, *exc_info):
         self._team.close()
+
+    @property
+    def histogram_layout(self):
+        """How the trees' histograms were built ('col_wise' or 'row_wise')."""
+        return self._team.sources[0].histogram_layout
 
     def use_threads(self, n_threads):
         # at most the threads it was made with: buffers are sized for those.

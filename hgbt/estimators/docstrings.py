@@ -204,6 +204,13 @@ COMMON_PARAMETERS_DOC = """\
         keep busy, checked round by round (at least one). A multiclass round
         grows its trees side by side, each on a share of the threads. An
         integer above 4 per usable CPU is clipped to that (same model).
+    histogram_layout : {'auto', 'col_wise', 'row_wise'}, default='auto'
+        How node histograms are built: by columns (a thread fills whole
+        columns) or by rows (row-wise multi-value bins: each row's entries
+        off its columns' most frequent bins, a node's rows split between
+        the threads). 'auto' times both on the first tree's rows and keeps
+        the faster (``histogram_layout_``). Speed only: the model is the
+        same bit for bit. Quantized gradients always build by columns.
     random_state : int, RandomState instance or None, default=None
         Seeds binning subsample, validation split and all sampling. Models
         are bit-identical for equal seeds, whatever ``n_threads``.
@@ -231,6 +238,9 @@ COMMON_ATTRIBUTES_DOC = """\
         the start: the model is then the baseline).
     n_trees_per_iteration_ : int
         Trees per round: the number of classes for multiclass, else 1.
+    histogram_layout_ : {'col_wise', 'row_wise'}
+        How the last fit built its histograms (``histogram_layout``, or
+        what 'auto' chose).
     evals_result_ : dict
         The evaluation history: ``{set: {metric: list of float}}``, entry
         ``i`` the score of the model of the first ``i`` rounds (entry 0: the

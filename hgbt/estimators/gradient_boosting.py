@@ -644,8 +644,10 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             settings = replace(settings, n_threads=effective_n_threads(self.n_threads),
                                adapt_threads=self.n_threads in (None, -1))
             with LocalData(state, X, binned, booster.bin_mapper.missing_bin + 1,
-                           settings.n_threads, booster.baseline) as data:
+                           settings.n_threads, booster.baseline,
+                           histogram_layout=settings.histogram_layout) as data:
                 boost(settings, data, record, evaluator, runner)
+                self.histogram_layout_ = data.histogram_layout
 
         self._run_rounds(run, monitor, k_trees, early_stopping, bool(validation), n_threads,
                          warm)
@@ -739,7 +741,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
             grower=TreeSettings(**self._grower_params(), **tree_size),
             tree_sizes=sizes if select else (), select_at_best=self.truncate_at_best,
             select_tol=self.tol, bagging_by_query=getattr(self, "bagging_by_query", False),
-            vector_leaves=self._vector_leaves())
+            vector_leaves=self._vector_leaves(), histogram_layout=self.histogram_layout)
 
     def _vector_leaves(self):
         """Whether a round grows one vector-leaf tree for the columns of y

@@ -60,7 +60,7 @@ def check_random_state(value, where):
 
 #: parameters added after models were first saved, with the value that
 #: reproduces a model saved before them: a state without one gets it
-ADDED_PARAMS = {"multi_strategy": "one_output_per_tree"}
+ADDED_PARAMS = {"multi_strategy": "one_output_per_tree", "histogram_layout": "auto"}
 
 
 def check_params(cls, state):

@@ -232,14 +232,16 @@ cdef void histogram_multi_value(
         _part(mv, rows, 0, n, gradients, hessians, constant_hessian, 0)
     else:
         chunk = (n + n_parts - 1) // n_parts
-        for t in prange(n_parts, schedule='static', num_threads=n_parts):
+        # a team of n_threads even for fewer parts: libgomp ends the threads a
+        # smaller team leaves out and starts new ones for the next larger one
+        for t in prange(n_parts, schedule='static', num_threads=n_threads):
             _part(mv, rows, t * chunk, min(n, (t + 1) * chunk), gradients, hessians,
                   constant_hessian, t)
     for t in range(n_parts):
         g_total = g_total + mv.totals[2 * t]
         h_total = h_total + mv.totals[2 * t + 1]
     if n_parts > 1 and n_slots * n_parts >= 8192:
-        for c in prange(mv.n_columns, schedule='static', num_threads=n_parts):
+        for c in prange(mv.n_columns, schedule='static', num_threads=n_threads):
             _unpack_column(mv, c, n_parts, n, g_total, h_total, constant_hessian,
                            hessians[0], out + <Py_ssize_t>c * n_bins, n_bins)
     else:

@@ -12,6 +12,7 @@ drives them.
 import copy
 import math
 import threading
+import time
 
 import numpy as np
 
@@ -64,11 +65,19 @@ class LocalTrainingData:
         histograms of the ``2 * voting_top_k`` features the processes
         nominate most are summed at each node (``TreeKernel.grow``); the tree
         is then not the one of all rows unless that is every feature.
+    histogram_layout : {'auto', 'col_wise', 'row_wise'}, default='auto'
+        How the dense columns' histograms are built: a thread per column
+        (``_histogram``), or a node's rows split between the threads over
+        row-wise multi-value bins (:class:`MultiValueBins`); 'auto' times
+        both on the first tree's rows (:meth:`start_tree`) and keeps the
+        faster for every tree of the source and its forks. The histograms
+        are the same bit for bit. Quantized trees (packed gradients) and a
+        feature-parallel block always build by columns.
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
                  row_ids=None, feature_collective=None, voting_top_k=0, _row_major=None,
-                 histogram_layout="col_wise", _multi_value=None):
+                 histogram_layout="auto", _shared_layout=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -103,11 +112,14 @@ class LocalTrainingData:
         self._packed_buffer = None
         # the row-major bins of quantized histograms, shared with forks
         self._row_major = _row_major or _RowMajor(self.X_binned)
-        # the dense columns' row-wise multi-value bins, shared with forks
-        self._multi_value = _multi_value or _Shared(
-            lambda: MultiValueBins(layout, n_bins, n_threads))
+        # the dense columns' row-wise multi-value bins and the choice of
+        # layout, shared with forks
+        if _shared_layout is None:
+            by_rows = layout.n_dense > 0 and feature_collective is None
+            _shared_layout = _LayoutChoice(histogram_layout if by_rows else "col_wise",
+                                           lambda: MultiValueBins(layout, n_bins, n_threads))
+        self._layout_choice = _shared_layout
         self._mv_view = None
-        self.histogram_layout = histogram_layout
         self._kernel = None  # TreeKernel, made on the first grow_tree
         self._tree_gradients = self._tree_hessians = None  # set by use_gradients
 
@@ -118,8 +130,7 @@ class LocalTrainingData:
         fork = LocalTrainingData(self.layout, self.n_bins, n_threads, self.collective,
                                  self.row_ids, self.feature_collective, self.voting_top_k,
                                  _row_major=self._row_major,
-                                 histogram_layout=self.histogram_layout,
-                                 _multi_value=self._multi_value)
+                                 _shared_layout=self._layout_choice)
         if self._tree_gradients is not None:
             fork.use_gradients(self._tree_gradients, self._tree_hessians,
                                self._hessian_is_constant)
@@ -174,6 +185,40 @@ class LocalTrainingData:
         else:
             self._rows[:rows.shape[0]] = rows
             self._ranges = [(0, rows.shape[0])]
+        if self._packed is None and self._layout_choice.layout is None:
+            self._layout_choice.decide(self._time_layouts)
+
+    @property
+    def histogram_layout(self):
+        """How the trees' histograms are built: 'col_wise' or 'row_wise'
+        (quantized trees, and trees before 'auto' decided: 'col_wise')."""
+        if self._packed is not None:
+            return "col_wise"
+        return self._layout_choice.layout or "col_wise"
+
+    def _time_layouts(self):
+        # 'auto': the faster layout on a node of every TIMING_STEP-th row of
+        # the root (at most about TIMING_ROWS of them), best of
+        # TIMING_REPEATS builds each, the two alternating
+        n_root = self._ranges[0][1]
+        step = max(TIMING_STEP, -(-n_root // TIMING_ROWS))
+        sample = self._rows[:n_root:step]
+        if sample.shape[0] == 0:
+            return "col_wise"
+        rows = np.zeros_like(self._rows)
+        rows[:sample.shape[0]] = sample
+        out = self._new_histogram()
+        best = {}
+        for layout in ("col_wise", "row_wise") * TIMING_REPEATS:
+            buffers = self._buffers(layout)  # the multi-value bins made untimed
+            buffers["rows"] = rows
+            start = time.perf_counter()
+            build_node_histograms(buffers, self.n_features, 0, sample.shape[0], out,
+                                  self.n_threads)
+            seconds = time.perf_counter() - start
+            best[layout] = min(best.get(layout, seconds), seconds)
+        self.release(out)
+        return "row_wise" if best["row_wise"] < best["col_wise"] else "col_wise"
 
     def _snap(self, gradients, hessians, grid=None):
         # Gradients and hessians in place on the exact grids (``grid``, else
@@ -303,9 +348,10 @@ class LocalTrainingData:
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 
-    def _buffers(self):
+    def _buffers(self, layout=None):
         """The begun tree's arrays by name, as ``TreeKernel.grow`` and the
-        per-node methods (``_layout``) read them."""
+        per-node methods (``_layout``) read them (``layout``: that histogram
+        layout instead of the chosen one)."""
         buffers = dict(layout=self.layout, rows=self._rows, buffer=self._buffer,
                        gradients=self._hist_gradients, hessians=self._hist_hessians)
         if self._packed is not None:
@@ -318,9 +364,9 @@ class LocalTrainingData:
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
-        if self.histogram_layout == "row_wise" and self._packed is None:
+        if self._packed is None and (layout or self._layout_choice.layout) == "row_wise":
             if self._mv_view is None:
-                self._mv_view = self._multi_value.get().view(self.max_threads)
+                self._mv_view = self._layout_choice.bins.get().view(self.max_threads)
             buffers["multi_value"] = self._mv_view
         return buffers
 
@@ -370,6 +416,31 @@ class _Shared:
             if self._value is None:
                 self._value = self._make()
             return self._value
+
+
+# 'auto' times the layouts on every TIMING_STEP-th row of the first tree's
+# (a node of a third of them: the size of an early split's smaller child),
+# fewer where there are more than TIMING_ROWS such rows, TIMING_REPEATS
+# times each.
+TIMING_STEP = 3
+TIMING_ROWS = 65536
+TIMING_REPEATS = 3
+
+
+class _LayoutChoice:
+    """The histogram layout of a source and its forks: ``layout`` is None
+    until 'auto' has :meth:`decide`-d; ``bins`` the multi-value bins."""
+
+    def __init__(self, requested, make_bins):
+        self.layout = None if requested == "auto" else requested
+        self.bins = _Shared(make_bins)
+        self._lock = threading.Lock()
+
+    def decide(self, choose):
+        # once, by the first source to ask (forks start trees side by side)
+        with self._lock:
+            if self.layout is None:
+                self.layout = choose()
 
 
 def _RowMajor(X_binned):
