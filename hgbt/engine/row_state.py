@@ -190,8 +190,9 @@ class LocalData:
         :class:`~hgbt.tree.training_data.LocalTrainingData`).
     histogram_layout : {'auto', 'col_wise', 'row_wise'}, default='auto'
         How node histograms are built (see
-        :class:`~hgbt.tree.training_data.LocalTrainingData`); the sources
-        of a team share the choice.
+        :class:`~hgbt.tree.training_data.LocalTrainingData`); with 'auto'
+        each source of a team chooses for itself (``histogram_layout``:
+        the first's).
     """
 
     def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,

@@ -208,9 +208,10 @@ COMMON_PARAMETERS_DOC = """\
         How node histograms are built: by columns (a thread fills whole
         columns) or by rows (row-wise multi-value bins: each row's entries
         off its columns' most frequent bins, a node's rows split between
-        the threads). 'auto' times both on the first tree's rows and keeps
-        the faster (``histogram_layout_``). Speed only: the model is the
-        same bit for bit. Quantized gradients always build by columns.
+        the threads). 'auto' times the second to fifth trees, two with
+        each, and grows the others with the faster (``histogram_layout_``).
+        Speed only: the model is the same bit for bit. Quantized gradients
+        always build by columns.
     random_state : int, RandomState instance or None, default=None
         Seeds binning subsample, validation split and all sampling. Models
         are bit-identical for equal seeds, whatever ``n_threads``.

@@ -68,16 +68,17 @@ class LocalTrainingData:
     histogram_layout : {'auto', 'col_wise', 'row_wise'}, default='auto'
         How the dense columns' histograms are built: a thread per column
         (``_histogram``), or a node's rows split between the threads over
-        row-wise multi-value bins (:class:`MultiValueBins`); 'auto' times
-        both on the first tree's rows (:meth:`start_tree`) and keeps the
-        faster for every tree of the source and its forks. The histograms
-        are the same bit for bit. Quantized trees (packed gradients) and a
-        feature-parallel block always build by columns.
+        row-wise multi-value bins (:class:`MultiValueBins`); 'auto' grows
+        the first five trees with one or the other (:data:`TRIAL_ORDER`),
+        timed (but the first), and the others with the faster (each source for itself: a
+        fork has its own threads). The histograms are the same bit for bit.
+        Quantized trees (packed gradients) and a feature-parallel block
+        always build by columns.
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
                  row_ids=None, feature_collective=None, voting_top_k=0, _row_major=None,
-                 histogram_layout="auto", _shared_layout=None):
+                 histogram_layout="auto", _multi_value=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -112,14 +113,14 @@ class LocalTrainingData:
         self._packed_buffer = None
         # the row-major bins of quantized histograms, shared with forks
         self._row_major = _row_major or _RowMajor(self.X_binned)
-        # the dense columns' row-wise multi-value bins and the choice of
-        # layout, shared with forks
-        if _shared_layout is None:
-            by_rows = layout.n_dense > 0 and feature_collective is None
-            _shared_layout = _LayoutChoice(histogram_layout if by_rows else "col_wise",
-                                           lambda: MultiValueBins(layout, n_bins, n_threads))
-        self._layout_choice = _shared_layout
+        # the dense columns' row-wise multi-value bins, shared with forks
+        by_rows = layout.n_dense > 0 and feature_collective is None
+        self._requested_layout = histogram_layout if by_rows else "col_wise"
+        self._multi_value = _multi_value or _Shared(
+            lambda: MultiValueBins(layout, n_bins, n_threads))
         self._mv_view = None
+        self._tree_layout = "col_wise"  # the begun tree's
+        self._trials = []  # 'auto': (layout, seconds) of the first trees
         self._kernel = None  # TreeKernel, made on the first grow_tree
         self._tree_gradients = self._tree_hessians = None  # set by use_gradients
 
@@ -130,7 +131,8 @@ class LocalTrainingData:
         fork = LocalTrainingData(self.layout, self.n_bins, n_threads, self.collective,
                                  self.row_ids, self.feature_collective, self.voting_top_k,
                                  _row_major=self._row_major,
-                                 _shared_layout=self._layout_choice)
+                                 histogram_layout=self._requested_layout,
+                                 _multi_value=self._multi_value)
         if self._tree_gradients is not None:
             fork.use_gradients(self._tree_gradients, self._tree_hessians,
                                self._hessian_is_constant)
@@ -185,40 +187,31 @@ class LocalTrainingData:
         else:
             self._rows[:rows.shape[0]] = rows
             self._ranges = [(0, rows.shape[0])]
-        if self._packed is None and self._layout_choice.layout is None:
-            self._layout_choice.decide(self._time_layouts)
+        self._tree_layout = "col_wise" if self._packed is not None else self._next_layout()
+
+    def _next_layout(self):
+        # 'auto': the first trees try both layouts (TRIAL_ORDER), then the
+        # faster is kept
+        if self._requested_layout != "auto":
+            return self._requested_layout
+        if len(self._trials) < len(TRIAL_ORDER):
+            return TRIAL_ORDER[len(self._trials)]
+        return self.histogram_layout
 
     @property
     def histogram_layout(self):
         """How the trees' histograms are built: 'col_wise' or 'row_wise'
-        (quantized trees, and trees before 'auto' decided: 'col_wise')."""
+        (quantized trees: 'col_wise'; 'auto' before its trials: 'col_wise')."""
         if self._packed is not None:
             return "col_wise"
-        return self._layout_choice.layout or "col_wise"
-
-    def _time_layouts(self):
-        # 'auto': the faster layout on a node of every TIMING_STEP-th row of
-        # the root (at most about TIMING_ROWS of them), best of
-        # TIMING_REPEATS builds each, the two alternating
-        n_root = self._ranges[0][1]
-        step = max(TIMING_STEP, -(-n_root // TIMING_ROWS))
-        sample = self._rows[:n_root:step]
-        if sample.shape[0] == 0:
+        if self._requested_layout != "auto":
+            return self._requested_layout
+        seconds = {"col_wise": 0.0, "row_wise": 0.0}
+        for layout, spent in self._trials[1:]:
+            seconds[layout] += spent
+        if len(self._trials) < len(TRIAL_ORDER):
             return "col_wise"
-        rows = np.zeros_like(self._rows)
-        rows[:sample.shape[0]] = sample
-        out = self._new_histogram()
-        best = {}
-        for layout in ("col_wise", "row_wise") * TIMING_REPEATS:
-            buffers = self._buffers(layout)  # the multi-value bins made untimed
-            buffers["rows"] = rows
-            start = time.perf_counter()
-            build_node_histograms(buffers, self.n_features, 0, sample.shape[0], out,
-                                  self.n_threads)
-            seconds = time.perf_counter() - start
-            best[layout] = min(best.get(layout, seconds), seconds)
-        self.release(out)
-        return "row_wise" if best["row_wise"] < best["col_wise"] else "col_wise"
+        return "row_wise" if seconds["row_wise"] < seconds["col_wise"] else "col_wise"
 
     def _snap(self, gradients, hessians, grid=None):
         # Gradients and hessians in place on the exact grids (``grid``, else
@@ -338,13 +331,19 @@ class LocalTrainingData:
         if self._kernel is None:
             self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
         by_feature = self.feature_collective is not None
-        nodes = self._kernel.grow(settings, growth, self._buffers(),
+        buffers = self._buffers()  # the multi-value bins made before the timing
+        trial = (self._requested_layout == "auto" and self._packed is None
+                 and len(self._trials) < len(TRIAL_ORDER))
+        start = time.perf_counter()
+        nodes = self._kernel.grow(settings, growth, buffers,
                                   n_root=self._ranges[0][1],
                                   tree_mask=tree_mask, node_masks=node_masks,
                                   collective=(self.feature_collective if by_feature
                                               else self.collective),
                                   feature_parallel=by_feature,
                                   voting_top_k=self.voting_top_k, n_threads=self.n_threads)
+        if trial:
+            self._trials.append((self._tree_layout, time.perf_counter() - start))
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 
@@ -364,9 +363,9 @@ class LocalTrainingData:
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
-        if self._packed is None and (layout or self._layout_choice.layout) == "row_wise":
+        if self._packed is None and (layout or self._tree_layout) == "row_wise":
             if self._mv_view is None:
-                self._mv_view = self._layout_choice.bins.get().view(self.max_threads)
+                self._mv_view = self._multi_value.get().view(self.max_threads)
             buffers["multi_value"] = self._mv_view
         return buffers
 
@@ -418,29 +417,11 @@ class _Shared:
             return self._value
 
 
-# 'auto' times the layouts on every TIMING_STEP-th row of the first tree's
-# (a node of a third of them: the size of an early split's smaller child),
-# fewer where there are more than TIMING_ROWS such rows, TIMING_REPEATS
-# times each.
-TIMING_STEP = 3
-TIMING_ROWS = 65536
-TIMING_REPEATS = 3
-
-
-class _LayoutChoice:
-    """The histogram layout of a source and its forks: ``layout`` is None
-    until 'auto' has :meth:`decide`-d; ``bins`` the multi-value bins."""
-
-    def __init__(self, requested, make_bins):
-        self.layout = None if requested == "auto" else requested
-        self.bins = _Shared(make_bins)
-        self._lock = threading.Lock()
-
-    def decide(self, choose):
-        # once, by the first source to ask (forks start trees side by side)
-        with self._lock:
-            if self.layout is None:
-                self.layout = choose()
+# 'auto': the first trees' layouts, then the faster one's. The first tree
+# (cold caches, first allocations) is not counted; the order of the others
+# makes a trend over the trees (such as shrinking gradients) weigh on both
+# alike.
+TRIAL_ORDER = ("col_wise", "row_wise", "col_wise", "col_wise", "row_wise")
 
 
 def _RowMajor(X_binned):
