@@ -16,7 +16,7 @@ from hgbt.core.exact import grid_exponent
 from hgbt.data.bundling import FeatureLayout
 from hgbt.tree._layout import build_node_histograms
 from hgbt.tree._multi_value import build_multi_value, column_modes, slot_offsets
-from hgbt.tree.training_data import MultiValueBins
+from hgbt.tree.training_data import LocalTrainingData, MultiValueBins
 
 from test_bundling import assert_hist_equal, reference_histogram, used_bins
 from test_histogram import garbage_histogram, row_subsets
@@ -180,11 +180,46 @@ def test_bundled_sparse_input_row_wise():
     assert_same_model(*models)
 
 
-def test_quantized_fits_build_by_columns():
+@pytest.mark.parametrize("n_threads", [1, 2, 4])
+@pytest.mark.parametrize("constant_hessian", [False, True])
+@pytest.mark.parametrize("n_levels", [16, 1024])  # 1024: blocks of 8,192 rows
+def test_packed_histograms_row_wise_equal_col_wise(n_threads, constant_hessian, n_levels):
+    # packed quantized gradients: the row-wise integer sums decode to the
+    # column-wise kernel's histograms, nodes above a block of rows included
+    rng = np.random.default_rng(12)
+    n, n_bins = 20000, 256
+    width = rng.integers(2, 255, 10)
+    X = skewed_codes(rng, n, 10, n_bins, width)
+    layout = FeatureLayout.plain(X, width)
+    g = rng.standard_normal(n).astype(G_H_DTYPE)
+    h = (np.array([1.0], dtype=G_H_DTYPE) if constant_hessian
+         else rng.uniform(0.1, 2.0, n).astype(G_H_DTYPE))
+    mask = used_bins(np.where(np.arange(10) == 0, n_bins - 1, width), n_bins)
+    sources = {layout_name: LocalTrainingData(layout, n_bins, n_threads,
+                                              histogram_layout=layout_name)
+               for layout_name in ("col_wise", "row_wise")}
+    for source in sources.values():
+        source.use_gradients(g.copy(), h.copy())
+        source.start_tree(0, quantize=(n_levels, 7))
+    for node, (f, b) in enumerate([(0, 100), (3, 40)]):
+        hists = {name: s.node_histogram(node) for name, s in sources.items()}
+        assert_hist_equal(hists["row_wise"], hists["col_wise"], mask)
+        for s in sources.values():
+            s.split(node, 2 * node + 1, 2 * node + 2, f, b, 1)
+    for node in (1, 2, 3, 4):
+        hists = {name: s.node_histogram(node) for name, s in sources.items()}
+        assert_hist_equal(hists["row_wise"], hists["col_wise"], mask)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 4])
+def test_quantized_fit_row_wise_equals_col_wise(n_threads):
     X, y, _ = mixed_table(10)
-    model = HistGBDTRegressor(histogram_layout="row_wise", use_quantized_grad=True,
-                              max_iter=5, early_stopping=False).fit(X, y)
-    assert model.histogram_layout_ == "col_wise"
+    models = [HistGBDTRegressor(histogram_layout=layout, use_quantized_grad=True,
+                                max_iter=10, early_stopping=False, n_threads=n_threads,
+                                categorical_features=[6], random_state=0).fit(X, y)
+              for layout in ("col_wise", "row_wise")]
+    assert models[1].histogram_layout_ == "row_wise"
+    assert_same_model(*models)
 
 
 def test_histogram_layout_is_validated():

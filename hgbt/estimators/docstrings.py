@@ -210,8 +210,8 @@ COMMON_PARAMETERS_DOC = """\
         off its columns' most frequent bins, a node's rows split between
         the threads). 'auto' times the second to fifth trees, two with
         each, and grows the others with the faster (``histogram_layout_``).
-        Speed only: the model is the same bit for bit. Quantized gradients
-        always build by columns.
+        Speed only: the model is the same bit for bit (quantized gradients
+        too).
     random_state : int, RandomState instance or None, default=None
         Seeds binning subsample, validation split and all sampling. Models
         are bit-identical for equal seeds, whatever ``n_threads``.

@@ -45,6 +45,29 @@ cdef void subtract(
 ) noexcept nogil
 
 
+# Packed quantized sums (_histogram.pyx, _multi_value.pyx).
+
+cdef inline void decode_packed(int64_t v, int h_shift, int g_shift, int64_t* lanes) noexcept nogil:
+    # lanes[0..2] += the gradient, hessian and count sums packed in ``v``;
+    # the low lanes are never negative, so the top one is ``v >> g_shift``.
+    lanes[0] += v >> g_shift
+    lanes[1] += (v >> h_shift) & (((<int64_t>1) << (g_shift - h_shift)) - 1)
+    lanes[2] += v & (((<int64_t>1) << h_shift) - 1)
+
+
+cdef inline void store_packed(
+    const int64_t* lanes, double g_scale, double h_scale, double constant_hessian,
+    hist_struct* out,
+) noexcept nogil:
+    # One bin from its decoded integer sums (gradient, hessian, count).
+    out.sum_gradients = lanes[0] * g_scale
+    out.count = <unsigned int>lanes[2]
+    if constant_hessian > 0:
+        out.sum_hessians = out.count * constant_hessian
+    else:
+        out.sum_hessians = lanes[1] * h_scale
+
+
 # Shared with _histogram_sparse.pyx.
 
 # Below this many rows x features a node is built without an OpenMP region:

@@ -312,14 +312,6 @@ cdef void _packed_row_wise(
             f += 1
 
 
-cdef inline void _decode(int64_t v, int h_shift, int g_shift, int64_t* lanes) noexcept nogil:
-    # lanes[0..2] += the gradient, hessian and count sums packed in ``v``;
-    # the low lanes are never negative, so the top one is ``v >> g_shift``.
-    lanes[0] += v >> g_shift
-    lanes[1] += (v >> h_shift) & (((<int64_t>1) << (g_shift - h_shift)) - 1)
-    lanes[2] += v & (((<int64_t>1) << h_shift) - 1)
-
-
 cdef void _flush(
     int64_t* acc, int64_t* sums, Py_ssize_t n_entries, int h_shift, int g_shift,
 ) noexcept nogil:
@@ -327,7 +319,7 @@ cdef void _flush(
     cdef Py_ssize_t j
     for j in range(n_entries):
         if acc[j] != 0:
-            _decode(acc[j], h_shift, g_shift, sums + 3 * j)
+            decode_packed(acc[j], h_shift, g_shift, sums + 3 * j)
             acc[j] = 0
 
 
@@ -371,19 +363,6 @@ cdef void _packed_node_part(
         a = b
 
 
-cdef inline void _store(
-    const int64_t* lanes, double g_scale, double h_scale, double constant_hessian,
-    hist_struct* out,
-) noexcept nogil:
-    # One bin from its decoded integer sums (gradient, hessian, count).
-    out.sum_gradients = lanes[0] * g_scale
-    out.count = <unsigned int>lanes[2]
-    if constant_hessian > 0:
-        out.sum_hessians = out.count * constant_hessian
-    else:
-        out.sum_hessians = lanes[1] * h_scale
-
-
 cdef inline void _unpack_merged(
     const int64_t* acc, Py_ssize_t part_stride, int n_parts, int b, int h_shift,
     int g_shift, double g_scale, double h_scale, double constant_hessian,
@@ -396,8 +375,8 @@ cdef inline void _unpack_merged(
     for t in range(1, n_parts):
         v = v + acc[t * part_stride + b]
     lanes[0] = lanes[1] = lanes[2] = 0
-    _decode(v, h_shift, g_shift, lanes)
-    _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
+    decode_packed(v, h_shift, g_shift, lanes)
+    store_packed(lanes, g_scale, h_scale, constant_hessian, &out[b])
 
 
 cdef inline void _unpack_flushed(
@@ -414,8 +393,8 @@ cdef inline void _unpack_flushed(
             for k in range(3):
                 lanes[k] += sums[3 * (t * part_stride + b) + k]
         else:
-            _decode(acc[t * part_stride + b], h_shift, g_shift, lanes)
-    _store(lanes, g_scale, h_scale, constant_hessian, &out[b])
+            decode_packed(acc[t * part_stride + b], h_shift, g_shift, lanes)
+    store_packed(lanes, g_scale, h_scale, constant_hessian, &out[b])
 
 
 cdef void _unpack_feature(

@@ -19,7 +19,7 @@ from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
                             split_info_struct)
 from ._histogram cimport histogram_root, histogram_rows, histogram_packed
 from ._histogram_sparse cimport histogram_sparse
-from ._multi_value cimport by_rows, histogram_multi_value
+from ._multi_value cimport by_rows, histogram_multi_value, histogram_multi_value_packed
 from ._partition cimport partition, partition_stored
 from ._rules cimport goes_left_table, bundle_table
 
@@ -99,8 +99,8 @@ cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins
         # histograms and subtractions touch only the bins a column uses
         buf.column_width = &width_view[0]
     multi_value = buffers.get("multi_value")
-    if multi_value is not None and packed is None:
-        _set_multi_value(&buf.mv, multi_value, n_samples, n_dense)
+    if multi_value is not None:
+        _set_multi_value(&buf.mv, multi_value, n_samples, n_dense, packed is not None)
     if not plain:
         lay_column = layout.feature_column
         lay_bundle = layout.bundle_index
@@ -144,14 +144,18 @@ cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins
 
 
 cdef int _set_multi_value(multi_value_bins* mv, multi_value, SIZE_C n_samples,
-                          int n_dense) except -1:
-    # mv's pointers into a training_data.MultiValueBins (the dense columns)
+                          int n_dense, bint packed) except -1:
+    # mv's pointers into a training_data.MultiValueBins.view (the dense
+    # columns; packed: with its integer sums)
     cdef const long long[::1] indptr = multi_value.indptr, offset = multi_value.offset
     cdef const unsigned short[::1] slots16
     cdef const unsigned int[::1] slots32
     cdef const X_BINNED_DTYPE_C[::1] mode = multi_value.mode
     cdef hist_struct[:, ::1] private = multi_value.private
     cdef double[::1] totals = multi_value.totals
+    cdef int64_t[:, ::1] acc, sums
+    cdef int64_t[::1] total_lanes
+    cdef unsigned char[::1] flushed
     if (indptr.shape[0] != n_samples + 1 or offset.shape[0] != n_dense + 1
             or mode.shape[0] != n_dense or private.shape[1] != offset[n_dense]
             or totals.shape[0] < 2 * private.shape[0] or private.shape[0] < 1):
@@ -170,6 +174,16 @@ cdef int _set_multi_value(multi_value_bins* mv, multi_value, SIZE_C n_samples,
     mv.private = &private[0, 0]
     mv.totals = &totals[0]
     mv.max_parts = private.shape[0]
+    if packed:
+        acc, sums = multi_value.acc, multi_value.sums
+        total_lanes, flushed = multi_value.total_lanes, multi_value.flushed
+        if (acc.shape[0] < mv.max_parts or acc.shape[1] != offset[n_dense]
+                or sums.shape[0] < mv.max_parts or sums.shape[1] != 3 * offset[n_dense]
+                or total_lanes.shape[0] < 3 * mv.max_parts
+                or flushed.shape[0] < mv.max_parts * sizeof(bint)):
+            raise ValueError("TreeKernel.grow: inconsistent multi-value integer sums.")
+        mv.acc, mv.sums = &acc[0, 0], &sums[0, 0]
+        mv.total_lanes, mv.flushed = &total_lanes[0], <bint*>&flushed[0]
     return 0
 
 
@@ -189,6 +203,9 @@ cdef void node_histograms(const tree_buffers* buf, SIZE_C start, SIZE_C n,
         memset(out, 0, <Py_ssize_t>max(buf.n_columns, 1) * buf.n_bins * sizeof(hist_struct))
     elif n_dense == 0:
         pass
+    elif n_dense == buf.n_dense and by_rows(&buf.mv, n) and buf.packed != NULL:
+        histogram_multi_value_packed(&buf.mv, buf.rows + start, n, buf.packed, &buf.q, out,
+                                     buf.n_bins, n_threads)
     elif n_dense == buf.n_dense and by_rows(&buf.mv, n):
         histogram_multi_value(&buf.mv, buf.rows + start, n, buf.gradients, buf.hessians,
                               buf.constant_hessian, out, buf.n_bins, n_threads)

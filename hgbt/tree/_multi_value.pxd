@@ -1,6 +1,9 @@
 # Row-wise multi-value bins (_multi_value.pyx): the histogram engine that
 # splits a node by rows instead of by columns.
+from libc.stdint cimport int64_t
+
 from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
+from ._histogram cimport packed_params
 
 
 cdef struct multi_value_bins:
@@ -18,6 +21,12 @@ cdef struct multi_value_bins:
     hist_struct* private
     double* totals  # 2 per part
     int max_parts
+    # packed quantized gradients (NULL: none): integer sums per part and
+    # slot, their decoded lanes when a part has more than a block of rows
+    int64_t* acc
+    int64_t* sums  # 3 per slot
+    int64_t* total_lanes  # 3 per part
+    bint* flushed  # per part
 
 
 # Nodes with fewer entries than this per slot are built by columns: the
@@ -37,4 +46,9 @@ cdef void histogram_multi_value(
     const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n,
     const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
     hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil
+
+cdef void histogram_multi_value_packed(
+    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n, const int64_t* packed,
+    const packed_params* q, hist_struct* out, int n_bins, int n_threads,
 ) noexcept nogil

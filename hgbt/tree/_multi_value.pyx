@@ -13,11 +13,14 @@ exact-sum grid, so every sum is exact: the histograms, and the model, are
 bit for bit those of the column-wise kernels for any split into parts.
 """
 from cython.parallel cimport prange
+from libc.math cimport ldexp
+from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 import numpy as np
 
-from ._histogram cimport _fill_constant_hessian, _used_width
+from ._histogram cimport (_fill_constant_hessian, _used_width, decode_packed,
+                          packed_params, store_packed)
 from ..core._types cimport X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct
 
 ctypedef fused slot_t:
@@ -133,6 +136,17 @@ cdef _fill(const X_BINNED_DTYPE_C[::1, :] X, const X_BINNED_DTYPE_C[::1] mode,
                         cursor[i] += 1
 
 
+cdef inline void _prefetch(const long long* indptr, const slot_t* slots,
+                           const SIZE_C* rows, SIZE_C i, SIZE_C hi, const char* values,
+                           Py_ssize_t itemsize) noexcept nogil:
+    # the entries and the value of the row PREFETCH_DISTANCE ahead of i
+    cdef SIZE_C r
+    if i + PREFETCH_DISTANCE < hi:
+        r = rows[i + PREFETCH_DISTANCE]
+        __builtin_prefetch(slots + indptr[r])
+        __builtin_prefetch(values + r * itemsize)
+
+
 cdef void _accumulate(
     const long long* indptr, const slot_t* slots, const SIZE_C* rows, SIZE_C lo,
     SIZE_C hi, const G_H_DTYPE_C* g, const G_H_DTYPE_C* h, bint constant_hessian,
@@ -145,10 +159,7 @@ cdef void _accumulate(
     cdef G_H_DTYPE_C gr, hr = 0
     cdef hist_struct* b
     for i in range(lo, hi):
-        if i + PREFETCH_DISTANCE < hi:
-            r = rows[i + PREFETCH_DISTANCE]
-            __builtin_prefetch(slots + indptr[r])
-            __builtin_prefetch(g + r)
+        _prefetch(indptr, slots, rows, i, hi, <const char*>g, sizeof(G_H_DTYPE_C))
         r = rows[i]
         gr = g[r]
         g_sum += gr
@@ -211,6 +222,17 @@ cdef void _unpack_column(const multi_value_bins* mv, int c, int n_parts, SIZE_C 
         _fill_constant_hessian(row + n_bins - 1, 1, hessian)
 
 
+cdef int _n_parts(const multi_value_bins* mv, SIZE_C n, int n_threads) noexcept nogil:
+    # the parts a node's rows are split into (one per thread at most)
+    cdef double entries = n * mv.entries_per_row
+    if n_threads < 2:
+        return 1
+    return max(1, <int>min(<double>min(n_threads, mv.max_parts),
+                           entries / MIN_PART_ENTRIES,
+                           entries / (MIN_ENTRIES_PER_SLOT
+                                      * <double>mv.offset[mv.n_columns])))
+
+
 cdef void histogram_multi_value(
     const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n,
     const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
@@ -218,16 +240,10 @@ cdef void histogram_multi_value(
 ) noexcept nogil:
     # The histograms of the node's n >= 1 rows into out (a row of n_bins per
     # column; only the bins a column uses are written).
-    cdef int t, c, n_parts = 1
+    cdef int t, c, n_parts = _n_parts(mv, n, n_threads)
     cdef SIZE_C chunk
     cdef double g_total = 0.0, h_total = 0.0
-    cdef double entries = n * mv.entries_per_row
     cdef long long n_slots = mv.offset[mv.n_columns]
-    if n_threads > 1:
-        n_parts = <int>min(<double>min(n_threads, mv.max_parts),
-                           entries / MIN_PART_ENTRIES,
-                           entries / (MIN_ENTRIES_PER_SLOT * <double>n_slots))
-        n_parts = max(n_parts, 1)
     if n_parts == 1:
         _part(mv, rows, 0, n, gradients, hessians, constant_hessian, 0)
     else:
@@ -248,3 +264,126 @@ cdef void histogram_multi_value(
         for c in range(mv.n_columns):
             _unpack_column(mv, c, n_parts, n, g_total, h_total, constant_hessian,
                            hessians[0], out + <Py_ssize_t>c * n_bins, n_bins)
+
+
+# ------------------------------------------------ packed quantized gradients
+
+cdef void _accumulate_packed(
+    const long long* indptr, const slot_t* slots, const SIZE_C* rows, SIZE_C lo,
+    SIZE_C hi, const int64_t* packed, int64_t* acc, int64_t* total,
+) noexcept nogil:
+    # rows[lo:hi]'s packed values into acc's slots and total (at most a
+    # block of rows: no lane overflows)
+    cdef SIZE_C i, r
+    cdef long long k, end
+    cdef int64_t v, t = 0
+    for i in range(lo, hi):
+        _prefetch(indptr, slots, rows, i, hi, <const char*>packed, sizeof(int64_t))
+        r = rows[i]
+        v = packed[r]
+        t += v
+        end = indptr[r + 1]
+        for k in range(indptr[r], end):
+            acc[slots[k]] += v
+    total[0] = t
+
+
+cdef void _part_packed(const multi_value_bins* mv, const SIZE_C* rows, SIZE_C lo,
+                       SIZE_C hi, const int64_t* packed, const packed_params* q,
+                       int t) noexcept nogil:
+    # Part t's slots in mv.acc (one block of rows at most) or, for more rows,
+    # block by block decoded into mv.sums (flushed[t]); its totals' lanes in
+    # mv.total_lanes.
+    cdef long long n_slots = mv.offset[mv.n_columns], j
+    cdef int64_t* acc = mv.acc + t * n_slots
+    cdef int64_t* sums = mv.sums + 3 * t * n_slots
+    cdef int64_t* lanes = mv.total_lanes + 3 * t
+    cdef int64_t total
+    cdef SIZE_C a = lo, b
+    memset(acc, 0, n_slots * sizeof(int64_t))
+    lanes[0] = lanes[1] = lanes[2] = 0
+    mv.flushed[t] = hi - lo > q.block_rows
+    if mv.flushed[t]:
+        memset(sums, 0, 3 * n_slots * sizeof(int64_t))
+    while a < hi:
+        b = hi if hi - a <= q.block_rows else a + q.block_rows
+        if mv.slots16 != NULL:
+            _accumulate_packed(mv.indptr, mv.slots16, rows, a, b, packed, acc, &total)
+        else:
+            _accumulate_packed(mv.indptr, mv.slots32, rows, a, b, packed, acc, &total)
+        decode_packed(total, q.h_shift, q.g_shift, lanes)
+        if mv.flushed[t]:
+            for j in range(n_slots):
+                if acc[j] != 0:
+                    decode_packed(acc[j], q.h_shift, q.g_shift, sums + 3 * j)
+                    acc[j] = 0
+        a = b
+
+
+cdef void _unpack_column_packed(const multi_value_bins* mv, int c, int n_parts,
+                                const int64_t* node_lanes, const packed_params* q,
+                                double g_scale, double h_scale, hist_struct* row,
+                                int n_bins) noexcept nogil:
+    # Column c's bins from the parts' integer sums; its mode bin the node's
+    # lanes minus the others' (integers: exact).
+    cdef long long start = mv.offset[c], n_slots = mv.offset[mv.n_columns], s
+    cdef int width = <int>(mv.offset[c + 1] - start) - 1, j, t, k, m = mv.mode[c]
+    cdef int64_t lanes[3]
+    cdef int64_t rest[3]
+    cdef int64_t mode_lanes[3]
+    m = m if m < width else width
+    for k in range(3):
+        rest[k] = node_lanes[k]
+        mode_lanes[k] = 0
+    for j in range(width + 1):
+        lanes[0] = lanes[1] = lanes[2] = 0
+        for t in range(n_parts):
+            s = t * n_slots + start + j
+            if mv.flushed[t]:
+                for k in range(3):
+                    lanes[k] += mv.sums[3 * s + k]
+            else:
+                decode_packed(mv.acc[s], q.h_shift, q.g_shift, lanes)
+        for k in range(3):
+            rest[k] -= lanes[k]
+        if j == m:
+            for k in range(3):
+                mode_lanes[k] = lanes[k]
+        else:
+            store_packed(lanes, g_scale, h_scale, q.constant_hessian,
+                         &row[j if j < width else n_bins - 1])
+    for k in range(3):
+        mode_lanes[k] += rest[k]
+    store_packed(mode_lanes, g_scale, h_scale, q.constant_hessian,
+                 &row[m if m < width else n_bins - 1])
+
+
+cdef void histogram_multi_value_packed(
+    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n, const int64_t* packed,
+    const packed_params* q, hist_struct* out, int n_bins, int n_threads,
+) noexcept nogil:
+    # histogram_multi_value from packed quantized gradients (as
+    # _histogram.histogram_packed decodes them: the same integer sums).
+    cdef int t, c, k, n_parts = _n_parts(mv, n, n_threads)
+    cdef SIZE_C chunk
+    cdef int64_t node_lanes[3]
+    cdef double g_scale = ldexp(1.0, -q.g_exponent), h_scale = ldexp(1.0, -q.h_exponent)
+    cdef long long n_slots = mv.offset[mv.n_columns]
+    if n_parts == 1:
+        _part_packed(mv, rows, 0, n, packed, q, 0)
+    else:
+        chunk = (n + n_parts - 1) // n_parts
+        for t in prange(n_parts, schedule='static', num_threads=n_threads):
+            _part_packed(mv, rows, t * chunk, min(n, (t + 1) * chunk), packed, q, t)
+    node_lanes[0] = node_lanes[1] = node_lanes[2] = 0
+    for t in range(n_parts):
+        for k in range(3):
+            node_lanes[k] += mv.total_lanes[3 * t + k]
+    if n_parts > 1 and n_slots * n_parts >= 8192:
+        for c in prange(mv.n_columns, schedule='static', num_threads=n_threads):
+            _unpack_column_packed(mv, c, n_parts, node_lanes, q, g_scale, h_scale,
+                                  out + <Py_ssize_t>c * n_bins, n_bins)
+    else:
+        for c in range(mv.n_columns):
+            _unpack_column_packed(mv, c, n_parts, node_lanes, q, g_scale, h_scale,
+                                  out + <Py_ssize_t>c * n_bins, n_bins)

@@ -71,9 +71,9 @@ class LocalTrainingData:
         row-wise multi-value bins (:class:`MultiValueBins`); 'auto' grows
         the first five trees with one or the other (:data:`TRIAL_ORDER`),
         timed (but the first), and the others with the faster (each source for itself: a
-        fork has its own threads). The histograms are the same bit for bit.
-        Quantized trees (packed gradients) and a feature-parallel block
-        always build by columns.
+        fork has its own threads). The histograms are the same bit for bit,
+        float or packed quantized. A feature-parallel block always builds by
+        columns.
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
@@ -187,7 +187,7 @@ class LocalTrainingData:
         else:
             self._rows[:rows.shape[0]] = rows
             self._ranges = [(0, rows.shape[0])]
-        self._tree_layout = "col_wise" if self._packed is not None else self._next_layout()
+        self._tree_layout = self._next_layout()
 
     def _next_layout(self):
         # 'auto': the first trees try both layouts (TRIAL_ORDER), then the
@@ -201,9 +201,7 @@ class LocalTrainingData:
     @property
     def histogram_layout(self):
         """How the trees' histograms are built: 'col_wise' or 'row_wise'
-        (quantized trees: 'col_wise'; 'auto' before its trials: 'col_wise')."""
-        if self._packed is not None:
-            return "col_wise"
+        ('auto' before its trials: 'col_wise')."""
         if self._requested_layout != "auto":
             return self._requested_layout
         seconds = {"col_wise": 0.0, "row_wise": 0.0}
@@ -332,8 +330,7 @@ class LocalTrainingData:
             self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
         by_feature = self.feature_collective is not None
         buffers = self._buffers()  # the multi-value bins made before the timing
-        trial = (self._requested_layout == "auto" and self._packed is None
-                 and len(self._trials) < len(TRIAL_ORDER))
+        trial = self._requested_layout == "auto" and len(self._trials) < len(TRIAL_ORDER)
         start = time.perf_counter()
         nodes = self._kernel.grow(settings, growth, buffers,
                                   n_root=self._ranges[0][1],
@@ -363,9 +360,10 @@ class LocalTrainingData:
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
-        if self._packed is None and (layout or self._tree_layout) == "row_wise":
-            if self._mv_view is None:
-                self._mv_view = self._multi_value.get().view(self.max_threads)
+        if (layout or self._tree_layout) == "row_wise":
+            packed = self._packed is not None
+            if self._mv_view is None or (packed and self._mv_view.acc is None):
+                self._mv_view = self._multi_value.get().view(self.max_threads, packed)
             buffers["multi_value"] = self._mv_view
         return buffers
 
@@ -449,11 +447,19 @@ class MultiValueBins:
     def entries_per_row(self):
         return self.slots.shape[0] / max(self.indptr.shape[0] - 1, 1)
 
-    def view(self, max_threads):
-        """These bins with private sums for up to ``max_threads`` parts."""
+    def view(self, max_threads, packed=False):
+        """These bins with private sums for up to ``max_threads`` parts
+        (``packed``: integer sums too, for packed quantized gradients)."""
         view = copy.copy(self)
-        view.private = np.empty((max_threads, int(self.offset[-1])), dtype=HISTOGRAM_DTYPE)
+        n_slots = int(self.offset[-1])
+        view.private = np.empty((max_threads, n_slots), dtype=HISTOGRAM_DTYPE)
         view.totals = np.empty(2 * max_threads)
+        view.acc = view.sums = view.total_lanes = view.flushed = None
+        if packed:
+            view.acc = np.empty((max_threads, n_slots), dtype=np.int64)
+            view.sums = np.empty((max_threads, 3 * n_slots), dtype=np.int64)
+            view.total_lanes = np.empty(3 * max_threads, dtype=np.int64)
+            view.flushed = np.zeros(max_threads * np.dtype(np.intc).itemsize, dtype=np.uint8)
         return view
 
 
