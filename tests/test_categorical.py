@@ -926,3 +926,17 @@ def test_polars_categorical_and_enum():
     unseen = pl.DataFrame({"city": pl.Series(["zzz"] * 20, dtype=pl.Categorical), "x": x})
     missing = pl.DataFrame({"city": pl.Series([None] * 20, dtype=pl.Categorical), "x": x})
     np.testing.assert_array_equal(model.predict(unseen), model.predict(missing))
+
+
+def test_same_categories_needs_equal_values_of_equal_types():
+    # the shortcut that keeps a column's own codes (no lookup) only where the
+    # lookup would give those codes: True is not 1, 1.0 is not 1, order counts
+    from hgbt.data.categorical import _same_categories
+    obj = lambda *v: np.array(list(v), dtype=object)  # noqa: E731
+    assert _same_categories(obj("a", "b", 1), obj("a", "b", 1))
+    assert not _same_categories(obj("a", "b"), obj("b", "a"))
+    assert not _same_categories(obj("a", 1), obj("a", True))
+    assert not _same_categories(obj("a", 1), obj("a", 1.0))
+    assert not _same_categories(np.array([0, 1]), np.array([False, True]))
+    assert not _same_categories(np.array([0, 1]), np.array([0, 1, 2]))
+    assert _same_categories(np.array([3, 1]), np.array([3, 1]))

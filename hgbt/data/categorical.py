@@ -147,13 +147,18 @@ class _Columns:
         """Float codes of a column mapped by value; unknown values are NaN."""
         col = self.column(j)
         if self.pd is not None:
-            index = self.pd.Index(categories)
             if isinstance(col.dtype, self.pd.CategoricalDtype):
-                # Map each category of the column once, then its codes.
-                lookup = np.append(index.get_indexer(col.dtype.categories), -1)
-                codes = lookup[col.cat.codes.to_numpy()]
+                own = np.asarray(col.dtype.categories)
+                codes = col.cat.codes.to_numpy()
+                # its own categories (a fit's, the common case at predict):
+                # the codes as they are, without an index of the categories
+                # (3 ms a fit of 9 such columns)
+                if not _same_categories(own, np.asarray(categories)):
+                    # map each category of the column once, then its codes
+                    index = self.pd.Index(categories)
+                    codes = np.append(index.get_indexer(own), -1)[codes]
             else:
-                codes = index.get_indexer(col)
+                codes = self.pd.Index(categories).get_indexer(col)
             out = codes.astype(np.float64)
             out[codes < 0] = np.nan
             return out
@@ -162,6 +167,16 @@ class _Columns:
         mapped = col.replace_strict(list(categories), list(range(len(categories))),
                                     default=None, return_dtype=self.pl.Float64)
         return mapped.to_numpy().astype(np.float64, copy=False)
+
+
+def _same_categories(a, b):
+    """Whether two category arrays hold the same values of the same types in
+    the same order (``True`` is not ``1`` here, as it is not to pandas' lookups)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype != object:
+        return bool(np.array_equal(a, b))
+    return all(type(x) is type(y) and x == y for x, y in zip(a.tolist(), b.tolist()))
 
 
 # ----------------------------------------------------------- bulk conversion
