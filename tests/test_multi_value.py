@@ -226,3 +226,66 @@ def test_histogram_layout_is_validated():
     X, y, _ = mixed_table(11, n=200)
     with pytest.raises(ValueError, match="histogram_layout"):
         HistGBDTRegressor(histogram_layout="rows").fit(X, y)
+
+
+def test_auto_reports_the_last_trees_layout():
+    # trees 2-5 are trials (row, col, col, row): a fit of two trees ends
+    # row-wise, one of three column-wise; vector leaves have their own kernel
+    X, y, _ = mixed_table(12, n=1000)
+    params = dict(early_stopping=False, n_threads=2)
+    assert HistGBDTRegressor(max_iter=2, **params).fit(X, y).histogram_layout_ == "row_wise"
+    assert HistGBDTRegressor(max_iter=3, **params).fit(X, y).histogram_layout_ == "col_wise"
+    Y = np.column_stack([y, -y])
+    vector = HistGBDTRegressor(max_iter=3, multi_strategy="multi_output_tree",
+                               histogram_layout="row_wise", **params).fit(X, Y)
+    assert vector.histogram_layout_ == "col_wise"
+
+
+def _trial_source(times, threads=(2, 2, 2, 2, 2)):
+    # a source whose five 'auto' trial trees took ``times`` seconds
+    rng = np.random.default_rng(13)
+    X = skewed_codes(rng, 3000, 6, 256, np.full(6, 255))
+    source = LocalTrainingData(X, 256, 2)
+    g = on_grid(rng.standard_normal(3000))
+    source.use_gradients(g, np.array([1.0], dtype=G_H_DTYPE))
+    for seconds, n_threads in zip(times, threads):
+        source.start_tree(0)
+        source._buffers()  # as grow_tree: row-wise trees make the bins
+        source.n_threads = n_threads
+        source._record_trial(seconds)
+    source.start_tree(0)
+    return source
+
+
+def test_auto_keeps_the_faster_and_lets_the_bins_go():
+    # TRIAL_ORDER: col (warm-up, not counted), row, col, col, row
+    rows_faster = _trial_source([9.0, 1.0, 2.0, 2.0, 1.0])
+    assert rows_faster.histogram_layout == "row_wise"
+    assert rows_faster._multi_value._value is not None
+    cols_faster = _trial_source([0.1, 2.0, 1.0, 1.0, 2.0])
+    assert cols_faster.histogram_layout == "col_wise"
+    assert cols_faster._multi_value._value is None and cols_faster._mv_view is None
+
+
+def test_auto_trials_start_again_when_the_threads_change():
+    # a thread governor's round on 1 thread: the trials on 2 are not compared
+    source = _trial_source([0.1, 1.0, 2.0, 2.0, 1.0], threads=(2, 2, 1, 2, 2))
+    assert source._chosen is None  # still trying
+    assert len(source._trials) == 3  # the warm-up, then two on 2 threads again
+
+
+def test_bins_of_other_histograms_are_refused():
+    # slots laid out for 256 bins, histograms of 64: a clear error, no write
+    # past a column's row
+    rng = np.random.default_rng(14)
+    X = skewed_codes(rng, 500, 4, 64, np.full(4, 63))
+    layout = FeatureLayout.plain(X, np.full(4, 255))
+    n = X.shape[0]
+    buffers = dict(layout=layout, rows=np.arange(n, dtype=SIZE_DTYPE),
+                   buffer=np.empty(n, dtype=SIZE_DTYPE), gradients=np.ones(n, G_H_DTYPE),
+                   hessians=np.ones(n, G_H_DTYPE),
+                   ordered_gradients=np.empty(n, dtype=G_H_DTYPE),
+                   ordered_hessians=np.empty(n, dtype=G_H_DTYPE),
+                   multi_value=MultiValueBins(layout, 256, 1).view(1))
+    with pytest.raises(ValueError, match="multi-value bins of other bins"):
+        build_node_histograms(buffers, 4, 0, n, garbage_histogram(4, 64), 1)

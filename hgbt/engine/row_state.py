@@ -192,7 +192,7 @@ class LocalData:
         How node histograms are built (see
         :class:`~hgbt.tree.training_data.LocalTrainingData`); with 'auto'
         each source of a team chooses for itself (``histogram_layout``:
-        the first's).
+        what most of them chose).
     """
 
     def __init__(self, state, X, binned, n_bins, n_threads, baseline=None,
@@ -236,8 +236,10 @@ class LocalData:
 
     @property
     def histogram_layout(self):
-        """How the trees' histograms were built ('col_wise' or 'row_wise')."""
-        return self._team.sources[0].histogram_layout
+        """How the last round's trees built their histograms ('col_wise' or
+        'row_wise'; sources side by side: what most of them did)."""
+        layouts = [source.histogram_layout for source in self._team.sources]
+        return max(layouts, key=layouts.count)
 
     def use_threads(self, n_threads):
         # at most the threads it was made with: buffers are sized for those.

@@ -240,8 +240,9 @@ COMMON_ATTRIBUTES_DOC = """\
     n_trees_per_iteration_ : int
         Trees per round: the number of classes for multiclass, else 1.
     histogram_layout_ : {'col_wise', 'row_wise'}
-        How the last fit built its histograms (``histogram_layout``, or
-        what 'auto' chose).
+        How the fit's last trees built their histograms: ``histogram_layout``,
+        or what 'auto' chose (a multiclass round's trees side by side: what
+        most chose; vector leaves: 'col_wise').
     evals_result_ : dict
         The evaluation history: ``{set: {metric: list of float}}``, entry
         ``i`` the score of the model of the first ``i`` rounds (entry 0: the

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
                             split_info_struct)
-from ._histogram cimport histogram_root, histogram_rows, histogram_packed
+from ._histogram cimport _used_width, histogram_root, histogram_rows, histogram_packed
 from ._histogram_sparse cimport histogram_sparse
 from ._multi_value cimport by_rows, histogram_multi_value, histogram_multi_value_packed
 from ._partition cimport partition, partition_stored
@@ -100,7 +100,8 @@ cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins
         buf.column_width = &width_view[0]
     multi_value = buffers.get("multi_value")
     if multi_value is not None:
-        _set_multi_value(&buf.mv, multi_value, n_samples, n_dense, packed is not None)
+        _set_multi_value(&buf.mv, multi_value, n_samples, n_dense, packed is not None,
+                         buf.column_width, n_bins)
     if not plain:
         lay_column = layout.feature_column
         lay_bundle = layout.bundle_index
@@ -144,9 +145,12 @@ cdef int set_buffers(tree_buffers* buf, dict buffers, int n_features, int n_bins
 
 
 cdef int _set_multi_value(multi_value_bins* mv, multi_value, SIZE_C n_samples,
-                          int n_dense, bint packed) except -1:
+                          int n_dense, bint packed, const unsigned short* column_width,
+                          int n_bins) except -1:
     # mv's pointers into a training_data.MultiValueBins.view (the dense
-    # columns; packed: with its integer sums)
+    # columns; packed: with its integer sums); its slots must be the bins
+    # of these columns' histograms
+    cdef int c
     cdef const long long[::1] indptr = multi_value.indptr, offset = multi_value.offset
     cdef const unsigned short[::1] slots16
     cdef const unsigned int[::1] slots32
@@ -160,6 +164,9 @@ cdef int _set_multi_value(multi_value_bins* mv, multi_value, SIZE_C n_samples,
             or mode.shape[0] != n_dense or private.shape[1] != offset[n_dense]
             or totals.shape[0] < 2 * private.shape[0] or private.shape[0] < 1):
         raise ValueError("TreeKernel.grow: inconsistent multi-value bins.")
+    for c in range(n_dense):
+        if offset[c + 1] - offset[c] != _used_width(column_width, c, n_bins) + 1:
+            raise ValueError("TreeKernel.grow: multi-value bins of other bins.")
     mv.indptr = &indptr[0]
     if multi_value.slots.dtype == np.uint16:
         slots16 = multi_value.slots

@@ -251,7 +251,7 @@ cdef void histogram_multi_value(
         # a team of n_threads even for fewer parts: libgomp ends the threads a
         # smaller team leaves out and starts new ones for the next larger one
         for t in prange(n_parts, schedule='static', num_threads=n_threads):
-            _part(mv, rows, t * chunk, min(n, (t + 1) * chunk), gradients, hessians,
+            _part(mv, rows, min(n, t * chunk), min(n, (t + 1) * chunk), gradients, hessians,
                   constant_hessian, t)
     for t in range(n_parts):
         g_total = g_total + mv.totals[2 * t]
@@ -374,7 +374,8 @@ cdef void histogram_multi_value_packed(
     else:
         chunk = (n + n_parts - 1) // n_parts
         for t in prange(n_parts, schedule='static', num_threads=n_threads):
-            _part_packed(mv, rows, t * chunk, min(n, (t + 1) * chunk), packed, q, t)
+            _part_packed(mv, rows, min(n, t * chunk), min(n, (t + 1) * chunk), packed, q,
+                         t)
     node_lanes[0] = node_lanes[1] = node_lanes[2] = 0
     for t in range(n_parts):
         for k in range(3):

@@ -119,8 +119,10 @@ class LocalTrainingData:
         self._multi_value = _multi_value or _Shared(
             lambda: MultiValueBins(layout, n_bins, n_threads))
         self._mv_view = None
-        self._tree_layout = "col_wise"  # the begun tree's
-        self._trials = []  # 'auto': (layout, seconds) of the first trees
+        self._chosen = None if self._requested_layout == "auto" else self._requested_layout
+        self._tree_layout = None  # the begun tree's (None: no tree yet)
+        self._trials = []  # 'auto': (layout, seconds, threads) of the first trees
+        self._restarts = 0
         self._kernel = None  # TreeKernel, made on the first grow_tree
         self._tree_gradients = self._tree_hessians = None  # set by use_gradients
 
@@ -192,24 +194,33 @@ class LocalTrainingData:
     def _next_layout(self):
         # 'auto': the first trees try both layouts (TRIAL_ORDER), then the
         # faster is kept
-        if self._requested_layout != "auto":
-            return self._requested_layout
-        if len(self._trials) < len(TRIAL_ORDER):
-            return TRIAL_ORDER[len(self._trials)]
-        return self.histogram_layout
+        if self._chosen is None and len(self._trials) == len(TRIAL_ORDER):
+            seconds = {"col_wise": 0.0, "row_wise": 0.0}
+            for layout, spent, _ in self._trials[1:]:
+                seconds[layout] += spent
+            self._chosen = min(seconds, key=seconds.get)  # a tie: col_wise
+            if self._chosen == "col_wise":  # its memory back (a fork keeps its view)
+                self._mv_view = None
+                self._multi_value.drop()
+        if self._chosen is not None:
+            return self._chosen
+        return TRIAL_ORDER[len(self._trials)]
+
+    def _record_trial(self, seconds):
+        # a tree's time for 'auto'; the counted trials start again when the
+        # threads change between them (a thread governor's round), at most
+        # MAX_TRIAL_RESTARTS times
+        self._trials.append((self._tree_layout, seconds, self.n_threads))
+        threads = {t for _, _, t in self._trials[1:]}
+        if len(threads) > 1 and self._restarts < MAX_TRIAL_RESTARTS:
+            self._restarts += 1
+            self._trials = self._trials[:1]
 
     @property
     def histogram_layout(self):
-        """How the trees' histograms are built: 'col_wise' or 'row_wise'
-        ('auto' before its trials: 'col_wise')."""
-        if self._requested_layout != "auto":
-            return self._requested_layout
-        seconds = {"col_wise": 0.0, "row_wise": 0.0}
-        for layout, spent in self._trials[1:]:
-            seconds[layout] += spent
-        if len(self._trials) < len(TRIAL_ORDER):
-            return "col_wise"
-        return "row_wise" if seconds["row_wise"] < seconds["col_wise"] else "col_wise"
+        """How the last tree built its histograms, 'col_wise' or 'row_wise'
+        ('col_wise' before any tree)."""
+        return self._tree_layout or "col_wise"
 
     def _snap(self, gradients, hessians, grid=None):
         # Gradients and hessians in place on the exact grids (``grid``, else
@@ -330,7 +341,7 @@ class LocalTrainingData:
             self._kernel = TreeKernel(self.n_features, self._n_columns, self.n_bins)
         by_feature = self.feature_collective is not None
         buffers = self._buffers()  # the multi-value bins made before the timing
-        trial = self._requested_layout == "auto" and len(self._trials) < len(TRIAL_ORDER)
+        trial = self._chosen is None
         start = time.perf_counter()
         nodes = self._kernel.grow(settings, growth, buffers,
                                   n_root=self._ranges[0][1],
@@ -340,14 +351,13 @@ class LocalTrainingData:
                                   feature_parallel=by_feature,
                                   voting_top_k=self.voting_top_k, n_threads=self.n_threads)
         if trial:
-            self._trials.append((self._tree_layout, time.perf_counter() - start))
+            self._record_trial(time.perf_counter() - start)
         self._ranges = list(zip(nodes["start"].tolist(), nodes["stop"].tolist()))
         return nodes
 
-    def _buffers(self, layout=None):
+    def _buffers(self):
         """The begun tree's arrays by name, as ``TreeKernel.grow`` and the
-        per-node methods (``_layout``) read them (``layout``: that histogram
-        layout instead of the chosen one)."""
+        per-node methods (``_layout``) read them."""
         buffers = dict(layout=self.layout, rows=self._rows, buffer=self._buffer,
                        gradients=self._hist_gradients, hessians=self._hist_hessians)
         if self._packed is not None:
@@ -360,7 +370,7 @@ class LocalTrainingData:
                            ordered_hessians=self._ordered_hessians)
         if not self.layout.is_plain:
             buffers.update(column_bounds=self._column_bounds, scratch=self._scratch)
-        if (layout or self._tree_layout) == "row_wise":
+        if self._tree_layout == "row_wise":
             packed = self._packed is not None
             if self._mv_view is None or (packed and self._mv_view.acc is None):
                 self._mv_view = self._multi_value.get().view(self.max_threads, packed)
@@ -414,12 +424,18 @@ class _Shared:
                 self._value = self._make()
             return self._value
 
+    def drop(self):
+        """Let the value go (made again if asked for)."""
+        with self._lock:
+            self._value = None
+
 
 # 'auto': the first trees' layouts, then the faster one's. The first tree
 # (cold caches, first allocations) is not counted; the order of the others
 # makes a trend over the trees (such as shrinking gradients) weigh on both
 # alike.
 TRIAL_ORDER = ("col_wise", "row_wise", "col_wise", "col_wise", "row_wise")
+MAX_TRIAL_RESTARTS = 3
 
 
 def _RowMajor(X_binned):
@@ -452,13 +468,17 @@ class MultiValueBins:
         (``packed``: integer sums too, for packed quantized gradients)."""
         view = copy.copy(self)
         n_slots = int(self.offset[-1])
+        # written once here, so that no timed tree pays their first page faults
         view.private = np.empty((max_threads, n_slots), dtype=HISTOGRAM_DTYPE)
-        view.totals = np.empty(2 * max_threads)
+        view.private[...] = 0
+        view.totals = np.zeros(2 * max_threads)
         view.acc = view.sums = view.total_lanes = view.flushed = None
         if packed:
             view.acc = np.empty((max_threads, n_slots), dtype=np.int64)
             view.sums = np.empty((max_threads, 3 * n_slots), dtype=np.int64)
-            view.total_lanes = np.empty(3 * max_threads, dtype=np.int64)
+            view.acc[...] = 0
+            view.sums[...] = 0
+            view.total_lanes = np.zeros(3 * max_threads, dtype=np.int64)
             view.flushed = np.zeros(max_threads * np.dtype(np.intc).itemsize, dtype=np.uint8)
         return view
 
