@@ -16,6 +16,7 @@ from hgbt.core.exact import grid_exponent
 from hgbt.data.bundling import FeatureLayout
 from hgbt.tree._layout import build_node_histograms
 from hgbt.tree._multi_value import build_multi_value, column_modes, slot_offsets
+from hgbt.tree import training_data
 from hgbt.tree.training_data import LocalTrainingData, MultiValueBins
 
 from test_bundling import assert_hist_equal, reference_histogram, used_bins
@@ -60,9 +61,10 @@ def table(request):
 def test_entries_match_numpy(table):
     rng, X, layout, n_bins = table
     width = layout.column_width
-    mode = column_modes(X, 2)
-    expected_mode = [np.bincount(X[:, c], minlength=256).argmax() for c in range(X.shape[1])]
-    np.testing.assert_array_equal(mode, expected_mode)
+    mode, mode_rows = column_modes(X, 2)
+    counts = [np.bincount(X[:, c], minlength=256) for c in range(X.shape[1])]
+    np.testing.assert_array_equal(mode, [c.argmax() for c in counts])
+    np.testing.assert_array_equal(mode_rows, [c.max() for c in counts])
     offset = slot_offsets(width, n_bins)
     used = [n_bins - 1 if c == 0 or width[c] >= n_bins - 1 else width[c]
             for c in range(X.shape[1])]
@@ -228,9 +230,10 @@ def test_histogram_layout_is_validated():
         HistGBDTRegressor(histogram_layout="rows").fit(X, y)
 
 
-def test_auto_reports_the_last_trees_layout():
+def test_auto_reports_the_last_trees_layout(monkeypatch):
     # trees 2-5 are trials (row, col, col, row): a fit of two trees ends
     # row-wise, one of three column-wise; vector leaves have their own kernel
+    monkeypatch.setattr(training_data, "MAX_ROW_WISE_SHARE", 1.0)  # always tried
     X, y, _ = mixed_table(12, n=1000)
     params = dict(early_stopping=False, n_threads=2)
     assert HistGBDTRegressor(max_iter=2, **params).fit(X, y).histogram_layout_ == "row_wise"
@@ -265,6 +268,18 @@ def test_auto_keeps_the_faster_and_lets_the_bins_go():
     cols_faster = _trial_source([0.1, 2.0, 1.0, 1.0, 2.0])
     assert cols_faster.histogram_layout == "col_wise"
     assert cols_faster._multi_value._value is None and cols_faster._mv_view is None
+
+
+def test_auto_skips_the_trials_where_rows_store_nearly_every_entry():
+    # continuous columns without a dominant bin: by columns, no bins built
+    rng = np.random.default_rng(15)
+    X = np.asfortranarray(rng.integers(0, 255, (3000, 6)).astype(np.uint8))
+    source = LocalTrainingData(X, 256, 2)
+    source.use_gradients(on_grid(rng.standard_normal(3000)), np.array([1.0], G_H_DTYPE))
+    source.start_tree(0)
+    assert source._off_mode_share() > training_data.MAX_ROW_WISE_SHARE
+    assert source._chosen == source.histogram_layout == "col_wise"
+    assert source._multi_value._value is None
 
 
 def test_auto_trials_start_again_when_the_threads_change():

@@ -209,7 +209,9 @@ COMMON_PARAMETERS_DOC = """\
         columns) or by rows (row-wise multi-value bins: each row's entries
         off its columns' most frequent bins, a node's rows split between
         the threads). 'auto' times the second to fifth trees, two with
-        each, and grows the others with the faster (``histogram_layout_``).
+        each, and grows the others with the faster (``histogram_layout_``);
+        where over 90% of the values are off their column's most frequent
+        bin, by columns without trying.
         Speed only: the model is the same bit for bit (quantized gradients
         too).
     random_state : int, RandomState instance or None, default=None

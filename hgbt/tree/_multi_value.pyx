@@ -55,13 +55,16 @@ def slot_offsets(const unsigned short[::1] column_width, int n_bins):
 
 
 def column_modes(const X_BINNED_DTYPE_C[::1, :] X, int n_threads):
-    """Each column's most frequent code (the smallest of ties), uint8."""
+    """Each column's most frequent code (the smallest of ties; uint8) and its
+    number of rows (int64)."""
     cdef Py_ssize_t n = X.shape[0], i
     cdef int c, b, best, n_columns = X.shape[1]
     counts = np.zeros((max(n_columns, 1), 256), dtype=np.int64)
     cdef long long[:, ::1] cnt = counts
     modes = np.zeros(n_columns, dtype=np.uint8)
+    mode_rows = np.zeros(n_columns, dtype=np.int64)
     cdef unsigned char[::1] out = modes
+    cdef long long[::1] out_rows = mode_rows
     with nogil:
         for c in prange(n_columns, schedule='dynamic', num_threads=n_threads):
             for i in range(n):
@@ -71,7 +74,8 @@ def column_modes(const X_BINNED_DTYPE_C[::1, :] X, int n_threads):
                 if cnt[c, b] > cnt[c, best]:
                     best = b
             out[c] = best
-    return modes
+            out_rows[c] = cnt[c, best]
+    return modes, mode_rows
 
 
 def build_multi_value(const X_BINNED_DTYPE_C[::1, :] X, const X_BINNED_DTYPE_C[::1] mode,

@@ -70,15 +70,16 @@ class LocalTrainingData:
         (``_histogram``), or a node's rows split between the threads over
         row-wise multi-value bins (:class:`MultiValueBins`); 'auto' grows
         the first five trees with one or the other (:data:`TRIAL_ORDER`),
-        timed (but the first), and the others with the faster (each source for itself: a
-        fork has its own threads). The histograms are the same bit for bit,
-        float or packed quantized. A feature-parallel block always builds by
-        columns.
+        timed (but the first), and the others with the faster (each source
+        for itself: a fork has its own threads); by columns without a trial
+        above :data:`MAX_ROW_WISE_SHARE` of the entries off their columns'
+        modes. The histograms are the same bit for bit, float or packed
+        quantized. A feature-parallel block always builds by columns.
     """
 
     def __init__(self, binned, n_bins, n_threads, collective=SINGLE_PROCESS,
                  row_ids=None, feature_collective=None, voting_top_k=0, _row_major=None,
-                 histogram_layout="auto", _multi_value=None):
+                 histogram_layout="auto", _multi_value=None, _modes=None):
         layout = binned if isinstance(binned, FeatureLayout) else FeatureLayout.plain(binned)
         n_samples = layout.X_dense.shape[0]
         if n_samples >= np.iinfo(SIZE_DTYPE).max:
@@ -117,7 +118,8 @@ class LocalTrainingData:
         by_rows = layout.n_dense > 0 and feature_collective is None
         self._requested_layout = histogram_layout if by_rows else "col_wise"
         self._multi_value = _multi_value or _Shared(
-            lambda: MultiValueBins(layout, n_bins, n_threads))
+            lambda: MultiValueBins(layout, n_bins, n_threads, self._modes.get()))
+        self._modes = _modes or _Shared(lambda: column_modes(layout.X_dense, n_threads))
         self._mv_view = None
         self._chosen = None if self._requested_layout == "auto" else self._requested_layout
         self._tree_layout = None  # the begun tree's (None: no tree yet)
@@ -134,7 +136,7 @@ class LocalTrainingData:
                                  self.row_ids, self.feature_collective, self.voting_top_k,
                                  _row_major=self._row_major,
                                  histogram_layout=self._requested_layout,
-                                 _multi_value=self._multi_value)
+                                 _multi_value=self._multi_value, _modes=self._modes)
         if self._tree_gradients is not None:
             fork.use_gradients(self._tree_gradients, self._tree_hessians,
                                self._hessian_is_constant)
@@ -193,7 +195,11 @@ class LocalTrainingData:
 
     def _next_layout(self):
         # 'auto': the first trees try both layouts (TRIAL_ORDER), then the
-        # faster is kept
+        # faster is kept; by columns without a trial where nearly every
+        # entry is off its column's mode
+        if self._chosen is None and not self._trials and self._off_mode_share() > \
+                MAX_ROW_WISE_SHARE:
+            self._chosen = "col_wise"
         if self._chosen is None and len(self._trials) == len(TRIAL_ORDER):
             seconds = {"col_wise": 0.0, "row_wise": 0.0}
             for layout, spent, _ in self._trials[1:]:
@@ -205,6 +211,12 @@ class LocalTrainingData:
         if self._chosen is not None:
             return self._chosen
         return TRIAL_ORDER[len(self._trials)]
+
+    def _off_mode_share(self):
+        # the share of the dense columns' entries row-wise bins would store
+        _, mode_rows = self._modes.get()
+        n_entries = self.X_binned.shape[0] * self.X_binned.shape[1]
+        return 1.0 - mode_rows.sum() / max(n_entries, 1)
 
     def _record_trial(self, seconds):
         # a tree's time for 'auto'; the counted trials start again when the
@@ -436,6 +448,12 @@ class _Shared:
 # alike.
 TRIAL_ORDER = ("col_wise", "row_wise", "col_wise", "col_wise", "row_wise")
 MAX_TRIAL_RESTARTS = 3
+# Above this share of the dense columns' entries off their modes, 'auto' builds
+# by columns without trying rows: the row-wise bins would store nearly every
+# entry, cost about 2 bytes each and their trees were never faster there
+# (synthetic 1M x 28, 0.95: 1.14x; birthdays, 0.94: 0.99-1.04x; diamonds, 0.87:
+# 1.06-1.09x, still tried; benchmarks/RESULTS.md).
+MAX_ROW_WISE_SHARE = 0.9
 
 
 def _RowMajor(X_binned):
@@ -451,11 +469,11 @@ class MultiValueBins:
     Read-only and shared; each source sums into its own :meth:`view`.
     """
 
-    def __init__(self, layout, n_bins, n_threads):
+    def __init__(self, layout, n_bins, n_threads, modes=None):
         X = layout.X_dense
         width = np.ascontiguousarray(layout.column_width[:layout.n_dense])
         self.offset = slot_offsets(width, n_bins)
-        self.mode = column_modes(X, n_threads)
+        self.mode = (modes or column_modes(X, n_threads))[0]
         self.indptr, self.slots = build_multi_value(X, self.mode, self.offset, width,
                                                     n_bins, n_threads)
 
