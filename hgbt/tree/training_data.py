@@ -113,7 +113,7 @@ class LocalTrainingData:
         self._packed = None  # packed quantized gradients of the tree, if any
         self._packed_buffer = None
         # the row-major bins of quantized histograms, shared with forks
-        self._row_major = _row_major or _RowMajor(self.X_binned)
+        self._row_major = _row_major or _row_major_copy(self.X_binned)
         # the dense columns' row-wise multi-value bins, shared with forks
         by_rows = layout.n_dense > 0 and feature_collective is None
         self._requested_layout = histogram_layout if by_rows else "col_wise"
@@ -456,7 +456,7 @@ MAX_TRIAL_RESTARTS = 3
 MAX_ROW_WISE_SHARE = 0.9
 
 
-def _RowMajor(X_binned):
+def _row_major_copy(X_binned):
     """The padded row-major copy of the bins, made on first use."""
     return _Shared(lambda: padded_row_major(X_binned))
 
