@@ -38,6 +38,8 @@ DEF PREFETCH_DISTANCE = 16
 # parts' private slots are zeroed and added up whatever the node's size).
 DEF MIN_PART_ENTRIES = 8192
 DEF MIN_ENTRIES_PER_SLOT = 2
+# Slots of all parts from which the columns are unpacked by several threads.
+DEF MIN_PARALLEL_UNPACK = 8192
 # Rows per task of the builder.
 DEF BUILD_BLOCK = 4096
 MAX_SLOTS16 = 65536
@@ -260,7 +262,7 @@ cdef void histogram_multi_value(
     for t in range(n_parts):
         g_total = g_total + mv.totals[2 * t]
         h_total = h_total + mv.totals[2 * t + 1]
-    if n_parts > 1 and n_slots * n_parts >= 8192:
+    if n_parts > 1 and n_slots * n_parts >= MIN_PARALLEL_UNPACK:
         for c in prange(mv.n_columns, schedule='static', num_threads=n_threads):
             _unpack_column(mv, c, n_parts, n, g_total, h_total, constant_hessian,
                            hessians[0], out + <Py_ssize_t>c * n_bins, n_bins)
@@ -384,7 +386,7 @@ cdef void histogram_multi_value_packed(
     for t in range(n_parts):
         for k in range(3):
             node_lanes[k] += mv.total_lanes[3 * t + k]
-    if n_parts > 1 and n_slots * n_parts >= 8192:
+    if n_parts > 1 and n_slots * n_parts >= MIN_PARALLEL_UNPACK:
         for c in prange(mv.n_columns, schedule='static', num_threads=n_threads):
             _unpack_column_packed(mv, c, n_parts, node_lanes, q, g_scale, h_scale,
                                   out + <Py_ssize_t>c * n_bins, n_bins)
