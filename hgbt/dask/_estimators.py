@@ -34,6 +34,7 @@ from ..estimators.ranker import HistGBDTRanker, split_qid
 from ..estimators.survival import HistGBDTSurvival
 from ..estimators.regressor import HistGBDTRegressor
 from ..model.booster import Booster
+from ..tree.training_data import most_used_layout
 from ._collections import (categories_of_all_rows, categorize_strings, is_dask_collection,
                            partitions, predict_blocks, set_schema)
 from ._shard import Shard
@@ -348,7 +349,7 @@ class _DaskMixin:
         # each shard chose for itself: the layout most of them used
         layouts = shards.call("histogram_layout")
         telemetry["histogram_layouts"] = layouts
-        self.histogram_layout_ = max(("col_wise", "row_wise"), key=layouts.count)
+        self.histogram_layout_ = most_used_layout(layouts)
         telemetry["n_workers"] = len(shards.actors)
         return telemetry
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..core._types import SIZE_DTYPE
 from ..core.collective import SINGLE_PROCESS, allreduce_sum_int
 from ..core.row_meta import RowMeta
-from ..tree.training_data import LocalTrainingData
+from ..tree.training_data import LocalTrainingData, most_used_layout
 from .round_plan import RoundTrees, VectorRoundTrees
 from .tree_team import TreeTeam
 
@@ -238,8 +238,7 @@ class LocalData:
     def histogram_layout(self):
         """How the last round's trees built their histograms ('col_wise' or
         'row_wise'; sources side by side: what most of them did)."""
-        layouts = [source.histogram_layout for source in self._team.sources]
-        return max(layouts, key=layouts.count)
+        return most_used_layout(source.histogram_layout for source in self._team.sources)
 
     def use_threads(self, n_threads):
         # at most the threads it was made with: buffers are sized for those.

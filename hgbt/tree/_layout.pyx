@@ -19,7 +19,7 @@ from ..core._types cimport (X_BINNED_DTYPE_C, G_H_DTYPE_C, SIZE_C, hist_struct,
                             split_info_struct)
 from ._histogram cimport _used_width, histogram_root, histogram_rows, histogram_packed
 from ._histogram_sparse cimport histogram_sparse
-from ._multi_value cimport by_rows, histogram_multi_value, histogram_multi_value_packed
+from ._multi_value cimport by_rows, histogram_multi_value
 from ._partition cimport partition, partition_stored
 from ._rules cimport goes_left_table, bundle_table
 
@@ -210,12 +210,10 @@ cdef void node_histograms(const tree_buffers* buf, SIZE_C start, SIZE_C n,
         memset(out, 0, <Py_ssize_t>max(buf.n_columns, 1) * buf.n_bins * sizeof(hist_struct))
     elif n_dense == 0:
         pass
-    elif n_dense == buf.n_dense and by_rows(&buf.mv, n) and buf.packed != NULL:
-        histogram_multi_value_packed(&buf.mv, buf.rows + start, n, buf.packed, &buf.q, out,
-                                     buf.n_bins, n_threads)
     elif n_dense == buf.n_dense and by_rows(&buf.mv, n):
         histogram_multi_value(&buf.mv, buf.rows + start, n, buf.gradients, buf.hessians,
-                              buf.constant_hessian, out, buf.n_bins, n_threads)
+                              buf.constant_hessian, buf.packed, &buf.q, out, buf.n_bins,
+                              n_threads)
     elif buf.packed != NULL:
         histogram_packed(X, buf.n_samples, n_dense,
                          buf.X_rows + first if buf.X_rows != NULL else NULL,

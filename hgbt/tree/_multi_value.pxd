@@ -45,10 +45,6 @@ cdef inline bint by_rows(const multi_value_bins* mv, SIZE_C n) noexcept nogil:
 cdef void histogram_multi_value(
     const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n,
     const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
-    hist_struct* out, int n_bins, int n_threads,
-) noexcept nogil
-
-cdef void histogram_multi_value_packed(
-    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n, const int64_t* packed,
-    const packed_params* q, hist_struct* out, int n_bins, int n_threads,
+    const int64_t* packed, const packed_params* q, hist_struct* out, int n_bins,
+    int n_threads,
 ) noexcept nogil

@@ -239,39 +239,6 @@ cdef int _n_parts(const multi_value_bins* mv, SIZE_C n, int n_threads) noexcept 
                                       * <double>mv.offset[mv.n_columns])))
 
 
-cdef void histogram_multi_value(
-    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n,
-    const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
-    hist_struct* out, int n_bins, int n_threads,
-) noexcept nogil:
-    # The histograms of the node's n >= 1 rows into out (a row of n_bins per
-    # column; only the bins a column uses are written).
-    cdef int t, c, n_parts = _n_parts(mv, n, n_threads)
-    cdef SIZE_C chunk
-    cdef double g_total = 0.0, h_total = 0.0
-    cdef long long n_slots = mv.offset[mv.n_columns]
-    if n_parts == 1:
-        _part(mv, rows, 0, n, gradients, hessians, constant_hessian, 0)
-    else:
-        chunk = (n + n_parts - 1) // n_parts
-        # a team of n_threads even for fewer parts: libgomp ends the threads a
-        # smaller team leaves out and starts new ones for the next larger one
-        for t in prange(n_parts, schedule='static', num_threads=n_threads):
-            _part(mv, rows, min(n, t * chunk), min(n, (t + 1) * chunk), gradients, hessians,
-                  constant_hessian, t)
-    for t in range(n_parts):
-        g_total = g_total + mv.totals[2 * t]
-        h_total = h_total + mv.totals[2 * t + 1]
-    if n_parts > 1 and n_slots * n_parts >= MIN_PARALLEL_UNPACK:
-        for c in prange(mv.n_columns, schedule='static', num_threads=n_threads):
-            _unpack_column(mv, c, n_parts, n, g_total, h_total, constant_hessian,
-                           hessians[0], out + <Py_ssize_t>c * n_bins, n_bins)
-    else:
-        for c in range(mv.n_columns):
-            _unpack_column(mv, c, n_parts, n, g_total, h_total, constant_hessian,
-                           hessians[0], out + <Py_ssize_t>c * n_bins, n_bins)
-
-
 # ------------------------------------------------ packed quantized gradients
 
 cdef void _accumulate_packed(
@@ -364,33 +331,83 @@ cdef void _unpack_column_packed(const multi_value_bins* mv, int c, int n_parts,
                  &row[m if m < width else n_bins - 1])
 
 
-cdef void histogram_multi_value_packed(
-    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n, const int64_t* packed,
-    const packed_params* q, hist_struct* out, int n_bins, int n_threads,
+cdef struct node_totals:
+    # a node's totals, from its parts: float sums, or packed lanes and scales
+    double g
+    double h
+    int64_t lanes[3]
+    double g_scale
+    double h_scale
+
+
+cdef inline void _run_part(const multi_value_bins* mv, const SIZE_C* rows, SIZE_C lo,
+                           SIZE_C hi, const G_H_DTYPE_C* g, const G_H_DTYPE_C* h,
+                           bint constant_hessian, const int64_t* packed,
+                           const packed_params* q, int t) noexcept nogil:
+    if packed != NULL:
+        _part_packed(mv, rows, lo, hi, packed, q, t)
+    else:
+        _part(mv, rows, lo, hi, g, h, constant_hessian, t)
+
+
+cdef void _totals(const multi_value_bins* mv, int n_parts, bint packed,
+                  const packed_params* q, node_totals* tot) noexcept nogil:
+    cdef int t, k
+    tot.g = tot.h = 0.0
+    tot.lanes[0] = tot.lanes[1] = tot.lanes[2] = 0
+    for t in range(n_parts):
+        if packed:
+            for k in range(3):
+                tot.lanes[k] += mv.total_lanes[3 * t + k]
+        else:
+            tot.g = tot.g + mv.totals[2 * t]
+            tot.h = tot.h + mv.totals[2 * t + 1]
+    if packed:
+        tot.g_scale = ldexp(1.0, -q.g_exponent)
+        tot.h_scale = ldexp(1.0, -q.h_exponent)
+
+
+cdef inline void _unpack(const multi_value_bins* mv, int c, int n_parts, SIZE_C n,
+                         const node_totals* tot, bint constant_hessian,
+                         const G_H_DTYPE_C* h, bint packed, const packed_params* q,
+                         hist_struct* row, int n_bins) noexcept nogil:
+    if packed:
+        _unpack_column_packed(mv, c, n_parts, tot.lanes, q, tot.g_scale, tot.h_scale, row,
+                              n_bins)
+    else:
+        _unpack_column(mv, c, n_parts, n, tot.g, tot.h, constant_hessian, h[0], row,
+                       n_bins)
+
+
+cdef void histogram_multi_value(
+    const multi_value_bins* mv, const SIZE_C* rows, SIZE_C n,
+    const G_H_DTYPE_C* gradients, const G_H_DTYPE_C* hessians, bint constant_hessian,
+    const int64_t* packed, const packed_params* q, hist_struct* out, int n_bins,
+    int n_threads,
 ) noexcept nogil:
-    # histogram_multi_value from packed quantized gradients (as
+    # The histograms of the node's n >= 1 rows into out (a row of n_bins per
+    # column; only the bins a column uses are written), from the float
+    # gradients, or from packed quantized ones (packed not NULL; decoded as
     # _histogram.histogram_packed decodes them: the same integer sums).
-    cdef int t, c, k, n_parts = _n_parts(mv, n, n_threads)
+    cdef int t, c, n_parts = _n_parts(mv, n, n_threads)
     cdef SIZE_C chunk
-    cdef int64_t node_lanes[3]
-    cdef double g_scale = ldexp(1.0, -q.g_exponent), h_scale = ldexp(1.0, -q.h_exponent)
+    cdef node_totals tot
     cdef long long n_slots = mv.offset[mv.n_columns]
     if n_parts == 1:
-        _part_packed(mv, rows, 0, n, packed, q, 0)
+        _run_part(mv, rows, 0, n, gradients, hessians, constant_hessian, packed, q, 0)
     else:
         chunk = (n + n_parts - 1) // n_parts
+        # a team of n_threads even for fewer parts: libgomp ends the threads a
+        # smaller team leaves out and starts new ones for the next larger one
         for t in prange(n_parts, schedule='static', num_threads=n_threads):
-            _part_packed(mv, rows, min(n, t * chunk), min(n, (t + 1) * chunk), packed, q,
-                         t)
-    node_lanes[0] = node_lanes[1] = node_lanes[2] = 0
-    for t in range(n_parts):
-        for k in range(3):
-            node_lanes[k] += mv.total_lanes[3 * t + k]
+            _run_part(mv, rows, min(n, t * chunk), min(n, (t + 1) * chunk), gradients,
+                      hessians, constant_hessian, packed, q, t)
+    _totals(mv, n_parts, packed != NULL, q, &tot)
     if n_parts > 1 and n_slots * n_parts >= MIN_PARALLEL_UNPACK:
         for c in prange(mv.n_columns, schedule='static', num_threads=n_threads):
-            _unpack_column_packed(mv, c, n_parts, node_lanes, q, g_scale, h_scale,
-                                  out + <Py_ssize_t>c * n_bins, n_bins)
+            _unpack(mv, c, n_parts, n, &tot, constant_hessian, hessians, packed != NULL, q,
+                    out + <Py_ssize_t>c * n_bins, n_bins)
     else:
         for c in range(mv.n_columns):
-            _unpack_column_packed(mv, c, n_parts, node_lanes, q, g_scale, h_scale,
-                                  out + <Py_ssize_t>c * n_bins, n_bins)
+            _unpack(mv, c, n_parts, n, &tot, constant_hessian, hessians, packed != NULL, q,
+                    out + <Py_ssize_t>c * n_bins, n_bins)

@@ -456,6 +456,11 @@ MAX_TRIAL_RESTARTS = 3
 MAX_ROW_WISE_SHARE = 0.9
 
 
+def most_used_layout(layouts):
+    """The histogram layout most of ``layouts`` used (a tie: 'col_wise')."""
+    return max(("col_wise", "row_wise"), key=list(layouts).count)
+
+
 def _row_major_copy(X_binned):
     """The padded row-major copy of the bins, made on first use."""
     return _Shared(lambda: padded_row_major(X_binned))
@@ -476,10 +481,6 @@ class MultiValueBins:
         self.mode = (modes or column_modes(X, n_threads))[0]
         self.indptr, self.slots = build_multi_value(X, self.mode, self.offset, width,
                                                     n_bins, n_threads)
-
-    @property
-    def entries_per_row(self):
-        return self.slots.shape[0] / max(self.indptr.shape[0] - 1, 1)
 
     def view(self, max_threads, packed=False):
         """These bins with private sums for up to ``max_threads`` parts
