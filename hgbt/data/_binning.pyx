@@ -267,7 +267,7 @@ cdef inline double _run_weight(const double* w, Py_ssize_t i, Py_ssize_t j) noex
 
 
 cdef int _greedy_cuts(const floating* v, const double* w, Py_ssize_t m, int max_bins,
-                      X_DTYPE_C* out) noexcept nogil:
+                      X_DTYPE_C* out, bint nearest) noexcept nogil:
     # Thresholds of the m sorted, NaN-free values v with positive row
     # weights w (NULL: each row counts 1), which hold more than max_bins
     # distinct values; returns their number (< max_bins). One scan over the
@@ -276,7 +276,11 @@ cdef int _greedy_cuts(const floating* v, const double* w, Py_ssize_t m, int max_
     # bins on it and merge its neighbours), and wherever the weight since
     # the last cut reaches the weight left over the bins left, so the bins
     # that ties leave unused go to the rest (a heavy tail keeps its bins).
-    # Sums run in row order; integer weights are exact.
+    # Sums run in row order; integer weights are exact. With nearest, a bin
+    # that the current run would overfill ends before it when that is
+    # nearer its share: for summaries whose entries each stand for many rows
+    # (a quantile sketch), where ending after it adds most of an entry to
+    # every bin and pushes the cuts up by bins' widths mid-column.
     cdef Py_ssize_t start = 0, end, following
     cdef double total = _run_weight(w, 0, m), left, acc = 0.0, weight, next_weight
     cdef int bins_left = max_bins, n_out = 0
@@ -287,6 +291,16 @@ cdef int _greedy_cuts(const floating* v, const double* w, Py_ssize_t m, int max_
         following = _run_end(v, end, m)
         next_weight = _run_weight(w, end, following)
         acc += weight
+        if (nearest and start > 0 and acc > weight and acc * bins_left >= left
+                and max_bins * weight < total and max_bins * next_weight < total
+                and (2 * acc - weight) * bins_left > 2 * left):
+            out[n_out] = _separator(v[start - 1], v[start])  # before this run
+            n_out += 1
+            left -= acc - weight
+            acc = weight
+            bins_left -= 1
+            if bins_left <= 1:
+                break
         if (max_bins * weight >= total or max_bins * next_weight >= total
                 or acc * bins_left >= left):
             out[n_out] = _separator(v[start], v[end])
@@ -301,7 +315,7 @@ cdef int _greedy_cuts(const floating* v, const double* w, Py_ssize_t m, int max_
 
 
 cdef int _column_thresholds(const floating* v, const double* w, Py_ssize_t n,
-                            int max_bins, X_DTYPE_C* out) noexcept nogil:
+                            int max_bins, X_DTYPE_C* out, bint nearest=False) noexcept nogil:
     # Thresholds of the sorted column v (NaN last) with positive row weights
     # w (NULL: each row counts 1); returns their number (at most
     # max_bins - 1) written to out. At most max_bins distinct values: the
@@ -318,7 +332,7 @@ cdef int _column_thresholds(const floating* v, const double* w, Py_ssize_t n,
         if v[i] != v[i - 1]:
             n_distinct += 1
             if n_distinct > max_bins:
-                return _greedy_cuts(v, w, m, max_bins, out)
+                return _greedy_cuts(v, w, m, max_bins, out, nearest)
     if n_distinct <= 1:
         return 0
     a = v[0]
@@ -330,11 +344,16 @@ cdef int _column_thresholds(const floating* v, const double* w, Py_ssize_t n,
     return n_out
 
 
-def sorted_thresholds(const double[::1] values, const double[::1] weight, int max_bins):
+def sorted_thresholds(const double[::1] values, const double[::1] weight, int max_bins,
+                      bint nearest=False):
     """Thresholds of one sorted, NaN-free column with positive row weights
     (None: unweighted), by the dense kernel's rule (see
     ``thresholds.find_thresholds``): the weighted and sparse paths. Weights
     are summed in the given order (a value's, and all of them).
+
+    ``nearest``: a bin ends before a value that would overfill it when that
+    is nearer its share (the rule for a quantile sketch's entries; see
+    ``_greedy_cuts``).
 
     Returns
     -------
@@ -352,7 +371,7 @@ def sorted_thresholds(const double[::1] values, const double[::1] weight, int ma
     cdef const double* w = NULL if weight is None else &weight[0]
     cdef int n_out
     with nogil:
-        n_out = _column_thresholds(&values[0], w, n, max_bins, &o[0])
+        n_out = _column_thresholds(&values[0], w, n, max_bins, &o[0], nearest)
     return out[:n_out]
 
 

@@ -20,10 +20,13 @@ entries, ``max_gap``, bounds the rank error of any threshold. Each prune
 adds about two entries' share of the weight seen so far, so over many
 batches the gap grows like a harmonic sum: measured 4.4, 7.3 and 8.0 times
 ``W / capacity`` (``W`` the total weight) after 10, 100 and 1,000 equal
-batches of a normal column, capacity 512.
+batches of a normal column, capacity 512. A pruned summary's thresholds end
+a bin before an entry that would overfill it when that is nearer the bin's
+share (each entry stands for many rows); its cuts are then as near the
+quantiles as in-memory binning's, to within ``8 / capacity`` (tested).
 
-Not wired in yet: the estimators and ``hgbt.dask`` still bin from the rows
-(issue 41 builds batched input on it).
+Used by :meth:`hgbt.Dataset.from_batches` (``batches.py``); ``hgbt.dask``
+still bins from a gathered row sample.
 """
 import numpy as np
 
@@ -50,6 +53,7 @@ class QuantileSketch:
         self.capacity = int(capacity)
         empty = np.empty(0, dtype=X_DTYPE)
         self.values, self.rmin, self.rmax, self.wmin = empty, empty, empty, empty
+        self._pruned = False  # (rmax - rmin == wmin does not say it: weights round)
 
     @property
     def total_weight(self) -> float:
@@ -58,7 +62,7 @@ class QuantileSketch:
     @property
     def is_exact(self) -> bool:
         """Whether every entry's weight is known exactly (nothing pruned)."""
-        return bool(np.array_equal(self.rmax - self.rmin, self.wmin))
+        return not self._pruned
 
     @property
     def max_gap(self) -> float:
@@ -93,6 +97,7 @@ class QuantileSketch:
 
     def merge(self, other: "QuantileSketch") -> "QuantileSketch":
         """Add another summary's data (a batch or a partition summarised elsewhere)."""
+        self._pruned |= not other.is_exact
         return self._take(self._combined(other))
 
     def _take(self, merged):
@@ -135,6 +140,7 @@ class QuantileSketch:
     def _prune(self):
         # keep the first and last entries and, for each of the evenly spaced
         # ranks between, the entry whose bounds' middle is nearest
+        self._pruned = True
         n = self.capacity
         middle = (self.rmin + self.rmax) / 2
         targets = self.total_weight * np.arange(1, n - 1) / (n - 1)
@@ -160,4 +166,5 @@ class QuantileSketch:
         its thresholds of all the rows while the summary is exact)."""
         if not self.values.size:
             return np.empty(0, dtype=X_DTYPE)
-        return sorted_thresholds(np.ascontiguousarray(self.values), self.weights(), max_bins)
+        return sorted_thresholds(np.ascontiguousarray(self.values), self.weights(), max_bins,
+                                 not self.is_exact)
