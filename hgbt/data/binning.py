@@ -223,6 +223,20 @@ class BinMapper:
                           else padded[f, :counts[f]].copy() for f in range(n_features)]
         return self._set_fitted(bin_thresholds, is_categorical, categories)
 
+    def set_thresholds(self, bin_thresholds, is_categorical, categories):
+        """Take thresholds found elsewhere (a quantile sketch over batches)
+        instead of fitting: ``bin_thresholds`` per feature (sorted, at most
+        ``max_bins - 1``; empty for categorical features), ``categories``
+        maps categorical features to their sorted codes seen."""
+        if not 2 <= self.max_bins <= 255:
+            raise ValueError(f"max_bins must be in [2, 255], got {self.max_bins}.")
+        is_categorical = np.asarray(is_categorical, dtype=bool)
+        if any(t.size > self.max_bins - 1 for t in bin_thresholds):
+            raise ValueError(f"more than max_bins - 1 = {self.max_bins - 1} thresholds.")
+        self.is_categorical = is_categorical
+        return self._set_fitted([np.asarray(t, dtype=X_DTYPE) for t in bin_thresholds],
+                                is_categorical, categories)
+
     def _set_fitted(self, bin_thresholds, is_categorical, categories):
         n_features = len(bin_thresholds)
         self.bin_thresholds_ = bin_thresholds

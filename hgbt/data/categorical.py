@@ -510,9 +510,11 @@ def validate_X(checker, X, encoding=None, *, categorical_features=None, reset=Fa
     if hasattr(X, "__next__") and not hasattr(X, "__array__"):
         raise TypeError(
             f"X is a {type(X).__name__} (an iterator, e.g. a generator of chunks): "
-            "hgbt needs every row at once. Concatenate the chunks first (np.concatenate("
-            "list(chunks)) or pd.concat(chunks)); for rows beyond one machine's memory, "
-            "use hgbt.dask.")
+            "fit needs every row at once. Build hgbt.Dataset.from_batches(chunks) (binned "
+            "batch by batch, without the whole float matrix; give a list or a function "
+            "returning a new iterator) and fit on it, concatenate the chunks "
+            "(np.concatenate(list(chunks)) or pd.concat(chunks)), or, for rows beyond one "
+            "machine, use hgbt.dask.")
     X = normalize_frame(X)
     columns = _Columns(X)
     if not reset and encoding is None:

@@ -28,10 +28,13 @@ from sklearn.utils import Tags, TargetTags, check_random_state
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import _check_sample_weight, check_array
 
+from ..core._openmp import effective_n_threads
 from ..core._types import X_DTYPE, Y_DTYPE
 from ..core.params import REGRESSOR, constraints, names, resolved_default
 from ..core.row_meta import check_qid, qid_from_group
+from . import batches as _batches
 from . import target_stats
+from .batches import BatchedRows
 from .binning import BinMapper
 from .bundling import DenseBins, FeatureLayout, SparseBins, build_layout
 from .categorical import CategoricalEncoding, pooled_features, validate_X
@@ -47,6 +50,10 @@ else:  # the same at run time, where scipy < 1.11 has no sparray
 
 #: the parameters that decide how rows are binned (a reused Dataset keeps them)
 BINNING_PARAMS = tuple(names("binning"))
+#: those a Dataset from batches ignores (it is never bundled)
+UNBUNDLED = ("enable_bundle", "max_conflict_rate")
+#: ``binned_for`` of a Dataset from batches: its bins serve any target
+ANY_TARGET = ("any target",)
 PARAMETERS = constraints(REGRESSOR)  # their constraints, as the estimators check them
 
 
@@ -237,6 +244,96 @@ class Dataset:
         out.__setstate__({})  # its lock
         return out
 
+    @classmethod
+    def from_batches(cls, batches: Any, *, label: str | None = None,
+                     weight: str | None = None, reference: Dataset | None = None,
+                     categorical_features: ArrayLike | Literal['from_dtype'] | None =
+                     resolved_default("categorical_features"),
+                     max_bins: int = resolved_default("max_bins"),
+                     random_state: int | np.random.RandomState | None = None,
+                     n_threads: int | None = None) -> Dataset:
+        """A Dataset binned from batches of rows, never holding more than one
+        batch's values (``hgbt/data/batches.py``).
+
+        The batches are read twice: once for the bin boundaries (a quantile
+        sketch per numeric column, the categories of the categorical ones,
+        the labels and weights), once to bin them into one uint8 matrix. The
+        boundaries are in-memory binning's while a column has at most 4,096
+        distinct values; given the same boundaries the model is the
+        in-memory one, bit for bit.
+
+        Parameters
+        ----------
+        batches : iterable or callable
+            Re-iterable batches (a list, :class:`~hgbt.data.batches.ParquetBatches`)
+            or a function returning a new iterator of them on each call. A
+            batch is ``(X, y)``, ``(X, y, weight)``, a dict with keys
+            ``data``, ``label``, ``weight`` (XGBoost's ``DataIter`` names),
+            or a pandas / polars / Arrow frame with the ``label`` (and
+            ``weight``) columns. X is anything ``fit`` takes but sparse:
+            NumPy, pandas, polars, Arrow tables or record batches.
+        label, weight : str, default=None
+            The columns of frame batches holding the label and the weights.
+        reference : Dataset, default=None
+            A validation set of that training Dataset: its batches are
+            converted with the reference's encoding and kept as values (a
+            validation set is predicted each round), in one pass.
+        categorical_features, max_bins, random_state, n_threads
+            As :class:`Dataset`'s. The rows are never bundled.
+
+        Returns
+        -------
+        Dataset
+            Binned already (``is_constructed``); its ``X`` keeps the shape
+            only (:class:`~hgbt.data.batches.BatchedRows`).
+        """
+        if reference is not None:
+            return cls._validation_from_batches(batches, label, weight, reference)
+        validate_parameter_constraints(
+            {name: PARAMETERS[name] for name in ("categorical_features", "max_bins",
+                                                 "random_state", "n_threads")},
+            dict(categorical_features=categorical_features, max_bins=max_bins,
+                 random_state=random_state, n_threads=n_threads),
+            caller_name="Dataset.from_batches")
+        read = _batches.passes(batches)
+        survey = _batches.survey_batches(read, categorical_features, label, weight)
+        encoding = survey.encoding()
+        threads = effective_n_threads(n_threads)
+        mapper = survey.bin_mapper(encoding, max_bins, threads)
+        codes = _batches.bin_batches(read, survey, encoding, mapper, label, weight)
+        n_rows, n_features = codes.shape
+        y = (np.concatenate(survey.labels) if survey.labels else None)
+        w = (np.concatenate(survey.weights) if survey.weights else None)
+        rows = BatchedRows(n_rows, n_features)
+        out = cls.from_prepared(
+            rows, *_checked_label_weight(rows, y, w), categorical=encoding,
+            n_features_in=n_features,
+            feature_names_in=getattr(survey.schema, "feature_names_in_", None),
+            categorical_features=categorical_features, max_bins=max_bins,
+            random_state=random_state, n_threads=n_threads)
+        out.binned = Binned(out.X, FeatureLayout.plain(codes, mapper.n_bins_non_missing_),
+                            mapper, None)
+        out.binned_for = ANY_TARGET
+        return out
+
+    @classmethod
+    def _validation_from_batches(cls, batches, label, weight, reference):
+        parts, labels, weights = [], [], []
+        for index, item in enumerate(_batches.passes(batches)()):
+            X, y, w = _batches.split_batch(item, label, weight, index)
+            parts.append(validate_X(reference, X, reference.categorical, positions=True,
+                                    dtype=[X_DTYPE, np.float32], ensure_all_finite=False)[0])
+            if y is not None:
+                labels.append(np.asarray(y))
+            if w is not None:
+                weights.append(np.asarray(w, dtype=Y_DTYPE))
+        if not parts:
+            raise ValueError("batches yielded no rows.")
+        if len(labels) not in (0, len(parts)) or len(weights) not in (0, len(parts)):
+            raise ValueError("every batch has a label (and weights), or none.")
+        return cls(np.concatenate(parts), np.concatenate(labels) if labels else None,
+                   weight=np.concatenate(weights) if weights else None, reference=reference)
+
     def subset(self, rows: ArrayLike, reference: Dataset | None = None) -> Dataset:
         """A Dataset of some of these rows (not binned yet): the same
         categorical encoding, names and binning parameters; a validation
@@ -255,18 +352,8 @@ class Dataset:
         return out
 
     def _set_rows(self, X, label, weight):
-        n = X.shape[0]
-        if label is not None:
-            label = check_array(label, ensure_2d=False, dtype=None, ensure_all_finite=False,
-                                input_name="label")
-            if label.ndim not in (1, 2) or label.shape[0] != n:
-                raise ValueError(f"label has shape {label.shape}; data has {n} rows: it "
-                                 "must be one target per row (or one row of targets "
-                                 "per row: several outputs, or labels).")
-        if weight is not None:
-            weight = np.ascontiguousarray(_check_sample_weight(
-                weight, X, dtype=Y_DTYPE, ensure_non_negative=True))
-        self.X, self.label, self.weight = X, label, weight
+        self.X = X
+        self.label, self.weight = _checked_label_weight(X, label, weight)
         self.binned = self.binned_for = None
         self._lock = threading.Lock()
 
@@ -299,6 +386,8 @@ class Dataset:
         """ValueError unless the binning parameters in ``params`` (a fit's)
         are this Dataset's: its rows are binned once, by its own."""
         for name in BINNING_PARAMS:
+            if isinstance(self.X, BatchedRows) and name in UNBUNDLED:
+                continue  # never bundled: the bundling parameters do not apply
             if name in params and not _same(params[name], getattr(self, name)):
                 raise ValueError(
                     f"{name}={params[name]!r} differs from the Dataset's {name}="
@@ -319,6 +408,14 @@ class Dataset:
         """
         with self._lock:
             binned, binned_for = self.binned, self.binned_for
+        if binned_for is ANY_TARGET:  # from batches: binned once, for any fit
+            if model is not None and model[0] is not binned.bin_mapper:
+                raise ValueError(
+                    "warm_start: this Dataset was built from batches and binned by its "
+                    "own boundaries; the model's are other ones, and the batches' values "
+                    "are not kept to bin them again. Continue the model on the Dataset it "
+                    "was fitted on, or on rows in memory.")
+            return binned
         if model is not None and (binned is None or model[0] is not binned.bin_mapper):
             # a warm start bins by its model's mapper: not this Dataset's own bins
             return self._bin(y_columns, weight, seed, n_threads, model)
@@ -371,6 +468,22 @@ class Dataset:
             mapper = model[0]
         return Binned(X, bin_rows(X, mapper, n_threads, self.enable_bundle,
                                   self.max_conflict_rate), mapper, stats)
+
+
+def _checked_label_weight(X, label, weight):
+    """A Dataset's label and weights, checked against its rows ``X``."""
+    n = X.shape[0]
+    if label is not None:
+        label = check_array(label, ensure_2d=False, dtype=None, ensure_all_finite=False,
+                            input_name="label")
+        if label.ndim not in (1, 2) or label.shape[0] != n:
+            raise ValueError(f"label has shape {label.shape}; data has {n} rows: it "
+                             "must be one target per row (or one row of targets "
+                             "per row: several outputs, or labels).")
+    if weight is not None:
+        weight = np.ascontiguousarray(_check_sample_weight(
+            weight, X, dtype=Y_DTYPE, ensure_non_negative=True))
+    return label, weight
 
 
 def sparse_bins(X: sp.csr_matrix, bin_mapper: BinMapper, n_threads: int) -> SparseBins:

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_X_y
 
 from ..core._types import Y_DTYPE
+from ..data.batches import BatchedRows
 from ..engine.losses import get_loss
 from ..model.booster import objective_from_params
 
@@ -139,6 +140,8 @@ def same_rows(X_a, y_a, w_a, X_b, y_b, w_b):
     arrays; the same objects, or equal values)."""
     if X_a is X_b and y_a is y_b:
         return True
+    if isinstance(X_a, BatchedRows) or isinstance(X_b, BatchedRows):
+        return False  # rows from batches are not kept to compare
     if X_a.shape != X_b.shape or y_a.shape != y_b.shape or not np.array_equal(y_a, y_b):
         return False
     if (w_a is None) != (w_b is None) or (w_a is not None and not np.array_equal(w_a, w_b)):
