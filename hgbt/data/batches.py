@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -160,9 +161,11 @@ _CHECK = dict(dtype=[X_DTYPE, np.float32], ensure_all_finite=False, accept_spars
 class Survey:
     """The first pass: row count, schema, sketches, categories, labels, weights."""
 
-    def __init__(self, categorical_features, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, categorical_features, capacity: int = DEFAULT_CAPACITY,
+                 n_threads: int = 1) -> None:
         self.categorical_features = categorical_features
         self.capacity = capacity
+        self._pool = ThreadPoolExecutor(max_workers=max(1, n_threads))
         self.schema = None       # the first batch's checker
         self.batch_rows = []     # rows of each batch (the second pass checks them)
         self.labels, self.weights = [], []
@@ -211,8 +214,10 @@ class Survey:
         w_kept = None if w is None else np.asarray(w, dtype=np.float64).ravel()
         if w_kept is not None and w_kept.shape != (n_rows,):
             raise ValueError(f"batch {index}: {w_kept.size} weights for {n_rows} rows.")
-        for f, sketch in self.sketches.items():
-            sketch.update(Xc[:, f], w_kept)
+        # NumPy's sorts release the GIL: the columns' sketches in threads
+        # (the survey of 2M x 50 float32 rows: 13.6 s on 1 thread, 8.7 s on 2)
+        list(self._pool.map(lambda f: self.sketches[f].update(Xc[:, f], w_kept),
+                            self.sketches))
         if y is not None:
             y = np.asarray(y)
             if y.shape[0] != n_rows:
@@ -252,6 +257,10 @@ class Survey:
                 f"{'categorical' if self.mask[f] else 'numeric'} in the first batch (its "
                 "dtype differs): give every batch the same dtypes, or name the categorical "
                 "features in categorical_features.")
+
+    def close(self) -> None:
+        """Ends the threads of the sketches."""
+        self._pool.shutdown()
 
     @property
     def n_rows(self) -> int:
@@ -326,11 +335,14 @@ _CHANGED = ("The batches changed between the two passes of Dataset.from_batches 
 
 
 def survey_batches(batches: Callable[[], Iterator], categorical_features, label, weight,
-                   capacity: int = DEFAULT_CAPACITY) -> Survey:
+                   n_threads: int, capacity: int = DEFAULT_CAPACITY) -> Survey:
     """The first pass over the batches."""
-    survey = Survey(categorical_features, capacity)
-    for index, item in enumerate(batches()):
-        survey.add(*split_batch(item, label, weight, index), index)
+    survey = Survey(categorical_features, capacity, n_threads)
+    try:
+        for index, item in enumerate(batches()):
+            survey.add(*split_batch(item, label, weight, index), index)
+    finally:
+        survey.close()
     if not survey.batch_rows or survey.n_rows == 0:
         raise ValueError("batches yielded no rows.")
     return survey

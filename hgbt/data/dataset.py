@@ -296,9 +296,9 @@ class Dataset:
                  random_state=random_state, n_threads=n_threads),
             caller_name="Dataset.from_batches")
         read = _batches.passes(batches)
-        survey = _batches.survey_batches(read, categorical_features, label, weight)
-        encoding = survey.encoding()
         threads = effective_n_threads(n_threads)
+        survey = _batches.survey_batches(read, categorical_features, label, weight, threads)
+        encoding = survey.encoding()
         mapper = survey.bin_mapper(encoding, max_bins, threads)
         codes = _batches.bin_batches(read, survey, encoding, mapper, label, weight)
         n_rows, n_features = codes.shape
