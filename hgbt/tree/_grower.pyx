@@ -65,6 +65,7 @@ cdef struct node_state:
     int group_count
     Py_ssize_t live_start  # features that may still split: _live[start:start + count]
     int live_count  # (-1: every feature)
+    int key  # paged: its histograms' key (root 0; children of node p: 2p + 2, 2p + 3)
 
 
 cdef bint _reserve_ints(int** buffer, Py_ssize_t* capacity, Py_ssize_t n) noexcept nogil:
@@ -155,6 +156,14 @@ cdef class TreeKernel:
     cdef bint _spread_on, _scatter, _by_feature, _voting
     cdef int _block_start, _block_stop
     cdef unsigned char* _scan_mask
+    # paged growth (rows on disk, issue 41): histograms come from a table the
+    # caller filled in passes over the pages, by node key; a node whose key
+    # has none stops the run (-3), naming it, for the caller's next pass
+    cdef bint _paged
+    cdef const int* _paged_index
+    cdef Py_ssize_t _paged_keys, _paged_count
+    cdef const hist_struct* _paged_hist
+    cdef int _paged_need, _paged_n_nodes, _paged_n_queued
 
     def __cinit__(self, int n_features, int n_columns, int n_bins):
         self._bins = <Py_ssize_t>max(n_columns, 1) * n_bins
@@ -238,7 +247,8 @@ cdef class TreeKernel:
 
     def grow(self, SplitSettings settings, Growth growth, dict buffers=None, *,
              SIZE_C n_root=0, tree_mask=None, node_masks=None, collective=None,
-             bint feature_parallel=False, int voting_top_k=0, int n_threads=1):
+             bint feature_parallel=False, int voting_top_k=0, int n_threads=1,
+             paged=None):
         """Grow one tree on the rows ``rows[:n_root]``; returns its nodes.
 
         ``settings`` is the fit's :class:`SplitSettings`, ``growth`` its
@@ -278,8 +288,23 @@ cdef class TreeKernel:
         its rows gains most, and only the ``2 * voting_top_k`` features
         nominated most (all of them when that is every feature) are summed
         over the processes and searched.
+
+        ``paged=(index, histograms)``: the rows are not here (issue 41: pages
+        on disk); node ``k``'s histograms are ``histograms[index[key]]``
+        (int32 ``index`` by node key: the root 0, the children of node ``p``
+        ``2p + 2`` and ``2p + 3``; HISTOGRAM_DTYPE ``histograms`` of shape
+        (n, n_columns, n_bins)), nothing is partitioned (``buffers`` need
+        only be consistent), and the tree grows until a node whose key has
+        no histograms is to be built. Returns ``(nodes, need, queued)``: the
+        nodes so far, that node's id (-1: the tree is whole) and the ids of
+        the nodes then queued (split found, not yet split). Each run makes
+        the same choices as the last up to where that stopped, so a caller
+        that fills the missing histograms and runs again grows the tree of
+        all the rows.
         """
         cdef tree_buffers buf
+        cdef const int[::1] paged_index
+        cdef const hist_struct[:, :, ::1] paged_hist
         cdef int n_features = self._n_features
         if settings.n_features != n_features:
             raise ValueError("TreeKernel.grow: inconsistent shapes.")
@@ -311,11 +336,34 @@ cdef class TreeKernel:
                                  "layout and a feature for every process.")
             self._block_start, self._block_stop = feature_block(
                 n_features, collective.rank, collective.size)
+        self._paged = paged is not None
+        self._paged_need = -1
+        if self._paged:
+            if self._spread_on:
+                raise ValueError("TreeKernel.grow: paged growth is local.")
+            paged_index, paged_hist = paged
+            if paged_hist.shape[0] and (paged_hist.shape[1] != max(buf.n_columns, 1)
+                                        or paged_hist.shape[2] != buf.n_bins):
+                raise ValueError("TreeKernel.grow: paged histograms of another shape.")
+            if np.max(paged_index, initial=-1) >= paged_hist.shape[0]:
+                raise ValueError("TreeKernel.grow: a paged key past the histograms.")
+            self._paged_index = &paged_index[0] if paged_index.shape[0] else NULL
+            self._paged_keys = paged_index.shape[0]
+            self._paged_hist = &paged_hist[0, 0, 0] if paged_hist.shape[0] else NULL
+            self._paged_count = paged_hist.shape[0]
         try:
-            return self._run(&buf, settings, growth, tree_mask, node_masks, n_threads,
-                             n_root)
+            nodes = self._run(&buf, settings, growth, tree_mask, node_masks, n_threads,
+                              n_root)
+            if not self._paged:
+                return nodes
+            queued = np.array([self._heap[i] for i in range(self._paged_n_queued)]
+                              if self._paged_need >= 0 else [], dtype=np.int32)
+            return nodes, self._paged_need, queued
         finally:
             self._spread = None
+            self._paged = False
+            self._paged_index = NULL
+            self._paged_hist = NULL
 
     cdef _run(self, const tree_buffers* buf, SplitSettings settings, Growth growth, tree_mask,
               node_masks, int n_threads, SIZE_C n_root):
@@ -366,6 +414,8 @@ cdef class TreeKernel:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
+        if n_nodes == -3:  # paged: a node's histograms are missing
+            n_nodes = self._paged_n_nodes
         if n_nodes < 0:
             raise MemoryError("TreeKernel.grow: out of memory for the tree.")
         nodes = np.empty(n_nodes, dtype=GROWN_NODE_DTYPE)
@@ -387,6 +437,9 @@ cdef class TreeKernel:
         cdef const hist_struct* row0
         cdef split_params p = s.params
         self._groups_used = self._live_used = 0
+        for i in range(self._n_slots):  # every slot free (a stopped run held some)
+            self._free[i] = i
+        self._n_free = self._n_slots
         if not self._reserve_nodes(1):
             return -1
         node = &self._nodes[0]
@@ -397,6 +450,7 @@ cdef class TreeKernel:
         state = &self._state[0]
         state.group_start, state.group_count = 0, 0
         state.live_start, state.live_count = 0, -1
+        state.key = 0
         state.slot = self._take()
         if state.slot < 0:
             return -1
@@ -409,7 +463,7 @@ cdef class TreeKernel:
             self._groups_used = grow.n_groups
         self._build(buf, 0, self._slots[state.slot], grow.n_threads)
         if self._failed:
-            return -2
+            return self._stopped(1, 0)
         # every row falls in one bin of any column: column 0, or the first
         # this process built
         row0 = self._slots[state.slot] + self._block_start * buf.n_bins
@@ -450,11 +504,12 @@ cdef class TreeKernel:
             for i in range(2):  # the parent's live features, narrowed in _split
                 self._state[n_nodes + i].live_start = self._state[node_id].live_start
                 self._state[n_nodes + i].live_count = self._state[node_id].live_count
+                self._state[n_nodes + i].key = 2 * node_id + 2 + i
             n_nodes += 2
             # the partition: a table over the split feature's bins, then over
-            # its column's codes
-            n_left = partition_node(buf, node.start, node.stop - node.start, &node.split,
-                                    grow.n_threads)
+            # its column's codes (paged: the caller routes the rows)
+            n_left = 0 if self._paged else partition_node(
+                buf, node.start, node.stop - node.start, &node.split, grow.n_threads)
             nodes[node.left].start, nodes[node.left].stop = node.start, node.start + n_left
             nodes[node.right].start = node.start + n_left
             nodes[node.right].stop = node.stop
@@ -473,7 +528,7 @@ cdef class TreeKernel:
                 self._state[small].slot = small_slot
                 self._build(buf, small, self._slots[small_slot], grow.n_threads)
                 if self._failed:
-                    return -2
+                    return self._stopped(n_nodes, n_queued)
                 if large_ok:
                     large_slot = self._take()
                     if large_slot < 0:
@@ -509,6 +564,14 @@ cdef class TreeKernel:
             self._release(self._state[self._heap[i]].slot)
             memset(&self._nodes[self._heap[i]].split, 0, sizeof(split_info_struct))
         return n_nodes
+
+    cdef int _stopped(self, int n_nodes, int n_queued) noexcept nogil:
+        # -3 when a paged run stopped for a node's missing histograms (the
+        # nodes and queue so far kept for grow's answer), else -2 (an error)
+        if self._paged_need < 0:
+            return -2
+        self._paged_n_nodes, self._paged_n_queued = n_nodes, n_queued
+        return -3
 
     cdef int _push(self, int n_queued, int node_id, bint lossguide) noexcept nogil:
         # Sift node_id up the heap; returns the new queue length.
@@ -624,6 +687,17 @@ cdef class TreeKernel:
                           int n_threads) noexcept nogil:
         # The node's histograms from the rows in this process.
         cdef const grown_node_struct* node = &self._nodes[node_id]
+        cdef int key, index
+        if self._paged:
+            key = self._state[node_id].key
+            index = self._paged_index[key] if key < self._paged_keys else -1
+            if index < 0:
+                self._paged_need = node_id
+                self._failed = True
+            else:
+                memcpy(out, self._paged_hist + <Py_ssize_t>index * self._bins,
+                       self._bins * sizeof(hist_struct))
+            return
         # the dense columns built: all, or (feature-parallel, plain layout)
         # this process's block, a contiguous run of columns
         cdef Py_ssize_t first = self._block_start if self._by_feature else 0

@@ -150,12 +150,8 @@ class LocalTrainingData:
         row (``constant_hessian``; None: when there is more than one row). The
         buffers are refilled in place each round, so this is called once per fit.
         """
-        self._tree_gradients = np.atleast_2d(gradients)
-        self._tree_hessians = np.atleast_2d(hessians)
-        if constant_hessian is None:
-            constant_hessian = (self._tree_hessians.shape[1] == 1
-                                and self._tree_gradients.shape[1] != 1)
-        self._hessian_is_constant = constant_hessian
+        (self._tree_gradients, self._tree_hessians,
+         self._hessian_is_constant) = gradient_buffers(gradients, hessians, constant_hessian)
 
     @property
     def n_features(self):
@@ -500,6 +496,16 @@ class MultiValueBins:
             view.total_lanes = np.zeros(3 * max_threads, dtype=np.int64)
             view.flushed = np.zeros(max_threads * np.dtype(np.intc).itemsize, dtype=np.uint8)
         return view
+
+
+def gradient_buffers(gradients, hessians, constant_hessian=None):
+    """A fit's gradient and hessian buffers as 2-D (one row per tree of a
+    round), and whether the hessian is one constant (None: when the hessian
+    rows have one value and the gradient rows more)."""
+    gradients, hessians = np.atleast_2d(gradients), np.atleast_2d(hessians)
+    if constant_hessian is None:
+        constant_hessian = hessians.shape[1] == 1 and gradients.shape[1] != 1
+    return gradients, hessians, constant_hessian
 
 
 def max_abs(values):
