@@ -311,11 +311,13 @@ def _sorted_values(values, name):
 
 
 def bin_batches(batches: Callable[[], Iterator], survey: Survey, encoding, mapper: BinMapper,
-                label: str | None, weight: str | None) -> np.ndarray:
+                label: str | None, weight: str | None, pages=None):
     """The second pass: every batch converted and binned into one
-    Fortran-ordered uint8 matrix."""
+    Fortran-ordered uint8 matrix, or appended to ``pages``
+    (:class:`~hgbt.data.pages.BinPages`, then finished); returns either."""
     n_features = survey.mask.size
-    codes = np.empty((survey.n_rows, n_features), dtype=X_BINNED_DTYPE, order="F")
+    codes = (np.empty((survey.n_rows, n_features), dtype=X_BINNED_DTYPE, order="F")
+             if pages is None else None)
     start = index = 0
     for index, item in enumerate(batches()):
         X, _, _ = split_batch(item, label, weight, index)
@@ -323,11 +325,14 @@ def bin_batches(batches: Callable[[], Iterator], survey: Survey, encoding, mappe
         n = Xc.shape[0]
         if index >= len(survey.batch_rows) or n != survey.batch_rows[index]:
             raise ValueError(_CHANGED)
-        codes[start:start + n] = mapper.transform(Xc)
+        if pages is None:
+            codes[start:start + n] = mapper.transform(Xc)
+        else:
+            pages.append(mapper.transform(Xc))
         start += n
     if start != survey.n_rows or index != len(survey.batch_rows) - 1:
         raise ValueError(_CHANGED)
-    return codes
+    return codes if pages is None else pages.finish()
 
 
 _CHANGED = ("The batches changed between the two passes of Dataset.from_batches (other row "

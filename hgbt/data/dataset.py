@@ -38,6 +38,7 @@ from .batches import BatchedRows
 from .binning import BinMapper
 from .bundling import DenseBins, FeatureLayout, SparseBins, build_layout
 from .categorical import CategoricalEncoding, pooled_features, validate_X
+from .pages import BinPages, PagedBins
 from .sparse import ACCEPTED_FORMATS, as_csr, bin_stored_entries, check_sparse_format
 
 #: rows as the estimators, Datasets and Boosters take them: arrays and anything
@@ -251,7 +252,9 @@ class Dataset:
                      resolved_default("categorical_features"),
                      max_bins: int = resolved_default("max_bins"),
                      random_state: int | np.random.RandomState | None = None,
-                     n_threads: int | None = None) -> Dataset:
+                     n_threads: int | None = None, out_of_core: bool = False,
+                     directory: str | None = None,
+                     memory_budget: int = 256 * 2**20) -> Dataset:
         """A Dataset binned from batches of rows, never holding more than one
         batch's values (``hgbt/data/batches.py``).
 
@@ -280,6 +283,18 @@ class Dataset:
             validation set is predicted each round), in one pass.
         categorical_features, max_bins, random_state, n_threads
             As :class:`Dataset`'s. The rows are never bundled.
+        out_of_core : bool, default=False
+            Keep the bins on disk, in pages (:class:`~hgbt.data.pages.BinPages`),
+            and train by passes over them (``hgbt/tree/paged.py``): in memory
+            only the per-row state (labels, weights, scores, gradients, each
+            row's node). The model is the one of the bins in memory, bit for
+            bit. Not supported out of core (ValueError at fit): row sampling
+            (``subsample`` < 1, GOSS), quantized gradients, vector leaves.
+        directory : str, default=None
+            Out of core: where the pages' own directory is made (default: the
+            system's temporary directory); it is removed with the Dataset.
+        memory_budget : int, default=256 MiB
+            Out of core: bytes of pages kept in memory between passes.
 
         Returns
         -------
@@ -300,8 +315,10 @@ class Dataset:
         survey = _batches.survey_batches(read, categorical_features, label, weight, threads)
         encoding = survey.encoding()
         mapper = survey.bin_mapper(encoding, max_bins, threads)
-        codes = _batches.bin_batches(read, survey, encoding, mapper, label, weight)
-        n_rows, n_features = codes.shape
+        pages = (BinPages(survey.mask.size, directory=directory, memory_budget=memory_budget)
+                 if out_of_core else None)
+        codes = _batches.bin_batches(read, survey, encoding, mapper, label, weight, pages)
+        n_rows, n_features = survey.n_rows, survey.mask.size
         y = (np.concatenate(survey.labels) if survey.labels else None)
         w = (np.concatenate(survey.weights) if survey.weights else None)
         rows = BatchedRows(n_rows, n_features)
@@ -311,8 +328,9 @@ class Dataset:
             feature_names_in=getattr(survey.schema, "feature_names_in_", None),
             categorical_features=categorical_features, max_bins=max_bins,
             random_state=random_state, n_threads=n_threads)
-        out.binned = Binned(out.X, FeatureLayout.plain(codes, mapper.n_bins_non_missing_),
-                            mapper, None)
+        layout = (PagedBins(pages, mapper.n_bins_non_missing_) if out_of_core
+                  else FeatureLayout.plain(codes, mapper.n_bins_non_missing_))
+        out.binned = Binned(out.X, layout, mapper, None)
         out.binned_for = ANY_TARGET
         return out
 
@@ -433,6 +451,10 @@ class Dataset:
         return binned
 
     def __getstate__(self):
+        if self.binned is not None and isinstance(self.binned.layout, PagedBins):
+            raise TypeError("A Dataset out of core (from_batches(..., out_of_core=True)) "
+                            "keeps its bins in files of this process and is not pickled: "
+                            "build it again from its batches where it is needed.")
         state = dict(self.__dict__)
         state.pop("_lock")  # a lock does not pickle; a new one on loading
         return state

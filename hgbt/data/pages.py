@@ -11,8 +11,8 @@ stored as is. Pages read back are kept in a cache of at most
 :meth:`BinPages.iter_pages` reads the next page on a background thread while
 the caller works on the current one.
 
-Not wired into training yet: the pass-based grower that streams the pages
-(``tree/_paged.pyx`` has its kernels) is the next step.
+``Dataset.from_batches(..., out_of_core=True)`` writes them; training reads
+them through ``tree/paged.py``.
 """
 from __future__ import annotations
 
@@ -187,3 +187,17 @@ class BinPages:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class PagedBins:
+    """Binned training rows on disk, standing in for a FeatureLayout in a fit
+    (``Dataset.from_batches(..., out_of_core=True)``): every feature its own
+    column, in :class:`BinPages`."""
+
+    is_plain = False  # no in-memory matrix (X_dense) to read
+    X_dense = None
+
+    def __init__(self, pages, n_bins_non_missing):
+        self.pages = pages
+        self.n_features = self.n_columns = pages.n_features
+        self.n_bins_non_missing = n_bins_non_missing

@@ -15,6 +15,8 @@ import numpy as np
 from ..core._types import SIZE_DTYPE
 from ..core.collective import SINGLE_PROCESS, allreduce_sum_int
 from ..core.row_meta import RowMeta
+from ..data.pages import PagedBins
+from ..tree.paged import PagedTrainingData
 from ..tree.training_data import LocalTrainingData, most_used_layout
 from .round_plan import RoundTrees, VectorRoundTrees
 from .tree_team import TreeTeam
@@ -164,8 +166,8 @@ class LocalData:
     X : ndarray or sparse matrix
         The training rows (rows outside a round's sample are predicted on
         them when the layout is not plain).
-    binned : FeatureLayout
-        The binned training rows.
+    binned : FeatureLayout or PagedBins
+        The binned training rows (PagedBins: on disk, read page by page).
     n_bins : int
         Bins per feature histogram, the missing bin included.
     n_threads : int
@@ -214,17 +216,21 @@ class LocalData:
         self._keys = None  # each row's query key, for bagging by query
         self._refit_weight = state.meta.sample_weight
 
+        paged = isinstance(binned, PagedBins)  # out of core: bins on disk
+
         def make_source(threads):
-            source = LocalTrainingData(binned, n_bins, threads, collective, row_ids,
-                                       feature_collective, voting_top_k,
-                                       histogram_layout=histogram_layout)
+            source = (PagedTrainingData(binned, n_bins, threads) if paged else
+                      LocalTrainingData(binned, n_bins, threads, collective, row_ids,
+                                        feature_collective, voting_top_k,
+                                        histogram_layout=histogram_layout))
             source.use_gradients(state.gradients, state.hessians, state.constant_hessian)
             return source
 
         # trees of a round side by side only where no other process takes part,
-        # and where the loss asks for it (see BaseLoss.trees_side_by_side)
+        # and where the loss asks for it (see BaseLoss.trees_side_by_side); out
+        # of core one after another (each reads every page)
         alone = collective.size == 1 and feature_collective is None
-        side_by_side = alone and state.loss.trees_side_by_side
+        side_by_side = alone and state.loss.trees_side_by_side and not paged
         self._team = TreeTeam(make_source, n_threads, self.n_trees if side_by_side else 1)
         self._round_trees = None  # made by the first round
 

@@ -27,6 +27,7 @@ from ..core.row_meta import RowMeta, check_qid
 from ..data import target_stats
 from ..data.dataset import BINNING_PARAMS, Dataset, MatrixLike, new_seed, plain_bins
 from ..data.categorical import same_encoding, validate_X
+from ..data.pages import PagedBins
 from ..engine.boosting import TREE_SIZE, BoostSettings, FitRecord, boost
 from ..engine.early_stopping import can_stratify, split_validation
 from ..engine.evaluation import TRAIN, training_score_rows
@@ -35,6 +36,7 @@ from ..engine.losses import get_loss
 from ..engine.numeric_range import check_fit_range
 from ..engine.row_state import LocalData, RowState, ValidationRows
 from ..tree.grower import TreeSettings
+from ..tree.paged import OUT_OF_CORE_HINT
 from .cv_rounds import plan_rounds
 from .docstrings import FIT_DOC
 from .explain import ExplainMixin
@@ -615,6 +617,9 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
         if not warm:  # rows given start scores start there only (as the peers')
             booster.baseline = (loss.baseline(y) if offset is None
                                 else np.zeros(k_trees, dtype=np.float64))
+        if isinstance(binned, PagedBins) and self._vector_leaves():
+            raise ValueError(OUT_OF_CORE_HINT.format("vector-leaf trees (multi-output, "
+                                                     "multi_strategy='multi_output_tree')"))
         if self._vector_leaves() and not binned.is_plain:
             # vector-leaf trees read each feature's own column of bins
             binned = plain_bins(X, booster.bin_mapper, n_threads)

@@ -25,7 +25,7 @@ tree then builds about the in-memory kernel's rows (2.83 against 2.78 times
 the rows a tree, 2M x 50 table) in about 9.5 passes.
 
 :class:`PagedTrainingData` is the boosting loop's source over such pages
-(``engine/row_state.LocalData`` makes it for :class:`PagedBins`);
+(``engine/row_state.LocalData`` makes it for ``data.pages.PagedBins``);
 ``tests/test_paged_grower.py`` checks the tree against the in-memory
 kernel's, node for node and row for row, ``tests/test_out_of_core.py``
 whole fits.
@@ -217,22 +217,8 @@ def _leaves(nodes, keys, row_keys):
     return node_of_key[row_keys]  # one int32 gather over the rows
 
 
-class PagedBins:
-    """Binned training rows on disk, standing in for a FeatureLayout in a fit
-    (``Dataset.from_batches(..., out_of_core=True)``): every feature its own
-    column, in :class:`~hgbt.data.pages.BinPages`."""
-
-    is_plain = False  # no in-memory matrix (X_dense) to read
-    X_dense = None
-
-    def __init__(self, pages, n_bins_non_missing):
-        self.pages = pages
-        self.n_features = self.n_columns = pages.n_features
-        self.n_bins_non_missing = n_bins_non_missing
-
-
 class PagedTrainingData:
-    """A fit's training-data source over :class:`PagedBins`: the interface of
+    """A fit's training-data source over ``data.pages.PagedBins``: the interface of
     :class:`~hgbt.tree.training_data.LocalTrainingData` the boosting loop
     reads, each tree grown by :func:`grow_paged`.
 
