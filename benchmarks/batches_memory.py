@@ -14,8 +14,14 @@ and to fit (hgbt in memory bins in its fit: its first column is the read):
   ``Dataset(X, y)`` and ``train`` (the float matrix and its frame in memory);
 - ``hgbt from batches``: ``Dataset.from_batches(ParquetBatches(dir))`` and
   ``train`` (one batch at a time, then the uint8 bins);
+- ``hgbt out of core``: the same with ``out_of_core=True``: the bins in pages
+  on disk (beside the Parquet directory), the trees grown by passes over them;
 - ``xgboost QuantileDMatrix(DataIter)``: the same files through XGBoost's
-  iterator interface (its bins built batch by batch, in memory).
+  iterator interface (its bins built batch by batch, in memory);
+- ``xgboost ExtMemQuantileDMatrix(DataIter)``: XGBoost's external memory (its
+  bins in a cache beside the Parquet directory, read page by page).
+
+``--ways`` picks some of them (comma-separated indices 0-4).
 
 Same settings for all: squared error, ``--rounds`` rounds, 31 leaves grown
 leaf-wise, learning rate 0.1, 255 bins, at least 20 rows a leaf, no L2.
@@ -33,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-WAYS = ("hgbt in memory", "hgbt from batches", "xgboost QuantileDMatrix(DataIter)")
+WAYS = ("hgbt in memory", "hgbt from batches", "hgbt out of core",
+        "xgboost QuantileDMatrix(DataIter)", "xgboost ExtMemQuantileDMatrix(DataIter)")
 
 
 def write_table(folder, rows, features, batch_rows):
@@ -68,11 +75,13 @@ def run(way, folder, rounds, n_threads):
         binned_at = time.perf_counter()  # read only: this Dataset is binned by the fit
         booster = hgbt.train(_hgbt_params(rounds, n_threads), data)
         bin_s, fit_s = binned_at - start, time.perf_counter() - binned_at
-    elif way == "hgbt from batches":
+    elif way in ("hgbt from batches", "hgbt out of core"):
         import hgbt
         from hgbt.data.batches import ParquetBatches
         start = time.perf_counter()
-        data = hgbt.Dataset.from_batches(ParquetBatches(folder, label="y"), n_threads=n_threads)
+        data = hgbt.Dataset.from_batches(ParquetBatches(folder, label="y"), n_threads=n_threads,
+                                         out_of_core=way == "hgbt out of core",
+                                         directory=str(folder.parent))
         binned_at = time.perf_counter()
         booster = hgbt.train(_hgbt_params(rounds, n_threads), data)
         bin_s, fit_s = binned_at - start, time.perf_counter() - binned_at
@@ -82,10 +91,13 @@ def run(way, folder, rounds, n_threads):
 
         files = sorted(folder.glob("*.parquet"))
 
+        external = way.startswith("xgboost ExtMem")
+        cache = str(folder.parent / f"xgboost-cache-{os.getpid()}")
+
         class Batches(xgb.DataIter):
             def __init__(self):
                 self._i = 0
-                super().__init__()
+                super().__init__(cache_prefix=cache if external else None)
 
             def next(self, input_data):
                 if self._i == len(files):
@@ -101,7 +113,9 @@ def run(way, folder, rounds, n_threads):
                 self._i = 0
 
         start = time.perf_counter()
-        data = xgb.QuantileDMatrix(Batches(), max_bin=256, nthread=n_threads)
+        data = (xgb.ExtMemQuantileDMatrix(Batches(), max_bin=256, nthread=n_threads)
+                if external else xgb.QuantileDMatrix(Batches(), max_bin=256,
+                                                     nthread=n_threads))
         binned_at = time.perf_counter()
         booster = xgb.train(dict(tree_method="hist", grow_policy="lossguide", max_leaves=31,
                                  max_depth=0, eta=0.1, reg_lambda=0.0, min_child_weight=20,
@@ -127,6 +141,8 @@ def main():
     parser.add_argument("--batch-rows", type=int, default=100_000)
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--dir", default=None)
+    parser.add_argument("--ways", default="0,1,2,3,4",
+                        help="indices into " + ", ".join(WAYS))
     parser.add_argument("--way", choices=WAYS, help=argparse.SUPPRESS)  # a child's
     args = parser.parse_args()
     folder = Path(args.dir) if args.dir else (
@@ -143,7 +159,7 @@ def main():
     print("| way | read + bin s | fit s | total s | peak RSS MiB | peak / values |")
     print("|---|---:|---:|---:|---:|---:|")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.n_threads))
-    for way in WAYS:
+    for way in [WAYS[int(i)] for i in args.ways.split(",")]:
         out = subprocess.run([sys.executable, __file__, "--way", way, "--dir", str(folder),
                               "--rounds", str(args.rounds), "--n-threads",
                               str(args.n_threads)], env=env, capture_output=True, text=True)
