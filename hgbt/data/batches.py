@@ -402,3 +402,7 @@ class ParquetBatches:
                 X, columns = _pop_columns(table, extra, 0)
                 y = columns[0] if self.label is not None else None
                 yield (X, y) if self.weight is None else (X, y, columns[-1])
+        # Arrow's allocator keeps what the batches used: give it back
+        release = getattr(pa.default_memory_pool(), "release_unused", None)
+        if release is not None:
+            release()

@@ -6,8 +6,10 @@ directory of its own: a new temporary one by default, or one made inside the
 directory the caller names; either is removed by :meth:`BinPages.close` (or
 when the object is collected). A page is compressed with zlib (level 1,
 which releases the GIL) where that saves at least a fifth of it, else
-stored as is. Pages read back are kept in a cache of at most
-``memory_budget`` bytes (least recently used first out), and
+stored as is. Pages read back are kept in memory, the first ones that fit
+in ``memory_budget`` bytes: training reads every page in order on each
+pass, where a least-recently-used cache smaller than the pages would never
+hit, while pinned pages save their reads on every pass. And
 :meth:`BinPages.iter_pages` reads the next page on a background thread while
 the caller works on the current one.
 
@@ -21,7 +23,6 @@ import shutil
 import tempfile
 import weakref
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -73,7 +74,7 @@ class BinPages:
         self.stored = []            # per page: compressed or not
         self._pending = []          # rows not yet a full page
         self._pending_rows = 0
-        self._cache = OrderedDict()
+        self._cache = {}
         self._cached_bytes = 0
 
     @property
@@ -134,7 +135,6 @@ class BinPages:
         if not 0 <= i < self.n_pages:
             raise IndexError(f"page {i} of {self.n_pages}.")
         if i in self._cache:
-            self._cache.move_to_end(i)
             return self._cache[i]
         page = self._read(i)
         self._keep(i, page)
@@ -150,13 +150,11 @@ class BinPages:
         return page
 
     def _keep(self, i, page):
-        if page.nbytes > self.memory_budget:
+        # pinned while it fits: the pages read first stay
+        if self._cached_bytes + page.nbytes > self.memory_budget:
             return
         self._cache[i] = page
         self._cached_bytes += page.nbytes
-        while self._cached_bytes > self.memory_budget:
-            _, out = self._cache.popitem(last=False)
-            self._cached_bytes -= out.nbytes
 
     def iter_pages(self, prefetch: bool = True) -> Iterator[tuple[int, np.ndarray]]:
         """``(first row, bins)`` of every page in order, the next one read on a

@@ -278,18 +278,28 @@ class PagedTrainingData:
         return np.flatnonzero(self._leaf_of_row == node_id).astype(SIZE_DTYPE)
 
     def leaf_sums(self, leaf_ids):
-        # exact: the values lie on their grids, so any order of adds
+        # exact: the values lie on their grids, so any order of adds; by
+        # chunks of rows, so that no float64 copy of every row is made
         size = int(max(leaf_ids)) + 1
-        gradients = np.bincount(self._leaf_of_row, self._gradients, size)
-        hessians = (np.bincount(self._leaf_of_row, minlength=size) * float(self._hessians[0])
-                    if self._hessian_is_constant
-                    else np.bincount(self._leaf_of_row, self._hessians, size))
+        gradients, hessians = np.zeros(size), np.zeros(size)
+        for rows in _chunks(self.n_rows):
+            leaf = self._leaf_of_row[rows]
+            gradients += np.bincount(leaf, self._gradients[rows], size)
+            hessians += (np.bincount(leaf, minlength=size) * float(self._hessians[0])
+                         if self._hessian_is_constant
+                         else np.bincount(leaf, self._hessians[rows], size))
         return gradients[leaf_ids], hessians[leaf_ids]
 
     def add_leaf_values(self, raw_predictions, leaf_ids, leaf_values):
         table = np.zeros(int(max(leaf_ids)) + 1)
         table[leaf_ids] = leaf_values
-        raw_predictions += table[self._leaf_of_row]
+        for rows in _chunks(self.n_rows):  # each row's add, as in memory
+            raw_predictions[rows] += table[self._leaf_of_row[rows]]
+
+
+def _chunks(n, size=1 << 20):
+    """Slices of ``range(n)`` of ``size`` rows: per-row temporaries stay small."""
+    return [slice(a, min(a + size, n)) for a in range(0, n, size)]
 
 
 OUT_OF_CORE_HINT = ("{} is not supported out of core (Dataset.from_batches(..., "
