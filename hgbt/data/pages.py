@@ -38,6 +38,8 @@ from ..core._types import X_BINNED_DTYPE
 PAGE_BYTES = 32 * 2**20
 #: a compressed page is kept when at most this share of its bytes
 COMPRESSED_SHARE = 0.8
+#: bytes of a page compressed first, to see whether the whole page pays
+SAMPLE_BYTES = 2**20
 
 
 class BinPages:
@@ -113,8 +115,13 @@ class BinPages:
         page = np.asfortranarray(np.concatenate(self._pending) if len(self._pending) > 1
                                  else self._pending[0])
         raw = page.tobytes(order="F")
-        data = zlib.compress(raw, 1) if self.compress else raw
-        packed = self.compress and len(data) <= COMPRESSED_SHARE * len(raw)
+        # a page's first MiB says whether compressing it pays (a whole page of
+        # incompressible bins took a fifth of the binning's time)
+        sample = raw[:SAMPLE_BYTES]
+        packed = self.compress and len(zlib.compress(sample, 1)) <= COMPRESSED_SHARE * len(
+            sample)
+        data = zlib.compress(raw, 1) if packed else raw
+        packed = packed and len(data) <= COMPRESSED_SHARE * len(raw)
         try:
             with open(self._file(self.n_pages), "wb") as out:
                 out.write(data if packed else raw)
