@@ -100,3 +100,16 @@ def test_what_is_not_supported_says_so(params, match):
     with pytest.raises(ValueError, match="vector-leaf"):
         HistGBDTRegressor(**FIT, multi_strategy="multi_output_tree").fit(
             Dataset.from_batches([(X, Y)], out_of_core=True))
+
+
+def test_progress_lines(capsys):
+    X, y = regression(n=3000)
+    Dataset.from_batches([(X[a:b], y[a:b]) for a, b in cuts(3000, [1000] * 3)],
+                         out_of_core=True, verbose=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("[from_batches] bin boundaries: 2 batches, 2,000 rows")
+    assert lines[1].startswith("[from_batches] bin boundaries: 3 batches, 3,000 rows")
+    assert lines[1].endswith("- done")
+    assert "bins to " in lines[2] and "2 batches, 2,000 rows (67%)" in lines[2]
+    assert "3 batches, 3,000 rows (100%)" in lines[3] and lines[3].endswith("- done")
+    assert len(lines) == 4

@@ -34,6 +34,7 @@ sparse one-hot columns, not for dense batches).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -311,7 +312,7 @@ def _sorted_values(values, name):
 
 
 def bin_batches(batches: Callable[[], Iterator], survey: Survey, encoding, mapper: BinMapper,
-                label: str | None, weight: str | None, pages=None):
+                label: str | None, weight: str | None, pages=None, verbose: int = 0):
     """The second pass: every batch converted and binned into one
     Fortran-ordered uint8 matrix, or appended to ``pages``
     (:class:`~hgbt.data.pages.BinPages`, then finished); returns either."""
@@ -319,6 +320,8 @@ def bin_batches(batches: Callable[[], Iterator], survey: Survey, encoding, mappe
     codes = (np.empty((survey.n_rows, n_features), dtype=X_BINNED_DTYPE, order="F")
              if pages is None else None)
     start = index = 0
+    progress = Progress(verbose, "bins" if pages is None else f"bins to {pages.path}",
+                        survey.n_rows)
     for index, item in enumerate(batches()):
         X, _, _ = split_batch(item, label, weight, index)
         Xc, _ = validate_X(survey.schema, X, encoding, **_CHECK)
@@ -330,8 +333,10 @@ def bin_batches(batches: Callable[[], Iterator], survey: Survey, encoding, mappe
         else:
             pages.append(mapper.transform(Xc))
         start += n
+        progress.batch(index, n)
     if start != survey.n_rows or index != len(survey.batch_rows) - 1:
         raise ValueError(_CHANGED)
+    progress.done(index + 1)
     return codes if pages is None else pages.finish()
 
 
@@ -339,15 +344,45 @@ _CHANGED = ("The batches changed between the two passes of Dataset.from_batches 
             "counts): give a source that yields the same batches on every pass.")
 
 
+class Progress:
+    """``verbose`` > 0: a line every ``verbose`` batches of a pass and one at
+    its end (rows, batches, seconds; the second pass's share of the first's
+    rows), as the estimators' ``verbose`` prints a line every few rounds."""
+
+    def __init__(self, verbose: int, name: str, total_rows: int | None = None) -> None:
+        self.verbose, self.name, self.total_rows = int(verbose), name, total_rows
+        self.start = time.perf_counter()
+        self.rows = 0
+
+    def batch(self, index: int, n_rows: int) -> None:
+        self.rows += n_rows
+        if self.verbose > 0 and (index + 1) % self.verbose == 0:
+            self._print(index + 1)
+
+    def done(self, n_batches: int) -> None:
+        if self.verbose > 0:
+            self._print(n_batches, end=True)
+
+    def _print(self, n_batches, end=False):
+        share = (f" ({self.rows / self.total_rows:.0%})" if self.total_rows else "")
+        print(f"[from_batches] {self.name}: {n_batches} batches, {self.rows:,} rows{share}, "
+              f"{time.perf_counter() - self.start:.1f}s{' - done' if end else ''}",
+              flush=True)
+
+
 def survey_batches(batches: Callable[[], Iterator], categorical_features, label, weight,
-                   n_threads: int, capacity: int = DEFAULT_CAPACITY) -> Survey:
+                   n_threads: int, capacity: int = DEFAULT_CAPACITY,
+                   verbose: int = 0) -> Survey:
     """The first pass over the batches."""
     survey = Survey(categorical_features, capacity, n_threads)
+    progress = Progress(verbose, "bin boundaries")
     try:
         for index, item in enumerate(batches()):
             survey.add(*split_batch(item, label, weight, index), index)
+            progress.batch(index, survey.batch_rows[-1])
     finally:
         survey.close()
+    progress.done(len(survey.batch_rows))
     if not survey.batch_rows or survey.n_rows == 0:
         raise ValueError("batches yielded no rows.")
     return survey

@@ -254,7 +254,7 @@ class Dataset:
                      random_state: int | np.random.RandomState | None = None,
                      n_threads: int | None = None, out_of_core: bool = False,
                      directory: str | None = None,
-                     memory_budget: int = 256 * 2**20) -> Dataset:
+                     memory_budget: int = 256 * 2**20, verbose: int = 0) -> Dataset:
         """A Dataset binned from batches of rows, never holding more than one
         batch's values (``hgbt/data/batches.py``).
 
@@ -295,6 +295,9 @@ class Dataset:
             system's temporary directory); it is removed with the Dataset.
         memory_budget : int, default=256 MiB
             Out of core: bytes of pages kept in memory between passes.
+        verbose : int, default=0
+            > 0: a line every ``verbose`` batches of each pass, and one at its
+            end (the fit's progress is the estimators' ``verbose``).
 
         Returns
         -------
@@ -312,12 +315,14 @@ class Dataset:
             caller_name="Dataset.from_batches")
         read = _batches.passes(batches)
         threads = effective_n_threads(n_threads)
-        survey = _batches.survey_batches(read, categorical_features, label, weight, threads)
+        survey = _batches.survey_batches(read, categorical_features, label, weight, threads,
+                                         verbose=verbose)
         encoding = survey.encoding()
         mapper = survey.bin_mapper(encoding, max_bins, threads)
         pages = (BinPages(survey.mask.size, directory=directory, memory_budget=memory_budget)
                  if out_of_core else None)
-        codes = _batches.bin_batches(read, survey, encoding, mapper, label, weight, pages)
+        codes = _batches.bin_batches(read, survey, encoding, mapper, label, weight, pages,
+                                     verbose)
         n_rows, n_features = survey.n_rows, survey.mask.size
         y = (np.concatenate(survey.labels) if survey.labels else None)
         w = (np.concatenate(survey.weights) if survey.weights else None)
