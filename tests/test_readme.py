@@ -33,3 +33,12 @@ def test_the_test_requirements_file_is_the_test_extra():
     lines = (ROOT / "tests" / "requirements.txt").read_text().splitlines()
     listed = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert listed == extra
+
+
+def test_the_license_file_is_the_declared_license():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    text = (ROOT / "LICENSE").read_text()
+    assert declared == {"text": "BSD-3-Clause"}
+    assert text.startswith("BSD 3-Clause License")
+    assert "Neither the name of the copyright holder" in text  # the third clause
