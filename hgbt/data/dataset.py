@@ -354,8 +354,16 @@ class Dataset:
             raise ValueError("batches yielded no rows.")
         if len(labels) not in (0, len(parts)) or len(weights) not in (0, len(parts)):
             raise ValueError("every batch has a label (and weights), or none.")
-        return cls(np.concatenate(parts), np.concatenate(labels) if labels else None,
-                   weight=np.concatenate(weights) if weights else None, reference=reference)
+        # the batches are validated and coded already: not a second time
+        X = np.concatenate(parts)
+        out = cls.from_prepared(
+            X, *_checked_label_weight(X, np.concatenate(labels) if labels else None,
+                                      np.concatenate(weights) if weights else None),
+            categorical=reference.categorical, n_features_in=reference.n_features_in_,
+            feature_names_in=getattr(reference, "feature_names_in_", None),
+            **reference.binning)
+        out.reference = reference
+        return out
 
     def subset(self, rows: ArrayLike, reference: Dataset | None = None) -> Dataset:
         """A Dataset of some of these rows (not binned yet): the same

@@ -21,6 +21,7 @@ slots, gradients and hessians once, in row order, for the features' loops.
 partition makes them (``_rules.goes_left_table``).
 """
 from cython.parallel cimport prange
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -31,30 +32,34 @@ from ._rules cimport goes_left_table
 DEF MIN_PARALLEL_WORK = 65536
 
 
-cdef void _feature_pass(
-    const X_BINNED_DTYPE_C* col, const Py_ssize_t* rows, Py_ssize_t n,
-    const int* node_of_row, const G_H_DTYPE_C* g, const G_H_DTYPE_C* h,
-    bint constant_hessian, hist_struct* out, Py_ssize_t node_stride,
+cdef void _route(
+    const X_BINNED_DTYPE_C* X, Py_ssize_t n, int* keys, const int* split_feature,
+    const unsigned char* goes_left, const int* left_child, const int* right_child,
+    int n_threads,
 ) noexcept nogil:
-    # the rows ``rows[:n]`` (those with a node) added to their node's
-    # histogram of this feature: out + node * node_stride
-    cdef Py_ssize_t i, r
-    cdef hist_struct* bin_
-    for i in range(n):
-        r = rows[i]
-        bin_ = out + node_of_row[r] * node_stride + col[r]
-        bin_.sum_gradients += g[r]
-        if not constant_hessian:
-            bin_.sum_hessians += h[r]
-        bin_.count += 1
+    # each row of a split key to its child: X is n rows, F-ordered; goes_left
+    # holds 256 entries per key
+    cdef Py_ssize_t i
+    cdef int k, f
+    for i in prange(n, schedule='static', num_threads=n_threads
+                    if n >= MIN_PARALLEL_WORK else 1):
+        k = keys[i]
+        if k >= 0:
+            f = split_feature[k]
+            if f >= 0:
+                if goes_left[<Py_ssize_t>k * 256 + X[f * n + i]]:
+                    keys[i] = left_child[k]
+                else:
+                    keys[i] = right_child[k]
 
 
-cdef void _gathered_pass(
+cdef void _feature_rows(
     const X_BINNED_DTYPE_C* col, const Py_ssize_t* rows, Py_ssize_t n, const int* slot,
     const G_H_DTYPE_C* og, const G_H_DTYPE_C* oh, bint constant_hessian, hist_struct* out,
     Py_ssize_t node_stride,
 ) noexcept nogil:
-    # _feature_pass with the i-th added row's slot, gradient and hessian at i
+    # the i-th added row (rows[i]) into slot[i]'s histogram of this feature,
+    # its gradient and hessian at og[i], oh[i]
     cdef Py_ssize_t i
     cdef hist_struct* bin_
     for i in range(n):
@@ -63,6 +68,53 @@ cdef void _gathered_pass(
         if not constant_hessian:
             bin_.sum_hessians += oh[i]
         bin_.count += 1
+
+
+cdef int _add_rows(
+    const X_BINNED_DTYPE_C* X, Py_ssize_t n, Py_ssize_t n_features, const int* keys,
+    const int* slot_of_key, const G_H_DTYPE_C* g, const G_H_DTYPE_C* h, bint constant,
+    hist_struct* out, Py_ssize_t n_bins, int n_threads,
+) noexcept nogil:
+    # the rows whose key has a slot (slot_of_key NULL: the key is the slot)
+    # added to that slot's histograms; -1 when out of memory. The added rows'
+    # indices, slots, gradients and hessians are gathered once, in row
+    # order: a pass builds only some nodes' smaller children, so most rows add
+    # nothing, and each feature's loop then reads its rows in sequence.
+    cdef Py_ssize_t i, m = 0, f, node_stride = n_features * n_bins
+    cdef int k, s
+    cdef Py_ssize_t* rows = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+    cdef int* slots = <int*>malloc(max(n, 1) * sizeof(int))
+    cdef G_H_DTYPE_C* og = <G_H_DTYPE_C*>malloc(2 * max(n, 1) * sizeof(G_H_DTYPE_C))
+    cdef G_H_DTYPE_C* oh = og + max(n, 1)
+    if rows == NULL or slots == NULL or og == NULL:
+        free(rows)
+        free(slots)
+        free(og)
+        return -1
+    for i in range(n):
+        k = keys[i]
+        s = -1 if k < 0 else (k if slot_of_key == NULL else slot_of_key[k])
+        if s >= 0:
+            rows[m] = i
+            slots[m] = s
+            og[m] = g[i]
+            if not constant:
+                oh[m] = h[i]
+            m += 1
+    if m == 0:
+        pass
+    elif m * n_features < MIN_PARALLEL_WORK or n_threads <= 1:
+        for f in range(n_features):
+            _feature_rows(X + f * n, rows, m, slots, og, oh, constant,
+                          out + f * n_bins, node_stride)
+    else:
+        for f in prange(n_features, schedule='static', num_threads=n_threads):
+            _feature_rows(X + f * n, rows, m, slots, og, oh, constant,
+                          out + f * n_bins, node_stride)
+    free(rows)
+    free(slots)
+    free(og)
+    return 0
 
 
 def page_histograms(
@@ -90,40 +142,24 @@ def page_histograms(
         Added to, not cleared (a pass adds page after page).
     n_threads : int
     """
-    cdef Py_ssize_t n = page.shape[0], n_features = page.shape[1], f
-    cdef Py_ssize_t n_bins = out.shape[2], node_stride = out.shape[1] * out.shape[2]
+    cdef Py_ssize_t n = page.shape[0], n_features = page.shape[1]
     cdef bint constant = hessians is None
     if node_of_row.shape[0] != n or gradients.shape[0] != n or (
             not constant and hessians.shape[0] != n):
         raise ValueError("page_histograms: one node, gradient and hessian per row.")
-    if out.shape[1] != n_features or n_bins < 256:
+    if out.shape[1] != n_features or out.shape[2] < 256:
         raise ValueError("page_histograms: out needs (n_nodes, n_features, 256) bins.")
     if n == 0 or n_features == 0:
         return
     if out.shape[0] == 0 or np.max(node_of_row) >= out.shape[0]:
         raise ValueError("page_histograms: a row's node is past out's nodes.")
-    cdef const X_BINNED_DTYPE_C* X = &page[0, 0]
-    cdef const G_H_DTYPE_C* h = NULL if constant else &hessians[0]
-    # the rows that have a node, once: a pass builds only its nodes' smaller
-    # children, so most rows have none and no feature should look at them
-    rows = np.empty(n, dtype=np.intp)
-    cdef Py_ssize_t[::1] rows_view = rows
-    cdef Py_ssize_t m = 0, i
+    cdef int status
     with nogil:
-        for i in range(n):
-            if node_of_row[i] >= 0:
-                rows_view[m] = i
-                m += 1
-        if m == 0:
-            pass
-        elif m * n_features < MIN_PARALLEL_WORK or n_threads <= 1:
-            for f in range(n_features):
-                _feature_pass(X + f * n, &rows_view[0], m, &node_of_row[0], &gradients[0], h,
-                              constant, &out[0, f, 0], node_stride)
-        else:
-            for f in prange(n_features, schedule='static', num_threads=n_threads):
-                _feature_pass(X + f * n, &rows_view[0], m, &node_of_row[0], &gradients[0], h,
-                              constant, &out[0, f, 0], node_stride)
+        status = _add_rows(&page[0, 0], n, n_features, &node_of_row[0], NULL, &gradients[0],
+                           NULL if constant else &hessians[0], constant, &out[0, 0, 0],
+                           out.shape[2], n_threads)
+    if status < 0:
+        raise MemoryError("page_histograms: out of memory.")
 
 
 def route_page(
@@ -142,34 +178,31 @@ def route_page(
     feature, else to ``right_child[k]``; rows of other nodes (and negative
     nodes) stay.
     """
-    cdef Py_ssize_t n = page.shape[0], i
-    cdef int k, f, n_nodes = split_feature.shape[0]
+    cdef Py_ssize_t n = page.shape[0]
+    cdef int n_nodes = split_feature.shape[0]
     if node_of_row.shape[0] != n:
         raise ValueError("route_page: one node per row.")
-    if goes_left.shape[0] != n_nodes or goes_left.shape[1] != 256 or \
-            left_child.shape[0] != n_nodes or right_child.shape[0] != n_nodes:
-        raise ValueError("route_page: a split feature, a 256-bin table and two children "
-                         "per node.")
-    if n_nodes and np.max(split_feature) >= page.shape[1]:
-        raise ValueError("route_page: a split feature past the page's features.")
+    _check_splits(split_feature, goes_left, left_child, right_child, page.shape[1],
+                  "route_page")
     if n == 0:
         return
     if np.max(node_of_row) >= n_nodes:
         raise ValueError("route_page: a row's node is past the nodes.")
-    cdef const X_BINNED_DTYPE_C* X = &page[0, 0]
+    if n_nodes == 0:  # every row without a node: nothing moves
+        return
     with nogil:
-        for i in prange(n, schedule='static', num_threads=n_threads
-                        if n >= MIN_PARALLEL_WORK else 1):
-            k = node_of_row[i]
-            if k < 0:
-                continue
-            f = split_feature[k]
-            if f < 0:
-                continue
-            if goes_left[k, X[f * n + i]]:
-                node_of_row[i] = left_child[k]
-            else:
-                node_of_row[i] = right_child[k]
+        _route(&page[0, 0], n, &node_of_row[0], &split_feature[0], &goes_left[0, 0],
+               &left_child[0], &right_child[0], n_threads)
+
+
+def _check_splits(split_feature, goes_left, left_child, right_child, n_features, name):
+    n_keys = split_feature.shape[0]
+    if goes_left.shape[0] != n_keys or goes_left.shape[1] != 256 or \
+            left_child.shape[0] != n_keys or right_child.shape[0] != n_keys:
+        raise ValueError(f"{name}: a split feature, a 256-bin table and two children "
+                         "per node.")
+    if n_keys and np.max(split_feature) >= n_features:
+        raise ValueError(f"{name}: a split feature past the page's features.")
 
 
 def split_tables(const split_info_struct[::1] splits, int missing_bin):
@@ -201,64 +234,28 @@ def page_pass(
     """One page of a pass, in one call: :func:`route_page` on ``row_keys`` (node
     keys, indexing the split arrays), then :func:`page_histograms` of the rows
     whose key has a slot in ``out`` (``slot_of_key``, -1: none)."""
-    cdef Py_ssize_t n = page.shape[0], n_features = page.shape[1], i, m = 0, f
-    cdef Py_ssize_t n_keys = split_feature.shape[0], n_slots = slot_of_key.shape[0]
-    cdef Py_ssize_t node_stride = out.shape[1] * out.shape[2]
-    cdef int k, s
+    cdef Py_ssize_t n = page.shape[0], n_features = page.shape[1]
+    cdef Py_ssize_t n_slots = slot_of_key.shape[0]
     cdef bint constant = hessians is None
     if row_keys.shape[0] != n or gradients.shape[0] != n or (
             not constant and hessians.shape[0] != n):
         raise ValueError("page_pass: one key, gradient and hessian per row.")
-    if goes_left.shape[0] != n_keys or goes_left.shape[1] != 256 or \
-            left_child.shape[0] != n_keys or right_child.shape[0] != n_keys:
-        raise ValueError("page_pass: a split feature, a 256-bin table and two children "
-                         "per key.")
+    _check_splits(split_feature, goes_left, left_child, right_child, n_features, "page_pass")
     if out.shape[1] != n_features or out.shape[2] < 256:
         raise ValueError("page_pass: out needs (n_slots, n_features, 256) bins.")
     if n == 0:
         return
-    if (n_keys and np.max(split_feature) >= n_features) or \
-            np.max(row_keys) >= min(n_keys, n_slots) or \
-            (n_slots and np.max(slot_of_key) >= out.shape[0]) or \
+    if split_feature.shape[0] == 0 or np.max(row_keys) >= min(split_feature.shape[0], n_slots) or \
+            np.max(slot_of_key) >= out.shape[0] or \
             np.max(left_child) >= n_slots or np.max(right_child) >= n_slots:
         raise ValueError("page_pass: keys, features or slots out of range.")
-    cdef const X_BINNED_DTYPE_C* X = &page[0, 0]
-    # the added rows' slots, gradients and hessians gathered once, in row
-    # order, so that each feature's loop reads them in sequence
-    rows = np.empty(n, dtype=np.intp)
-    slots = np.empty(n, dtype=np.intc)
-    ordered = np.empty((2, n), dtype=np.float32)
-    cdef Py_ssize_t[::1] rows_view = rows
-    cdef int[::1] slots_view = slots
-    cdef G_H_DTYPE_C[:, ::1] ordered_view = ordered
-    cdef G_H_DTYPE_C* og = &ordered_view[0, 0]
-    cdef G_H_DTYPE_C* oh = &ordered_view[1, 0]
+    cdef int status = 0
     with nogil:
-        for i in prange(n, schedule='static', num_threads=n_threads
-                        if n >= MIN_PARALLEL_WORK else 1):
-            k = row_keys[i]
-            if k >= 0 and split_feature[k] >= 0:
-                if goes_left[k, X[split_feature[k] * n + i]]:
-                    row_keys[i] = left_child[k]
-                else:
-                    row_keys[i] = right_child[k]
-        for i in range(n):  # the rows to add, with their slots
-            k = row_keys[i]
-            s = slot_of_key[k] if k >= 0 else -1
-            if s >= 0:
-                rows_view[m] = i
-                slots_view[m] = s
-                og[m] = gradients[i]
-                if not constant:
-                    oh[m] = hessians[i]
-                m += 1
-        if m == 0 or out.shape[0] == 0:
-            pass
-        elif m * n_features < MIN_PARALLEL_WORK or n_threads <= 1:
-            for f in range(n_features):
-                _gathered_pass(X + f * n, &rows_view[0], m, &slots_view[0], og, oh, constant,
-                               &out[0, f, 0], node_stride)
-        else:
-            for f in prange(n_features, schedule='static', num_threads=n_threads):
-                _gathered_pass(X + f * n, &rows_view[0], m, &slots_view[0], og, oh, constant,
-                               &out[0, f, 0], node_stride)
+        _route(&page[0, 0], n, &row_keys[0], &split_feature[0], &goes_left[0, 0],
+               &left_child[0], &right_child[0], n_threads)
+        if out.shape[0]:
+            status = _add_rows(&page[0, 0], n, n_features, &row_keys[0], &slot_of_key[0],
+                               &gradients[0], NULL if constant else &hessians[0], constant,
+                               &out[0, 0, 0], out.shape[2], n_threads)
+    if status < 0:
+        raise MemoryError("page_pass: out of memory.")

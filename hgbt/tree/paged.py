@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core._exact import snap_to_grid
 from ..core._types import G_H_DTYPE, HISTOGRAM_DTYPE, SIZE_DTYPE, X_BINNED_DTYPE
 from ..core.collective import SINGLE_PROCESS
 from ..data.bundling import FeatureLayout
 from ._grower import TreeKernel
 from ._paged import page_pass, split_tables
-from .training_data import gradient_buffers, max_abs_grid
+from .training_data import gradient_buffers, snap_gradients
 
 
 class _MaskReplay:
@@ -116,16 +115,16 @@ def grow_paged(kernel, settings, growth, pages, gradients, hessians=None, *,
     tables = np.zeros((0, n_features, n_bins), dtype=HISTOGRAM_DTYPE)
     expanded = set()
     routes, build = [], [0]  # the first pass: the root's histograms
+    n_keys = 4  # above every key a row holds (children of node p: 2p + 2, 2p + 3)
     passes = 0
     while True:
         if build or routes:
-            new = _pass(pages, row_keys, routes, build, gradients, hessians, constant,
-                        n_bins, settings.missing_bin, n_threads)
+            new = _pass(pages, row_keys, n_keys, routes, build, gradients, hessians,
+                        constant, n_bins, settings.missing_bin, n_threads)
             passes += 1
             if build:
-                index = np.concatenate([index, np.full(max(build) + 1 - index.size, -1,
-                                                       np.int32)]) \
-                    if max(build) >= index.size else index
+                index = np.concatenate([index, np.full(max(0, max(build) + 1 - index.size),
+                                                       -1, np.int32)])
                 index[build] = np.arange(len(tables), len(tables) + len(build))
                 tables = np.concatenate([tables, new])
         nodes, need, queued = kernel.grow(
@@ -133,6 +132,7 @@ def grow_paged(kernel, settings, growth, pages, gradients, hessians=None, *,
             node_masks=None if masks is None else masks.run(), n_threads=n_threads,
             paged=(index, tables))
         keys = node_keys(nodes)
+        n_keys = 2 * len(nodes) + 4
         if need < 0:
             break
         parent = int((keys[need] - 2) // 2)
@@ -143,14 +143,13 @@ def grow_paged(kernel, settings, growth, pages, gradients, hessians=None, *,
             expanded.add(q)
             split = nodes["split"][q]
             left_small = split["n_samples_left"] <= split["n_samples_right"]
-            routes.append((int(keys[q]), q))
+            routes.append((int(keys[q]), split, q))
             build.append(2 * q + 2 if left_small else 2 * q + 3)
-        routes = [(k, nodes["split"][q], q) for k, q in routes]
     # the splits that needed no histograms: their rows still to route
     last = [(int(keys[q]), nodes["split"][q], q) for q in np.flatnonzero(nodes["left"] >= 0)
             if int(q) not in expanded]
     if last:
-        _pass(pages, row_keys, last, [], gradients, hessians, constant, n_bins,
+        _pass(pages, row_keys, n_keys, last, [], gradients, hessians, constant, n_bins,
               settings.missing_bin, n_threads)
         passes += 1
     return nodes, _leaves(nodes, keys, row_keys), passes
@@ -173,14 +172,13 @@ def _may_split(nodes, queued, growth):
     return queued[:max(left, 0)]
 
 
-def _pass(pages, row_keys, routes, build, gradients, hessians, constant, n_bins,
+def _pass(pages, row_keys, size, routes, build, gradients, hessians, constant, n_bins,
           missing_bin, n_threads):
     """One pass over the pages: route the rows of ``routes`` ((node key, split,
     node id)) to their children's keys, then add the rows of the keys in
-    ``build`` to their histograms (returned in that order)."""
+    ``build`` to their histograms (returned in that order). Every key, a
+    row's or a child's, is below ``size``."""
     n_features = pages.n_features
-    size = 2 * max([q for _, _, q in routes] + [max(build, default=0)] + [0]) + 4
-    size = max(size, int(row_keys.max(initial=0)) + 1)
     split_feature = np.full(size, -1, dtype=np.int32)
     goes_left = np.zeros((size, 256), dtype=np.uint8)
     left = np.full(size, -1, dtype=np.int32)
@@ -257,11 +255,7 @@ class PagedTrainingData:
             raise ValueError(OUT_OF_CORE_HINT.format("quantized gradients "
                                                      "(use_quantized_grad)"))
         gradients, hessians = self._tree_gradients[k], self._tree_hessians[k]
-        if grid is None:
-            grid = (max_abs_grid(gradients, self.n_rows), max_abs_grid(hessians, self.n_rows))
-        for values, exponent in zip((gradients, hessians), grid):
-            if exponent is not None:
-                snap_to_grid(values, exponent, self.n_threads)
+        snap_gradients(gradients, hessians, grid, self.n_rows, self.n_threads)
         self._gradients, self._hessians = gradients, hessians
 
     def grow_tree(self, settings, growth, tree_mask=None, node_masks=None):

@@ -237,12 +237,7 @@ class LocalTrainingData:
         # rows, nor on the process that adds them
         if grid is None and self.collective.size > 1:
             grid = self._grid_everywhere(gradients, hessians)
-        elif grid is None:
-            n_rows = self._all_rows.shape[0]
-            grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
-        for values, exponent in zip((gradients, hessians), grid):
-            if exponent is not None:
-                snap_to_grid(values, exponent, self.n_threads)
+        snap_gradients(gradients, hessians, grid, self._all_rows.shape[0], self.n_threads)
 
     def _grid_everywhere(self, gradients, hessians):
         # the grids of the rows of every process: from the largest |value|
@@ -496,6 +491,17 @@ class MultiValueBins:
             view.total_lanes = np.zeros(3 * max_threads, dtype=np.int64)
             view.flushed = np.zeros(max_threads * np.dtype(np.intc).itemsize, dtype=np.uint8)
         return view
+
+
+def snap_gradients(gradients, hessians, grid, n_rows, n_threads):
+    """Gradients and hessians in place on the exact grids ``grid`` (two
+    exponents, None: none), by default those of their own values over
+    ``n_rows`` rows (:func:`max_abs_grid`)."""
+    if grid is None:
+        grid = (max_abs_grid(gradients, n_rows), max_abs_grid(hessians, n_rows))
+    for values, exponent in zip((gradients, hessians), grid):
+        if exponent is not None:
+            snap_to_grid(values, exponent, n_threads)
 
 
 def gradient_buffers(gradients, hessians, constant_hessian=None):
