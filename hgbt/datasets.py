@@ -1,6 +1,9 @@
 """Generated datasets shared by the demo, the tests and the benchmarks."""
 import numpy as np
 
+__all__ = ["make_binary_task", "make_categorical_task", "make_multiclass_task",
+           "make_regression_task"]
+
 
 def make_regression_task(n_samples=100_000, n_features=28, missing_fraction=0.05,
                          noise=0.5, random_state=0, dtype=np.float32):

@@ -29,6 +29,9 @@ from .model.tables import category_values, feature_names
 if TYPE_CHECKING:
     from .estimators.gradient_boosting import BaseHistGBDT
 
+# the helpers below them serve hgbt.plotting
+__all__ = ["enable_sklearn_recursion", "partial_dependence"]
+
 
 def feature_index(booster: Booster, feature: int | str) -> int:
     """The index of ``feature`` (an index or a name) in the model's features."""

@@ -19,6 +19,8 @@ from .inspection import (check_grid_settings, column_values, feature_index, is_c
 
 IMPORTANCE_TYPES = ("split", "gain", "total_gain", "cover", "total_cover")
 
+__all__ = ["plot_importance", "plot_learning_curve", "plot_partial_dependence", "plot_tree"]
+
 
 def _pyplot():
     try:

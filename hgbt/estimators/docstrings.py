@@ -226,9 +226,9 @@ COMMON_PARAMETERS_DOC = """\
 COMMON_ATTRIBUTES_DOC = """\
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during fit, when they are all strings.
-    is_categorical_ : ndarray of bool of shape (n_features_in_,) or None
+    is_categorical_ : ndarray of bool of shape (``n_features_in_``,) or None
         Categorical features; None when there are none.
     categorical_categories_ : list or None
         Per feature: None (numeric), or for a categorical feature the
@@ -267,11 +267,11 @@ COMMON_ATTRIBUTES_DOC = """\
         the first round and after each (as :func:`hgbt.cv`), and
         ``'best_iteration'``, the rounds of the final fit (also
         ``best_iteration_`` and ``n_iter_``).
-    train_score_ : ndarray of shape (n_iter_ + 1,)
+    train_score_ : ndarray of shape (``n_iter_`` + 1,)
         The watched metric on the training data before the first round and
         after each, higher is better (the loss negated); empty without
         early stopping.
-    validation_score_ : ndarray of shape (n_iter_ + 1,)
+    validation_score_ : ndarray of shape (``n_iter_`` + 1,)
         The same on the watched validation set; empty without one.
     max_leaf_nodes_ : int or None
         The trees' leaf limit: ``max_leaf_nodes``, or the size

@@ -118,8 +118,8 @@ or (n_samples, n_classes, n_features + 1, n_features + 1)
 
         Returns
         -------
-        leaves : ndarray of int32, shape (n_samples, n_iter_) for the regressor, \
-(n_samples, n_iter_, n_trees_per_round) for the classifier
+        leaves : ndarray of int32, shape (n_samples, ``n_iter_``) for the regressor, \
+(n_samples, ``n_iter_``, n_trees_per_round) for the classifier
             The leaf's index in its tree's node array (the ``node`` column of
             the tree tables). As scikit-learn's ``GradientBoostingClassifier``,
             the classifier's result is 3-D also for two classes (one tree per

@@ -192,7 +192,7 @@ class BaseHistGBDT(ExplainMixin, CallbackSupportMixin, BaseEstimator):
     def feature_importances_(self) -> np.ndarray:
         """Per feature: share of the total split gain (``importance_type='gain'``)
         or of the number of splits ('split') over all trees; all zeros without
-        any split. Shape (n_features_in_,)."""
+        any split. Shape (``n_features_in_``,)."""
         check_is_fitted(self)
         totals = self.booster_.feature_importance(self.importance_type)
         total = totals.sum()

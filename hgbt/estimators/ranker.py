@@ -94,7 +94,7 @@ class HistGBDTRanker(BaseHistGBDT):
         ``lambdarank_truncation_level``).
     lambdarank_norm : bool, default=True
         Scale each query's gradients by log2(1 + L) / L, L the sum of its
-        pairs' |lambda|, so queries with many mis-ordered pairs do not drown
+        pairs' absolute lambdas, so queries with many mis-ordered pairs do not drown
         the others (LightGBM's ``lambdarank_norm``).
     label_gain : array-like or None, default=None
         The gain of each relevance label 0, 1, ...: None is 2^label - 1 for

@@ -261,7 +261,7 @@ def to_onnx(model: BaseHistGBDT, *, dtype: DTypeLike = np.float32,
     ----------
     model : fitted HistGBDTRegressor, HistGBDTClassifier, HistGBDTRanker or HistGBDTSurvival
     dtype : {numpy.float32, numpy.float64}, default=numpy.float32
-        Type of the input tensor, shape (N, n_features_in_). Feed it
+        Type of the input tensor, shape (N, ``n_features_in_``). Feed it
         :func:`hgbt.export.numeric_input` of the rows (numeric features as
         they are, categorical features as their codes).
     zipmap : bool or 'columns', default=False

@@ -374,7 +374,7 @@ class Booster:
 
         Returns
         -------
-        ndarray of float64 of shape (n_features_in_,)
+        ndarray of float64 of shape (``n_features_in_``,)
         """
         if importance_type not in ("gain", "split"):
             raise ValueError(f"importance_type must be 'gain' or 'split', got "

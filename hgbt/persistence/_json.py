@@ -34,13 +34,16 @@ from ._pickle import hgbt_version
 if TYPE_CHECKING:  # the estimators register themselves from the layer above
     from ..estimators.gradient_boosting import BaseHistGBDT
 
+#: The ``"format"`` field of every model file.
 FORMAT = "hgbt-model"
+#: The newest format version this hgbt reads and writes.
 FORMAT_VERSION = 3
 # Version 2 adds pooled categorical features (more than 255 categories, see
 # data/categorical.py), version 3 their target statistics (the attribute
 # _target_stats, data/target_stats.py); a model is written with the lowest
 # version that holds it.
 
+#: The estimator classes a model file may hold, by name.
 ESTIMATORS = ("HistGBDTRegressor", "HistGBDTClassifier", "HistGBDTRanker",
               "HistGBDTSurvival")
 # name -> class; the estimator modules register their classes (this module sits
