@@ -202,8 +202,9 @@ def check_in_browser(site, shots):
                 failures.append(f"{page}: an example page without a figure")
         driver.get(base + "search.html?q=early+stopping")
         try:
-            WebDriverWait(driver, 30).until(lambda d: d.find_elements(
-                By.CSS_SELECTOR, "#search-results li, ul.search li"))
+            # results arrive one by one; Sphinx's summary line ends the search
+            WebDriverWait(driver, 60).until(
+                lambda d: "Search finished" in d.find_element(By.TAG_NAME, "body").text)
         except Exception:  # noqa: BLE001 - reported as a failure below
             pass
         results = driver.find_elements(By.CSS_SELECTOR, "#search-results li, ul.search li")
