@@ -47,8 +47,8 @@ print(f"largest |sum of contributions - prediction|: {gap:.2e}")
 assert np.allclose(contrib.sum(axis=1), model.predict(X))
 
 # %%
-# Beeswarm summary
-# ----------------
+# Beeswarm summary and mean absolute contribution
+# -----------------------------------------------
 #
 # Features are sorted by their mean absolute contribution, the largest on top.
 # Each dot is one patient: its horizontal position is the feature's
@@ -92,13 +92,8 @@ colorbar = fig.colorbar(points, ax=ax_swarm, ticks=[0, 1], pad=0.01, aspect=40)
 colorbar.ax.set_yticklabels(["low", "high"])
 colorbar.set_label("feature value")
 
-# %%
-# Mean absolute contribution
-# --------------------------
-#
-# Averaging the absolute contributions over the rows gives a global
-# importance on the scale of the target, in the same order as the beeswarm.
-
+# Right: the mean absolute contribution over the rows, a global importance
+# on the scale of the target, in the same order as the beeswarm.
 ax_bar.barh(range(len(order)), mean_abs[order], color="tab:purple")
 ax_bar.set_yticks(range(len(order)), names[order])
 ax_bar.set_xlabel("mean |SHAP value|")
