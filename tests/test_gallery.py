@@ -6,7 +6,6 @@ takes minutes): these are the parts of it that can go stale without a build.
 """
 import importlib
 import re
-import runpy
 import warnings
 from pathlib import Path
 
@@ -26,8 +25,21 @@ def test_the_gallery_has_at_least_twelve_examples():
         assert re.match(r'"""\n?(.+)\n=+\n', path.read_text()), path.name
 
 
+def _cells(source):
+    """The script's cells as sphinx-gallery splits them (at ``# %%`` lines)."""
+    return re.split(r"^# %%.*$", source, flags=re.M)
+
+
+def _drawn(figure):
+    """What a figure shows, coarsely: its axes and their artists."""
+    return tuple(len(ax.get_children()) for ax in figure.axes)
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_gallery_example_runs_and_draws(path, tmp_path, monkeypatch):
+    """Run cell by cell, as the site's build does: it saves and closes the
+    open figures after each cell, so a figure drawn on in a later cell would
+    appear incomplete on the page."""
     matplotlib = pytest.importorskip("matplotlib")
     pytest.importorskip("pandas")
     matplotlib.use("Agg")
@@ -35,11 +47,22 @@ def test_gallery_example_runs_and_draws(path, tmp_path, monkeypatch):
 
     plt.close("all")
     monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__main__", "__file__": str(path)}
+    captured = []  # (cell, figure, what it showed when the cell ended)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a warning in an example is a bug in it
-            runpy.run_path(str(path), run_name="__main__")
-        assert plt.get_fignums(), f"{path.name} drew no figure"
+            for i, cell in enumerate(_cells(path.read_text())):
+                code = compile(cell, f"{path.name}, cell {i}", "exec")
+                exec(code, namespace)
+                captured += [(i, plt.figure(n), None) for n in plt.get_fignums()]
+                captured = [(c, f, _drawn(f) if seen is None else seen)
+                            for c, f, seen in captured]
+                plt.close("all")
+        assert captured, f"{path.name} drew no figure"
+        for cell, figure, seen in captured:
+            assert _drawn(figure) == seen, (
+                f"{path.name}: a figure shown after cell {cell} is drawn on later")
     finally:
         plt.close("all")
 
