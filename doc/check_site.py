@@ -3,12 +3,15 @@
     sphinx-build -W --keep-going -b html doc doc/_build/html
     python doc/check_site.py [--site doc/_build/html] [--offline]
 
-1. Links, on every built page: each internal link must name an existing file,
+1. The API reference: every public method of every class on the
+   reference's pages has its own entry there (an element with its full name
+   as id); a public attribute is named on the page.
+2. Links, on every built page: each internal link must name an existing file,
    and its ``#fragment`` an element of that page. Each external link is
    requested once: an HTTP error status fails the check; a host that cannot be
    reached from this machine is listed as unverified (``--offline`` skips
    them all).
-2. A headless Chromium, driven by Selenium, serves the site over HTTP and
+3. A headless Chromium, driven by Selenium, serves the site over HTTP and
    opens the home page, a user-guide page, an API page and gallery pages. On
    each it checks that every image loaded, that the browser logged no error
    (a missing stylesheet or script), and that every same-site link it holds
@@ -23,6 +26,9 @@ does not run it (it needs the built site and a browser).
 import argparse
 import functools
 import http.server
+import importlib
+import inspect
+import re
 import shutil
 import sys
 import threading
@@ -64,6 +70,32 @@ def _parse(path):
     page = _Page()
     page.feed(path.read_text(encoding="utf-8", errors="replace"))
     return page
+
+
+def check_api(site):
+    """Each class page documents every public method and names every public
+    attribute of the class (builtins' own members, such as an exception's
+    ``with_traceback``, aside)."""
+    failures, n_members = [], 0
+    for page in sorted((site / "generated").glob("hgbt.*.html")):
+        module_name, _, name = page.stem.rpartition(".")
+        obj = getattr(importlib.import_module(module_name), name)
+        if not inspect.isclass(obj):
+            continue
+        ids, text = _parse(page).ids, page.read_text(encoding="utf-8")
+        for member in dir(obj):
+            owner = next((k for k in obj.__mro__ if member in vars(k)), None)
+            if member.startswith("_") or owner is None or owner.__module__ == "builtins":
+                continue
+            n_members += 1
+            if callable(getattr(obj, member, None)) or isinstance(vars(owner)[member], property):
+                if f"{page.stem}.{member}" not in ids:
+                    failures.append(f"{page.name}: no entry for {page.stem}.{member}")
+            elif not re.search(rf"\b{re.escape(member)}\b", text):
+                failures.append(f"{page.name}: the attribute {member} is not named")
+    print(f"API reference: {n_members} public members of its classes, "
+          f"{len(failures)} missing")
+    return failures
 
 
 def check_links(site, offline):
@@ -231,7 +263,7 @@ def main(argv=None):
     if not (site / "index.html").is_file():
         sys.exit(f"No built site at {site}: build it first with\n"
                  "    sphinx-build -W --keep-going -b html doc doc/_build/html")
-    failures = check_links(site, args.offline)
+    failures = check_api(site) + check_links(site, args.offline)
     if not args.no_browser:
         failures += check_in_browser(site, site.parent / "screenshots")
     for failure in failures:

@@ -46,7 +46,10 @@ myst_enable_extensions = ["colon_fence"]
 
 # The API reference: one page per public name, its methods with their parameters.
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": True}
+# undoc-members: class attributes a subclass inherits (a callback's `reason`)
+autodoc_default_options = {"members": True, "inherited-members": True, "undoc-members": True,
+                           # an exception's own members, from Python
+                           "exclude-members": "add_note,args,with_traceback"}
 autodoc_typehints = "none"  # numpydoc's Parameters sections say the types
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
