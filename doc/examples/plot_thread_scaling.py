@@ -41,7 +41,7 @@ print(f"{X.shape[0]} rows, {X.shape[1]} features; os.cpu_count() = {cpus}; "
 # Each count is fitted twice and the faster fit is kept, which removes most
 # of the noise of a shared machine. Early stopping is off, so that every fit
 # grows the same 30 rounds of 31-leaf trees. An explicit ``n_threads`` is
-# used exactly as given.
+# used as given (up to 4 per usable CPU), not adapted to the load.
 
 fit_time, predictions = {}, {}
 for n_threads in counts:

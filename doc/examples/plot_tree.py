@@ -36,8 +36,9 @@ print(f"{model.n_iter_} rounds, one tree each")
 # -------------------
 #
 # Each inner node shows its test (the left branch, "yes", holds the rows with
-# ``feature <= threshold``), the side missing values go to (learned even when,
-# as here, the training data have none), the split's gain and the number of
+# ``feature <= threshold``), the side missing values go to (learned from the
+# training rows that had them; when, as here, there were none, the child with
+# more training rows), the split's gain and the number of
 # training rows. Each leaf shows its value, already multiplied by the learning
 # rate: what the tree adds to the prediction of a row landing there.
 
