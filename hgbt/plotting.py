@@ -381,6 +381,7 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
         target_idx=target_idx, deciles=deciles, kind="average",
         is_categorical=[tuple(is_categorical(booster, f) for f in group) for group in plots])
     display.plot(ax=ax, n_cols=n_cols, **plot_kw)
+    _place_vertical_deciles(display)
     # what the values are: the raw score, of which class
     scale = _raw_score_name(booster)
     for axis, group in zip(np.ravel(display.axes_), plots):
@@ -392,6 +393,32 @@ def plot_partial_dependence(model, X, features, *, target=None, grid_resolution=
         display.figure_.suptitle(f"Class {label!r}: partial "
                                  f"dependence of its {scale}")
     return display
+
+
+def _place_vertical_deciles(display):
+    """Redraw the y-axis decile marks of the two-way numeric plots.
+
+    scikit-learn (1.9 at least) draws them with the transform of the x-axis
+    marks (x in data, y in axes units), so the second feature's deciles land
+    as a clump at the bottom of the plot instead of along the left edge; its
+    x-axis marks are right and stay.
+    """
+    from matplotlib.transforms import blended_transform_factory
+
+    marks = getattr(display, "deciles_hlines_", None)
+    if marks is None:
+        return
+    for index, (axis, group) in enumerate(zip(np.ravel(display.axes_), display.features)):
+        line = np.ravel(marks)[index]
+        if axis is None or line is None or len(group) != 2:
+            continue
+        xlim, ylim = axis.get_xlim(), axis.get_ylim()
+        line.remove()
+        np.ravel(marks)[index] = axis.hlines(
+            display.deciles[group[1]], 0, 0.05, color="k",
+            transform=blended_transform_factory(axis.transAxes, axis.transData))
+        axis.set_xlim(xlim)
+        axis.set_ylim(ylim)
 
 
 def _raw_score_name(booster):

@@ -132,6 +132,24 @@ def test_pdp_display_lines_are_partial_dependence():
     assert [b.get_height() for b in bars] == pytest.approx(list(cat.average[2]), abs=0)
 
 
+def test_two_way_pdp_decile_marks_lie_on_their_axes():
+    # each feature's deciles mark its own axis: x's along the bottom edge,
+    # y's along the left edge, at the deciles in data units
+    model, X = fitted("regressor")
+    display = plotting.plot_partial_dependence(model, X, [(1, 2)], grid_resolution=11)
+    axis = rendered(display.axes_.ravel()[0])
+    for marks, f, data_column in ((display.deciles_vlines_, 1, 0),
+                                  (display.deciles_hlines_, 2, 1)):
+        segments = np.ravel(marks)[0].get_segments()
+        to_data = (np.ravel(marks)[0].get_transform() - axis.transData).transform
+        ends = np.array([to_data(segment) for segment in segments])   # (9, 2 ends, xy)
+        np.testing.assert_allclose(ends[:, 0, data_column], display.deciles[f])
+        lo, hi = (axis.get_xlim(), axis.get_ylim())[1 - data_column]
+        axes_frac = (ends[:, :, 1 - data_column] - lo) / (hi - lo)   # across the axis
+        np.testing.assert_allclose(axes_frac[:, 0], 0, atol=1e-9)
+        np.testing.assert_allclose(axes_frac[:, 1], 0.05, atol=1e-9)
+
+
 def test_pdp_categorical_frame_and_binary():
     X, y = plan_frame()
     model = HistGBDTClassifier(max_iter=5, random_state=0).fit(X, y)

@@ -23,7 +23,6 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib import transforms
 from sklearn.datasets import load_diabetes
 from sklearn.inspection import partial_dependence as sklearn_partial_dependence
 
@@ -44,23 +43,12 @@ print(f"{model.n_iter_} rounds")
 # a contour plot of the joint effect. ``X`` provides the grid (between the 5th
 # and 95th percentiles of each feature) and the decile ticks along the axes.
 # The result is scikit-learn's ``PartialDependenceDisplay``.
-#
-# scikit-learn (up to 1.9 at least) draws the decile ticks of a two-way plot's
-# vertical axis at the bottom of the plot, in the horizontal axis's data
-# coordinates; the last lines below move them to the left edge where they
-# belong.
 
 fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))
 display = plot_partial_dependence(model, X, ["bmi", "s5", "bp", ("bmi", "s5")],
                                   grid_resolution=40, ax=axes)
 fig.suptitle("Partial dependence of the predicted progression (diabetes data)")
 fig.tight_layout()
-
-contour_ax = display.axes_[3]
-display.deciles_hlines_[3].remove()
-contour_ax.hlines(display.deciles[X.columns.get_loc("s5")], 0, 0.05, color="k",
-                  transform=transforms.blended_transform_factory(contour_ax.transAxes,
-                                                                 contour_ax.transData))
 
 # %%
 # The progression predicted rises with body mass index (``bmi``) and with
