@@ -3,7 +3,8 @@ the learning curve recorded during fit, and partial dependence (computed by
 the recursion method of :func:`hgbt.inspection.partial_dependence`, drawn by
 scikit-learn's ``PartialDependenceDisplay``).
 
-matplotlib is an optional dependency (``pip install "hgbt[plot]"``),
+matplotlib is an optional dependency (the ``plot`` extra, ``pip install ".[plot]"``
+from the source tree, or ``pip install matplotlib pandas``),
 imported only when a function draws.
 """
 from numbers import Integral
@@ -26,7 +27,8 @@ def _pyplot():
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ImportError('Plotting needs matplotlib: pip install "hgbt[plot]"') from exc
+        raise ImportError("Plotting needs matplotlib and pandas: pip install matplotlib "
+                          "pandas (hgbt's 'plot' extra)") from exc
     return plt
 
 

@@ -1,6 +1,7 @@
 """Training on a Dask cluster: the same model as the local estimators, bit for bit.
 
-Needs ``dask`` and ``distributed`` (``pip install "hgbt[dask]"``); see
+Needs ``dask`` and ``distributed`` (the ``dask`` extra: ``pip install ".[dask]"``
+from the source tree); see
 ``doc/dask.md``.
 """
 from ._estimators import (DaskHistGBDTClassifier, DaskHistGBDTRanker, DaskHistGBDTRegressor,

@@ -2,7 +2,7 @@
 
 - :func:`to_onnx`: an ONNX model (``ai.onnx.ml`` tree ensembles), run with
   onnxruntime or any ONNX runtime; needs the ``onnx`` extra
-  (``pip install "hgbt[onnx]"``: skl2onnx, onnx, onnxruntime).
+  (``pip install ".[onnx]"`` from the source tree: skl2onnx, onnx, onnxruntime).
 - :func:`to_treelite`: a ``treelite.Model``; needs the ``treelite`` extra.
 - :func:`shap_model`: the shap library's tree-ensemble description, for
   ``shap.TreeExplainer`` (the ``shap`` extra).

@@ -227,7 +227,7 @@ def register() -> None:
     Raises
     ------
     ImportError
-        If skl2onnx is not installed (``pip install "hgbt[onnx]"``).
+        If skl2onnx is not installed (the ``onnx`` extra: ``pip install ".[onnx]"``).
     """
     from skl2onnx import update_registered_converter
 

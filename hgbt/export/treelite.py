@@ -73,7 +73,7 @@ def to_treelite(model: BaseHistGBDT | Booster) -> treelite.Model:
     Raises
     ------
     ImportError
-        If treelite is not installed (``pip install "hgbt[treelite]"``).
+        If treelite is not installed (the ``treelite`` extra: ``pip install ".[treelite]"``).
     ValueError
         If the model holds what the export cannot express (see
         :func:`hgbt.export._forest.describe`).
