@@ -76,10 +76,8 @@ def _predict(est, X_test, task, n_classes, n_rounds=None):
             if i == n_rounds:
                 break
     if classify:
-        proba = est.predict_proba(X_test) if n_rounds is None else pred
-        pred = np.zeros((len(X_test), n_classes))
-        pred[:, np.asarray(est.classes_).astype(int)] = proba
-        return pred
+        return realdata.by_class(est, est.predict_proba(X_test) if n_rounds is None
+                                 else pred, n_classes)
     return np.asarray(est.predict(X_test) if n_rounds is None else pred,
                       dtype=np.float64)
 

@@ -168,6 +168,22 @@ def row_losses(task, y, pred):
 
 # task -> [(metric, label, function(y, prediction, losses))]; the first is the
 # mean per-row loss that the noise estimate is about.
+def by_class(estimator, proba, n_classes):
+    """Class probabilities as an (n, n_classes) matrix indexed by the class
+    codes 0..n_classes-1 (a split may lack a class the estimator never saw)."""
+    pred = np.zeros((len(proba), n_classes))
+    pred[:, np.asarray(estimator.classes_).astype(int)] = proba
+    return pred
+
+
+def predictions(estimator, X, task, n_classes):
+    """What ``row_losses`` scores: class probabilities by class code, or the
+    predicted values as float64."""
+    if task in CLASSIFICATION:
+        return by_class(estimator, estimator.predict_proba(X), n_classes)
+    return np.asarray(estimator.predict(X), dtype=np.float64)
+
+
 METRICS = {
     "regression": [("rmse", "RMSE", lambda y, p, l: math.sqrt(l.mean()))],
     "count": [("poisson_dev", "Poisson deviance", lambda y, p, l: l.mean()),
@@ -275,12 +291,7 @@ def run_worker(lib, mode, data_dir, n_threads, loss_path):
 
     gc.collect()
     t0 = time.perf_counter()
-    if task in CLASSIFICATION:
-        proba = estimator.predict_proba(X_test)
-        pred = np.zeros((len(X_test), len(meta["classes"])))
-        pred[:, np.asarray(estimator.classes_).astype(int)] = proba
-    else:
-        pred = np.asarray(estimator.predict(X_test), dtype=np.float64)
+    pred = predictions(estimator, X_test, task, len(meta.get("classes", ())))
     predict_s = time.perf_counter() - t0
 
     losses = row_losses(task, y_test, pred)

@@ -151,14 +151,6 @@ def _folds(y, task, n_splits, seed):
     return cls(n_splits, shuffle=True, random_state=seed).split(np.zeros(len(y)), y)
 
 
-def _predict(est, X, task, n_classes):
-    if task in realdata.CLASSIFICATION:
-        out = np.zeros((len(X), n_classes))
-        out[:, np.asarray(est.classes_).astype(int)] = est.predict_proba(X)
-        return out
-    return np.asarray(est.predict(X), dtype=np.float64)
-
-
 def cv_losses(make, X, y, task, n_splits, repeats):
     """Per-row loss averaged over ``repeats`` K-fold runs, and the mean fit time."""
     n_classes = int(y.max()) + 1 if task in realdata.CLASSIFICATION else 0
@@ -169,7 +161,7 @@ def cv_losses(make, X, y, task, n_splits, repeats):
             t = time.perf_counter()
             est.fit(X.iloc[train], y[train])
             seconds.append(time.perf_counter() - t)
-            pred = _predict(est, X.iloc[test], task, n_classes)
+            pred = realdata.predictions(est, X.iloc[test], task, n_classes)
             losses[test] += realdata.row_losses(task, y[test], pred) / repeats
     return losses, float(np.mean(seconds))
 

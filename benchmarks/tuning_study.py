@@ -177,30 +177,6 @@ def load_table(name, cache_dir, small_folds):
 # Fits
 # --------------------------------------------------------------------------
 
-def _prediction(est, X_test, task, n_classes):
-    if task in realdata.CLASSIFICATION:
-        pred = np.zeros((len(X_test), n_classes))
-        pred[:, np.asarray(est.classes_).astype(int)] = est.predict_proba(X_test)
-        return pred
-    return np.asarray(est.predict(X_test), dtype=np.float64)
-
-
-def _secondary(task, y, pred):
-    if task == "binary":
-        return realdata._auc(y, pred)
-    if task == "multiclass":
-        return realdata._accuracy(y, pred)
-    if task == "count":
-        return math.sqrt(float(np.mean((y - pred) ** 2)))
-    return None
-
-
-def _loss(task, row_losses):
-    """realdata.py's metric from per-row losses: RMSE, Poisson deviance, log-loss."""
-    m = float(np.mean(row_losses))
-    return math.sqrt(m) if task == "regression" else m
-
-
 def fit_config(task, splits, n_total, n_classes, params, n_threads, seed=0):
     """Fit ``params`` on every split; out-of-split per-row losses and facts."""
     from hgbt import HistGBDTClassifier, HistGBDTRegressor
@@ -217,14 +193,17 @@ def fit_config(task, splits, n_total, n_classes, params, n_threads, seed=0):
         t0 = time.perf_counter()
         est.fit(X_tr, y_tr)
         seconds += time.perf_counter() - t0
-        pred = _prediction(est, X_te, task, n_classes)
+        pred = realdata.predictions(est, X_te, task, n_classes)
         losses[te] = realdata.row_losses(task, y_te, pred)
         preds[te], y_all[te] = pred, y_te
         rounds.append(int(est.n_iter_))
         leaves.append(getattr(est, "max_leaf_nodes_", est.max_leaf_nodes))
         l2s.append(getattr(est, "l2_regularization_", est.l2_regularization))
+    # realdata.py's metrics: the per-row loss's (RMSE, deviance, log-loss), then
+    # the task's second one (RMSE of counts, AUC, accuracy), if any
+    metrics = [f(y_all, preds, losses) for _, _, f in realdata.METRICS[task]]
     return losses, dict(
-        loss=_loss(task, losses), secondary=_secondary(task, y_all, preds),
+        loss=metrics[0], secondary=metrics[1] if len(metrics) > 1 else None,
         n_iter=statistics.median(rounds), n_iter_all=rounds,
         max_leaf_nodes=leaves, l2_regularization=[float(v) for v in l2s],
         fit_s=seconds)

@@ -68,7 +68,8 @@ class _Page(HTMLParser):
 @functools.cache
 def _parse(path):
     page = _Page()
-    page.feed(path.read_text(encoding="utf-8", errors="replace"))
+    page.text = path.read_text(encoding="utf-8", errors="replace")
+    page.feed(page.text)
     return page
 
 
@@ -82,7 +83,7 @@ def check_api(site):
         obj = getattr(importlib.import_module(module_name), name)
         if not inspect.isclass(obj):
             continue
-        ids, text = _parse(page).ids, page.read_text(encoding="utf-8")
+        ids, text = _parse(page).ids, _parse(page).text
         for member in dir(obj):
             owner = next((k for k in obj.__mro__ if member in vars(k)), None)
             if member.startswith("_") or owner is None or owner.__module__ == "builtins":
@@ -134,9 +135,9 @@ def check_links(site, offline):
                 broken.append(f"{page}: {url} (HTTP {exc.code})")
         except (urllib.error.URLError, OSError) as exc:
             unverified.append(f"{url} ({getattr(exc, 'reason', exc)})")
-    n_checked = 0 if offline else len(external) - len(unverified)
-    print(f"external links: {len(external)}, {n_checked} answered, "
-          f"{len(unverified) if not offline else len(external)} not verified from here")
+    n_unverified = len(external) if offline else len(unverified)
+    print(f"external links: {len(external)}, {len(external) - n_unverified} answered, "
+          f"{n_unverified} not verified from here")
     for line in unverified:
         print("  not verified:", line)
     return broken

@@ -407,16 +407,14 @@ def _place_vertical_deciles(display):
     """
     from matplotlib.transforms import blended_transform_factory
 
-    marks = getattr(display, "deciles_hlines_", None)
-    if marks is None:
-        return
+    marks = display.deciles_hlines_  # None where a plot has no marks
     for index, (axis, group) in enumerate(zip(np.ravel(display.axes_), display.features)):
-        line = np.ravel(marks)[index]
+        line = marks.flat[index]
         if axis is None or line is None or len(group) != 2:
             continue
         xlim, ylim = axis.get_xlim(), axis.get_ylim()
         line.remove()
-        np.ravel(marks)[index] = axis.hlines(
+        marks.flat[index] = axis.hlines(
             display.deciles[group[1]], 0, 0.05, color="k",
             transform=blended_transform_factory(axis.transAxes, axis.transData))
         axis.set_xlim(xlim)

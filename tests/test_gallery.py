@@ -55,9 +55,8 @@ def test_gallery_example_runs_and_draws(path, tmp_path, monkeypatch):
             for i, cell in enumerate(_cells(path.read_text())):
                 code = compile(cell, f"{path.name}, cell {i}", "exec")
                 exec(code, namespace)
-                captured += [(i, plt.figure(n), None) for n in plt.get_fignums()]
-                captured = [(c, f, _drawn(f) if seen is None else seen)
-                            for c, f, seen in captured]
+                captured += [(i, figure, _drawn(figure))
+                             for figure in map(plt.figure, plt.get_fignums())]
                 plt.close("all")
         assert captured, f"{path.name} drew no figure"
         for cell, figure, seen in captured:
